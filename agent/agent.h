@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef KMEM_AGENT_H
+#define KMEM_AGENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ini.h"
+
+#define AGENT_CONF "/etc/kmemctl/agent.conf"
+
+struct agent_config {
+	char *host_id; /* default: /etc/machine-id */
+	char *server; /* kmemd host:port */
+	uint64_t interval_ms;
+	char *state_dir;
+	uint64_t spool_max; /* bytes */
+	uint64_t guard_window_ms;
+	uint64_t collector_timeout_ms;
+	char *cert, *key, *ca;
+	char *keys_dir; /* pinned policy keys */
+	char *user; /* the network child runs as this user */
+	int log_level;
+	struct ini_map labels;
+};
+
+extern const struct ini_option agent_options[];
+extern const size_t agent_n_options;
+void agent_config_defaults(struct agent_config *c);
+
+#endif

@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stddef.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "agent.h"
+#include "macro.h"
+
+static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
+					  "notice", "info",  "debug", NULL };
+
+#define OPT(sec, key, type, field, ...)                                           \
+	{                                                                         \
+		sec, key, type, offsetof(struct agent_config, field), __VA_ARGS__ \
+	}
+
+const struct ini_option agent_options[] = {
+	OPT("agent", "host_id", INI_STRING, host_id),
+	OPT("agent", "server", INI_STRING, server),
+	OPT("agent", "interval", INI_DURATION, interval_ms, 1000, 3600000),
+	OPT("agent", "state_dir", INI_PATH, state_dir),
+	OPT("agent", "spool_max", INI_SIZE, spool_max, 64 << 10, 1ULL << 32),
+	OPT("agent", "guard_window", INI_DURATION, guard_window_ms, 0, 86400000),
+	OPT("agent", "collector_timeout", INI_DURATION, collector_timeout_ms, 10, 60000),
+	OPT("agent", "user", INI_STRING, user),
+	OPT("tls", "cert", INI_PATH, cert),
+	OPT("tls", "key", INI_PATH, key),
+	OPT("tls", "ca", INI_PATH, ca),
+	OPT("policy", "keys_dir", INI_PATH, keys_dir),
+	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
+	OPT("labels", "*", INI_MAP, labels),
+};
+
+const size_t agent_n_options = ARRAY_SIZE(agent_options);
+
+void agent_config_defaults(struct agent_config *c)
+{
+	*c = (struct agent_config){
+		.interval_ms = 10000,
+		.spool_max = 16 << 20,
+		.guard_window_ms = 600000,
+		.collector_timeout_ms = 2000,
+		.log_level = LOG_INFO,
+	};
+	c->state_dir = strdup("/var/lib/kmem-agent");
+	c->keys_dir = strdup("/etc/kmemctl/keys");
+	c->user = strdup("kmem-agent");
+}

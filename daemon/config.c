@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <stddef.h>
+#include <string.h>
+#include <syslog.h>
+
+#include "kmemd.h"
+#include "macro.h"
+
+static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
+					  "notice", "info",  "debug", NULL };
+
+#define OPT(sec, key, type, field, ...)                                           \
+	{                                                                         \
+		sec, key, type, offsetof(struct kmemd_config, field), __VA_ARGS__ \
+	}
+
+const struct ini_option kmemd_options[] = {
+	OPT("server", "listen", INI_STRING, listen),
+	OPT("server", "cert", INI_PATH, cert),
+	OPT("server", "key", INI_PATH, key),
+	OPT("server", "ca", INI_PATH, ca),
+	OPT("server", "admin_ca", INI_PATH, admin_ca),
+	OPT("server", "max_connections", INI_UINT, max_connections, 1, 1000000),
+	OPT("server", "max_request", INI_SIZE, max_request, 1024, 64 << 20),
+	OPT("server", "max_headers", INI_UINT, max_headers, 4, 1000),
+	OPT("server", "io_timeout", INI_DURATION, io_timeout_ms, 100, 3600000),
+	OPT("store", "path", INI_PATH, store_path),
+	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
+	OPT("policy", "require_signature", INI_BOOL, require_signature),
+	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
+};
+
+const size_t kmemd_n_options = ARRAY_SIZE(kmemd_options);
+
+void kmemd_config_defaults(struct kmemd_config *c)
+{
+	*c = (struct kmemd_config){
+		.max_connections = 20000,
+		.max_request = 1 << 20,
+		.max_headers = 64,
+		.io_timeout_ms = 30000,
+		.retention_ms = 14ULL * 86400000,
+		.require_signature = true,
+		.log_level = LOG_INFO,
+	};
+	c->listen = strdup("127.0.0.1:8443");
+	c->store_path = strdup("/var/lib/kmemd/kmemd.sqlite");
+}

@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef KMEMD_H
+#define KMEMD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ini.h"
+
+#define KMEMD_CONF "/etc/kmemctl/kmemd.conf"
+
+struct kmemd_config {
+	char *listen; /* host:port */
+	char *cert, *key, *ca; /* server certificate; fleet CA for hosts */
+	char *admin_ca; /* CA for admin certificates; default: ca */
+	uint64_t max_connections;
+	uint64_t max_request; /* bytes */
+	uint64_t max_headers;
+	uint64_t io_timeout_ms;
+	char *store_path;
+	uint64_t retention_ms;
+	bool require_signature;
+	int log_level;
+};
+
+extern const struct ini_option kmemd_options[];
+extern const size_t kmemd_n_options;
+void kmemd_config_defaults(struct kmemd_config *c);
+
+#endif

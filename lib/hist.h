@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Log2 histograms of nanoseconds, the same buckets the kernel module keeps.
+ *
+ * Bucket b counts values v with 2^(b-1) < v <= 2^b; bucket 0 counts v <= 1.
+ * The upper bound 2^b is inclusive, like Prometheus' `le`, so buckets map
+ * onto Prometheus histograms without rebinning. Values above 2^62 land in
+ * the last bucket.
+ */
+#ifndef KMEMCTL_HIST_H
+#define KMEMCTL_HIST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "kmemctl/v1/telemetry.pb-c.h"
+
+#define HIST_BUCKETS 64
+
+struct hist {
+	uint64_t buckets[HIST_BUCKETS];
+	uint64_t count;
+	uint64_t sum_ns;
+	uint64_t max_ns;
+};
+
+unsigned hist_bucket(uint64_t v);
+uint64_t hist_upper(unsigned b);
+void hist_record(struct hist *h, uint64_t v);
+void hist_merge(struct hist *dst, const struct hist *src);
+
+/*
+ * out = cur - prev. When any counter went down (the producer was reset or
+ * restarted) the delta is cur itself and 1 is returned; 0 otherwise. The
+ * delta's max is exact when cur reached a new maximum, else the upper bound
+ * of its highest non-empty bucket, capped by cur->max_ns.
+ */
+int hist_delta(struct hist *out, const struct hist *prev, const struct hist *cur);
+
+/* q in [0, 1]; interpolates linearly inside the bucket; 0 for an empty histogram. */
+uint64_t hist_quantile(const struct hist *h, double q);
+
+/*
+ * Fill pb (already initialised) from h; counts points into `storage`, which
+ * must have HIST_BUCKETS entries and live as long as pb.
+ */
+void hist_to_pb(const struct hist *h, Kmemctl__V1__Histogram *pb, uint64_t *storage);
+/* -EINVAL when the message is inconsistent (buckets out of range, counts disagree). */
+int hist_from_pb(struct hist *h, const Kmemctl__V1__Histogram *pb);
+
+/*
+ * Parse the module's sysfs `hist` text: lines "<upper_bound_ns> <count>".
+ * Upper bounds must be powers of two in increasing order. Fills buckets and
+ * count; sum_ns and max_ns have their own sysfs files and are left as they
+ * are. -EINVAL on any bad line, with *bad_line set to its 1-based number; h is
+ * untouched then.
+ */
+int hist_parse_text(struct hist *h, const char *text, unsigned *bad_line);
+
+#endif

@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Keys and X.509 certificates for the fleet PKI: the fleet CA, kmemd's
+ * server certificate, host and admin client certificates.
+ *
+ * Keys are ECDSA P-256 because browsers (the dashboard with an admin client
+ * certificate) do not accept Ed25519 in TLS. Identity lives in the subject:
+ * CN is the host id or the operator's name, OU the role ("host", "admin",
+ * "server"); kmemd authorizes on the OU, and only certificates its own CA
+ * signed reach that check.
+ */
+#ifndef KMEMCTL_PKI_H
+#define KMEMCTL_PKI_H
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+#include <stdbool.h>
+
+enum pki_role {
+	PKI_ROLE_HOST,
+	PKI_ROLE_ADMIN,
+	PKI_ROLE_SERVER,
+};
+
+struct pki_subject {
+	const char *cn;
+	enum pki_role role;
+	const char *const *dns; /* NULL-terminated; server certificates */
+	const char *const *ips; /* NULL-terminated; server certificates */
+	long not_before; /* seconds from now, may be negative */
+	long not_after; /* seconds from now, may be negative (expired) */
+};
+
+const char *pki_role_name(enum pki_role role);
+int pki_role_from_name(const char *s, enum pki_role *role);
+
+int pki_keygen(EVP_PKEY **out);
+int pki_make_ca(const char *cn, long days, EVP_PKEY *key, X509 **out);
+int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pki_subject *subj,
+	      X509 **out);
+
+int pki_write_key(const char *path, EVP_PKEY *key);
+int pki_write_cert(const char *path, X509 *cert);
+int pki_read_key(const char *path, EVP_PKEY **out);
+int pki_read_cert(const char *path, X509 **out);
+
+#endif
