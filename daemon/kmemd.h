@@ -24,8 +24,17 @@ struct kmemd_config {
 	int log_level;
 };
 
+struct event_base;
+struct server;
+
 extern const struct ini_option kmemd_options[];
 extern const size_t kmemd_n_options;
 void kmemd_config_defaults(struct kmemd_config *c);
+
+/* server.c: the HTTPS listener and its route table. */
+int server_new(struct event_base *base, const struct kmemd_config *cfg, struct server **out);
+void server_free(struct server *s);
+/* Port actually bound (useful with port 0 in tests). */
+int server_port(const struct server *s);
 
 #endif

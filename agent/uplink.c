@@ -1,0 +1,170 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <openssl/err.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "tls.h"
+#include "uplink.h"
+
+struct uplink {
+	struct event_base *base;
+	SSL_CTX *ctx;
+	char host[256];
+	uint16_t port;
+	unsigned timeout_s;
+	struct evhttp_connection *conn;
+	bool in_flight;
+	uplink_done done;
+	void *arg;
+};
+
+static int split_server(const char *server, char *host, size_t size, uint16_t *port)
+{
+	const char *colon = server ? strrchr(server, ':') : NULL;
+	char *end;
+	long p;
+
+	if (!colon || colon == server || (size_t)(colon - server) >= size)
+		return -EINVAL;
+	memcpy(host, server, (size_t)(colon - server));
+	host[colon - server] = '\0';
+	p = strtol(colon + 1, &end, 10);
+	if (*end || end == colon + 1 || p <= 0 || p > 65535)
+		return -EINVAL;
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_done done, void *arg,
+	       struct uplink **out)
+{
+	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_NONE };
+	struct uplink *u = calloc(1, sizeof(*u));
+	char err[256];
+	int r;
+
+	if (!u)
+		return -ENOMEM;
+	r = split_server(cfg->server, u->host, sizeof(u->host), &u->port);
+	if (r < 0) {
+		free(u);
+		return log_error_errno(r, "server '%s' is not host:port",
+				       cfg->server ? cfg->server : "(unset)");
+	}
+	r = tls_client_ctx(&tc, &u->ctx);
+	if (r < 0) {
+		free(u);
+		return log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
+				       cfg->cert ? cfg->cert : "(unset)",
+				       cfg->key ? cfg->key : "(unset)",
+				       cfg->ca ? cfg->ca : "(unset)",
+				       tls_error_string(err, sizeof(err)));
+	}
+	u->base = base;
+	u->timeout_s = (unsigned)(cfg->interval_ms / 1000) ?: 1;
+	u->done = done;
+	u->arg = arg;
+	*out = u;
+	return 0;
+}
+
+void uplink_free(struct uplink *u)
+{
+	if (!u)
+		return;
+	if (u->conn)
+		evhttp_connection_free(u->conn);
+	SSL_CTX_free(u->ctx);
+	free(u);
+}
+
+static int connect_kmemd(struct uplink *u)
+{
+	struct bufferevent *bev;
+	SSL *ssl;
+	int r = tls_client_ssl(u->ctx, u->host, &ssl);
+
+	if (r < 0)
+		return r;
+	bev = bufferevent_openssl_socket_new(u->base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
+					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
+	if (!bev) {
+		SSL_free(ssl);
+		return -ENOMEM;
+	}
+	u->conn = evhttp_connection_base_bufferevent_new(u->base, NULL, bev, u->host, u->port);
+	if (!u->conn)
+		return -ENOMEM;
+	evhttp_connection_set_timeout(u->conn, (int)u->timeout_s);
+	return 0;
+}
+
+static void finish(struct uplink *u, enum uplink_result res, const Kmemctl__V1__ReportReply *rr)
+{
+	u->in_flight = false;
+	u->done(res, rr, u->arg);
+}
+
+static void on_reply(struct evhttp_request *req, void *arg)
+{
+	struct uplink *u = arg;
+	Kmemctl__V1__ReportReply *rr;
+	struct evbuffer *in;
+	size_t len;
+
+	if (!req || evhttp_request_get_response_code(req) == 0) {
+		/* The connection is unusable now: start over next time. */
+		evhttp_connection_free_on_completion(u->conn);
+		u->conn = NULL;
+		ERR_clear_error();
+		finish(u, UPLINK_UNREACHABLE, NULL);
+		return;
+	}
+	in = evhttp_request_get_input_buffer(req);
+	len = evbuffer_get_length(in);
+	rr = kmemctl__v1__report_reply__unpack(NULL, len, evbuffer_pullup(in, -1));
+	if (!rr) {
+		log_warning("kmemd answered %d without a report reply",
+			    evhttp_request_get_response_code(req));
+		finish(u, UPLINK_REFUSED, NULL);
+		return;
+	}
+	finish(u, rr->status == KMEMCTL__V1__STATUS__STATUS_OK ? UPLINK_ACKED : UPLINK_REFUSED, rr);
+	kmemctl__v1__report_reply__free_unpacked(rr, NULL);
+}
+
+int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
+{
+	struct evhttp_request *req;
+	struct evkeyvalq *h;
+	char hostport[300];
+	int r;
+
+	if (u->in_flight)
+		return -EBUSY;
+	if (!u->conn) {
+		r = connect_kmemd(u);
+		if (r < 0)
+			return r;
+	}
+	req = evhttp_request_new(on_reply, u);
+	if (!req)
+		return -ENOMEM;
+	h = evhttp_request_get_output_headers(req);
+	snprintf(hostport, sizeof(hostport), "%s:%u", u->host, u->port);
+	evhttp_add_header(h, "Host", hostport);
+	evhttp_add_header(h, "Content-Type", "application/x-protobuf");
+	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
+	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0)
+		return -EIO;
+	u->in_flight = true;
+	return 0;
+}

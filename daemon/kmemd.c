@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: GPL-2.0
+/* kmemd: the central daemon. Process setup, signals and the event loop. */
+#include <errno.h>
+#include <event2/event.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <systemd/sd-daemon.h>
+
+#include "conf.h"
+#include "kmemd.h"
+#include "log.h"
+#include "macro.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out, "usage: kmemd [-d] [-n [-v]] [-c FILE]\n"
+		     "  -c FILE  configuration file (default " KMEMD_CONF ", plus FILE.d/*.conf)\n"
+		     "  -n       check the configuration and exit; with -v print it normalized\n"
+		     "  -d       log debug messages\n"
+		     "  -V       print the version\n");
+}
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	log_info("signal %d, shutting down", (int)sig);
+	sd_notify(0, "STOPPING=1");
+	event_base_loopexit(arg, NULL);
+}
+
+static int run(const struct kmemd_config *cfg)
+{
+	struct event_base *base = event_base_new();
+	struct event *sigs[2] = { 0 };
+	struct server *srv = NULL;
+	int r;
+
+	if (!base)
+		return -ENOMEM;
+	signal(SIGPIPE, SIG_IGN);
+	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
+	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		if (sigs[i])
+			event_add(sigs[i], NULL);
+	r = server_new(base, cfg, &srv);
+	if (r == 0) {
+		log_info("listening on port %d", server_port(srv));
+		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
+		r = event_base_dispatch(base) < 0 ? -EIO : 0;
+	}
+	server_free(srv);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
+		if (sigs[i])
+			event_free(sigs[i]);
+	event_base_free(base);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = KMEMD_CONF;
+	enum conf_check check = CONF_RUN;
+	struct kmemd_config cfg;
+	bool verbose = false, debug = false;
+	int c, r;
+
+	log_setup("kmemd", LOG_TARGET_AUTO);
+	while ((c = getopt(argc, argv, "c:ndvVh")) != -1) {
+		switch (c) {
+		case 'c':
+			path = optarg;
+			break;
+		case 'n':
+			check = CONF_CHECK;
+			break;
+		case 'v':
+			verbose = true;
+			break;
+		case 'd':
+			debug = true;
+			break;
+		case 'V':
+			printf("kmemd %s\n", KMEMCTL_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc) {
+		usage(stderr);
+		return 2;
+	}
+	if (check == CONF_CHECK && verbose)
+		check = CONF_CHECK_PRINT;
+	kmemd_config_defaults(&cfg);
+	r = conf_load(kmemd_options, kmemd_n_options, &cfg, path, check == CONF_RUN, check);
+	log_set_max_level(debug ? LOG_DEBUG : cfg.log_level);
+	if (r == 0 && check == CONF_RUN)
+		r = run(&cfg);
+	ini_free(kmemd_options, kmemd_n_options, &cfg);
+	return r < 0 ? 1 : 0;
+}

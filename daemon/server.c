@@ -1,0 +1,240 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmemd's HTTPS front: one evhttp over TLS 1.3 with client certificates,
+ * a route table that states per route which certificate role may call it,
+ * and the handlers' common plumbing (identity, body, replies).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent_ssl.h>
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <event2/listener.h>
+#include <netdb.h>
+#include <openssl/ssl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "kmemd.h"
+#include "log.h"
+#include "macro.h"
+#include "server.h"
+#include "tls.h"
+
+struct server {
+	struct event_base *base;
+	struct evhttp *http;
+	struct evhttp_bound_socket *sock;
+	SSL_CTX *ctx;
+	const struct kmemd_config *cfg;
+};
+
+static const struct route routes[] = {
+	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
+	{ EVHTTP_REQ_POST, "/v1/agent/report", ROLE_HOST, handle_report },
+};
+
+static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
+{
+	SSL *ssl = SSL_new(arg);
+
+	if (!ssl)
+		return NULL;
+	return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
+					      BEV_OPT_CLOSE_ON_FREE);
+}
+
+void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (!b) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; charset=utf-8");
+	evbuffer_add_printf(b, "%s\n", text);
+	evhttp_send_reply(req, code, reason, b);
+	evbuffer_free(b);
+}
+
+void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len)
+{
+	struct evbuffer *b = evbuffer_new();
+
+	if (!b) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
+	evbuffer_add(b, data, len);
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+static int peer_identity(struct evhttp_request *req, struct tls_identity *id)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+
+	if (!ssl)
+		return -ENOTCONN;
+	return tls_peer_identity(ssl, id);
+}
+
+static bool role_allows(enum route_role role, const struct tls_identity *id, int id_result)
+{
+	switch (role) {
+	case ROLE_ANY:
+		return true;
+	case ROLE_HOST:
+		return id_result == 0 && strcmp(id->ou, "host") == 0;
+	case ROLE_ADMIN:
+		return id_result == 0 && strcmp(id->ou, "admin") == 0;
+	}
+	return false;
+}
+
+static void dispatch(struct evhttp_request *req, void *arg)
+{
+	struct server *s = arg;
+	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
+	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	struct tls_identity id;
+	int id_result;
+
+	if (!path) {
+		reply_text(req, HTTP_BADREQUEST, "Bad Request", "bad request target");
+		return;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
+		if (strcmp(routes[i].path, path) != 0)
+			continue;
+		if (routes[i].method != method) {
+			reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "method not allowed");
+			return;
+		}
+		id_result = peer_identity(req, &id);
+		if (routes[i].role != ROLE_ANY && id_result < 0) {
+			reply_text(req, 401, "Unauthorized", "a client certificate is required");
+			return;
+		}
+		if (!role_allows(routes[i].role, &id, id_result)) {
+			reply_text(req, 403, "Forbidden",
+				   "certificate role may not call this route");
+			return;
+		}
+		routes[i].handler(req, s->cfg, id_result == 0 ? &id : NULL);
+		return;
+	}
+	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
+}
+
+static int split_listen(const char *listen, char *host, size_t size, int *port)
+{
+	const char *colon = strrchr(listen, ':');
+	char *end;
+	long p;
+
+	if (!colon || (size_t)(colon - listen) >= size)
+		return -EINVAL;
+	memcpy(host, listen, (size_t)(colon - listen));
+	host[colon - listen] = '\0';
+	if (host[0] == '[') { /* [::1]:8443 */
+		size_t len = strlen(host);
+
+		if (host[len - 1] != ']')
+			return -EINVAL;
+		memmove(host, host + 1, len - 2);
+		host[len - 2] = '\0';
+	}
+	p = strtol(colon + 1, &end, 10);
+	if (*end || p < 0 || p > 65535 || end == colon + 1)
+		return -EINVAL;
+	*port = (int)p;
+	return 0;
+}
+
+static int setup_http(struct server *s)
+{
+	char host[256];
+	int port, r;
+
+	r = split_listen(s->cfg->listen, host, sizeof(host), &port);
+	if (r < 0)
+		return log_error_errno(r, "listen address '%s' is not host:port", s->cfg->listen);
+	s->http = evhttp_new(s->base);
+	if (!s->http)
+		return -ENOMEM;
+	evhttp_set_bevcb(s->http, ssl_bev, s->ctx);
+	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
+	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
+	evhttp_set_timeout_tv(
+		s->http,
+		&(struct timeval){ .tv_sec = (time_t)(s->cfg->io_timeout_ms / 1000),
+				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
+	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
+						    EVHTTP_REQ_DELETE);
+	evhttp_set_gencb(s->http, dispatch, s);
+	s->sock = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);
+	if (!s->sock)
+		return log_error_errno(negative_errno(), "cannot listen on '%s': %m",
+				       s->cfg->listen);
+	return 0;
+}
+
+int server_new(struct event_base *base, const struct kmemd_config *cfg, struct server **out)
+{
+	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL };
+	struct server *s = calloc(1, sizeof(*s));
+	char err[256];
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	s->base = base;
+	s->cfg = cfg;
+	r = tls_server_ctx(&tc, &s->ctx);
+	if (r < 0) {
+		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
+				cfg->cert ? cfg->cert : "(unset)", cfg->key ? cfg->key : "(unset)",
+				cfg->ca ? cfg->ca : "(unset)", tls_error_string(err, sizeof(err)));
+		goto err;
+	}
+	r = setup_http(s);
+	if (r < 0)
+		goto err;
+	*out = s;
+	return 0;
+err:
+	server_free(s);
+	return r;
+}
+
+int server_port(const struct server *s)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	evutil_socket_t fd = evhttp_bound_socket_get_fd(s->sock);
+	char serv[16];
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return negative_errno();
+	if (getnameinfo((struct sockaddr *)&ss, len, NULL, 0, serv, sizeof(serv), NI_NUMERICSERV))
+		return -EINVAL;
+	return atoi(serv);
+}
+
+void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	if (s->http)
+		evhttp_free(s->http);
+	SSL_CTX_free(s->ctx);
+	free(s);
+}

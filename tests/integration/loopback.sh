@@ -1,0 +1,102 @@
+#!/bin/bash
+# kmemd and kmem-agent on loopback with real certificates from `kmemctl pki`:
+# a report is acknowledged; a host reporting as another host, a certificate
+# from a foreign CA and an unreachable kmemd are each told apart by the
+# agent's exit code; kmemd keeps serving throughout.
+set -euo pipefail
+
+BUILD=${1:?usage: loopback.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: loopback.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+FIXTURE=$SRC/tests/fixtures/host-6.1
+
+work=$(mktemp -d "$BUILD/loopback.XXXXXX")
+kmemd_pid=
+cleanup() {
+	[ -n "$kmemd_pid" ] && kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- kmemd log" >&2
+	cat "$work/kmemd.log" >&2 || true
+	exit 1
+}
+
+expect_rc() {
+	local want=$1 what=$2 rc=0
+	shift 2
+	"$@" >"$work/out" 2>&1 || rc=$?
+	[ "$rc" = "$want" ] || { cat "$work/out" >&2; fail "$what: exit $rc, expected $want"; }
+	echo "ok: $what"
+}
+
+# Poll a file for a pattern; never a bare sleep.
+wait_for() {
+	local file=$1 pattern=$2 i
+	for i in $(seq 100); do
+		grep -q "$pattern" "$file" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "'$pattern' did not appear in $file"
+}
+
+cd "$work"
+$KMEMCTL pki init pki >/dev/null
+$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 dns localhost >/dev/null
+$KMEMCTL pki issue pki host host-1 >/dev/null
+$KMEMCTL pki init foreign >/dev/null
+$KMEMCTL pki issue foreign host host-1 >/dev/null
+
+cat >kmemd.conf <<CONF
+[server]
+listen = 127.0.0.1:0
+cert = $work/pki/kmemd.crt
+key = $work/pki/kmemd.key
+ca = $work/pki/ca.crt
+CONF
+expect_rc 0 "kmemd -n accepts a good configuration" $KMEMD -n -c kmemd.conf
+printf '[server]\nlisten = 127.0.0.1:0\nio_timeout = forever\n' >bad.conf
+expect_rc 1 "kmemd -n refuses a bad configuration" $KMEMD -n -c bad.conf
+grep -q "bad.conf:3: bad value 'forever' for 'io_timeout'" out || fail "no file:line error"
+
+$KMEMD -d -c kmemd.conf >kmemd.log 2>&1 &
+kmemd_pid=$!
+wait_for kmemd.log "listening on port"
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log)
+
+agent_conf() { # host_id cert-dir port
+	cat <<CONF
+[agent]
+host_id = $1
+server = 127.0.0.1:$3
+[tls]
+cert = $work/$2/host-1.crt
+key = $work/$2/host-1.key
+ca = $work/pki/ca.crt
+[labels]
+role = test
+CONF
+}
+
+agent_conf host-1 pki "$port" >good.conf
+agent_conf host-2 pki "$port" >wrong-host.conf
+agent_conf host-1 foreign "$port" >foreign.conf
+agent_conf host-1 pki 1 >closed.conf
+
+expect_rc 0 "agent report is acknowledged" $AGENT -o -r "$FIXTURE" -c good.conf
+wait_for kmemd.log "report 1 from 'host-1' (kernel '6.1.0-57-amd64', 4 cpus)"
+expect_rc 4 "host-1 reporting as host-2 is refused" $AGENT -o -r "$FIXTURE" -c wrong-host.conf
+grep -q "certificate is for another host" out || fail "refusal reason not shown"
+expect_rc 3 "a certificate from a foreign CA gets no answer" \
+	$AGENT -o -r "$FIXTURE" -c foreign.conf
+expect_rc 3 "a closed port is unreachable" $AGENT -o -r "$FIXTURE" -c closed.conf
+expect_rc 0 "kmemd still serves after the refusals" $AGENT -o -r "$FIXTURE" -c good.conf
+expect_rc 2 "kmemctl names valid objects for an unknown one" $KMEMCTL frobnicate
+grep -q "unknown object 'frobnicate'" out || fail "no helpful error"
+kill -0 "$kmemd_pid" || fail "kmemd died"
+echo "loopback: all checks passed"
