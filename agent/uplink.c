@@ -113,6 +113,13 @@ static void finish(struct uplink *u, enum uplink_result res, const Kmemctl__V1__
 	u->done(res, rr, u->arg);
 }
 
+static void free_conn(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evhttp_connection_free(arg);
+}
+
 static void on_reply(struct evhttp_request *req, void *arg)
 {
 	struct uplink *u = arg;
@@ -121,8 +128,11 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	size_t len;
 
 	if (!req || evhttp_request_get_response_code(req) == 0) {
-		/* The connection is unusable now: start over next time. */
-		evhttp_connection_free_on_completion(u->conn);
+		/*
+		 * The connection and its SSL are unusable now: free them once
+		 * this callback has returned, and start over next time.
+		 */
+		event_base_once(u->base, -1, EV_TIMEOUT, free_conn, u->conn, NULL);
 		u->conn = NULL;
 		ERR_clear_error();
 		finish(u, UPLINK_UNREACHABLE, NULL);
