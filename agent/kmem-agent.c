@@ -18,20 +18,13 @@
 
 #include "agent.h"
 #include "conf.h"
+#include "evloop.h"
+#include "exit-codes.h"
 #include "facts.h"
 #include "log.h"
 #include "macro.h"
 #include "rootfs.h"
 #include "uplink.h"
-
-/* Exit codes of a one-shot run (-o), as kmemctl documents them. */
-enum {
-	EXIT_OK = 0,
-	EXIT_ERROR = 1,
-	EXIT_USAGE = 2,
-	EXIT_UNREACHABLE = 3,
-	EXIT_REFUSED = 4,
-};
 
 struct agent {
 	const struct agent_config *cfg;
@@ -142,39 +135,28 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-	(void)what;
-	log_info("signal %d, shutting down", (int)sig);
-	sd_notify(0, "STOPPING=1");
-	event_base_loopexit(arg, NULL);
-}
-
 static int loop(struct agent *a)
 {
 	struct timeval tv = { .tv_sec = (time_t)(a->cfg->interval_ms / 1000),
 			      .tv_usec = (suseconds_t)(a->cfg->interval_ms % 1000) * 1000 };
-	struct event *sigs[2];
-	int r = 0;
+	struct shutdown_signals sigs = { 0 };
+	int r;
 
-	sigs[0] = evsignal_new(a->base, SIGTERM, on_signal, a->base);
-	sigs[1] = evsignal_new(a->base, SIGINT, on_signal, a->base);
+	r = shutdown_signals_add(a->base, &sigs);
+	if (r < 0)
+		return r;
 	a->timer = event_new(a->base, -1, a->once ? 0 : EV_PERSIST, on_timer, a);
-	if (!sigs[0] || !sigs[1] || !a->timer) {
+	if (!a->timer) {
 		r = -ENOMEM;
 		goto out;
 	}
-	event_add(sigs[0], NULL);
-	event_add(sigs[1], NULL);
 	event_add(a->timer, &tv);
 	event_active(a->timer, EV_TIMEOUT, 0);
 	sd_notify(0, "READY=1");
 	if (event_base_dispatch(a->base) < 0)
 		r = -EIO;
 out:
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		if (sigs[i])
-			event_free(sigs[i]);
+	shutdown_signals_free(&sigs);
 	if (a->timer)
 		event_free(a->timer);
 	return r;

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hostport.h"
 #include "log.h"
 #include "macro.h"
 #include "tls.h"
@@ -26,23 +27,6 @@ struct uplink {
 	void *arg;
 };
 
-static int split_server(const char *server, char *host, size_t size, uint16_t *port)
-{
-	const char *colon = server ? strrchr(server, ':') : NULL;
-	char *end;
-	long p;
-
-	if (!colon || colon == server || (size_t)(colon - server) >= size)
-		return -EINVAL;
-	memcpy(host, server, (size_t)(colon - server));
-	host[colon - server] = '\0';
-	p = strtol(colon + 1, &end, 10);
-	if (*end || end == colon + 1 || p <= 0 || p > 65535)
-		return -EINVAL;
-	*port = (uint16_t)p;
-	return 0;
-}
-
 int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_done done, void *arg,
 	       struct uplink **out)
 {
@@ -53,7 +37,7 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 
 	if (!u)
 		return -ENOMEM;
-	r = split_server(cfg->server, u->host, sizeof(u->host), &u->port);
+	r = hostport_split(cfg->server, u->host, sizeof(u->host), &u->port, false);
 	if (r < 0) {
 		free(u);
 		return log_error_errno(r, "server '%s' is not host:port",

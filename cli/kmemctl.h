@@ -2,14 +2,7 @@
 #ifndef KMEMCTL_CLI_H
 #define KMEMCTL_CLI_H
 
-/* Exit codes, documented in kmemctl(8). */
-enum {
-	EXIT_OK = 0,
-	EXIT_ERROR = 1,
-	EXIT_USAGE = 2,
-	EXIT_UNREACHABLE = 3,
-	EXIT_REFUSED = 4,
-};
+#include "exit-codes.h"
 
 struct cmd {
 	const char *name;

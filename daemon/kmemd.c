@@ -9,6 +9,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "conf.h"
+#include "evloop.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
@@ -22,39 +23,26 @@ static void usage(FILE *out)
 		     "  -V       print the version\n");
 }
 
-static void on_signal(evutil_socket_t sig, short what, void *arg)
-{
-	(void)what;
-	log_info("signal %d, shutting down", (int)sig);
-	sd_notify(0, "STOPPING=1");
-	event_base_loopexit(arg, NULL);
-}
-
 static int run(const struct kmemd_config *cfg)
 {
 	struct event_base *base = event_base_new();
-	struct event *sigs[2] = { 0 };
+	struct shutdown_signals sigs = { 0 };
 	struct server *srv = NULL;
 	int r;
 
 	if (!base)
 		return -ENOMEM;
 	signal(SIGPIPE, SIG_IGN);
-	sigs[0] = evsignal_new(base, SIGTERM, on_signal, base);
-	sigs[1] = evsignal_new(base, SIGINT, on_signal, base);
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		if (sigs[i])
-			event_add(sigs[i], NULL);
-	r = server_new(base, cfg, &srv);
+	r = shutdown_signals_add(base, &sigs);
+	if (r == 0)
+		r = server_new(base, cfg, &srv);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
 		r = event_base_dispatch(base) < 0 ? -EIO : 0;
 	}
 	server_free(srv);
-	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++)
-		if (sigs[i])
-			event_free(sigs[i]);
+	shutdown_signals_free(&sigs);
 	event_base_free(base);
 	return r;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "hostport.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
@@ -134,37 +135,13 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
 }
 
-static int split_listen(const char *listen, char *host, size_t size, int *port)
-{
-	const char *colon = strrchr(listen, ':');
-	char *end;
-	long p;
-
-	if (!colon || (size_t)(colon - listen) >= size)
-		return -EINVAL;
-	memcpy(host, listen, (size_t)(colon - listen));
-	host[colon - listen] = '\0';
-	if (host[0] == '[') { /* [::1]:8443 */
-		size_t len = strlen(host);
-
-		if (host[len - 1] != ']')
-			return -EINVAL;
-		memmove(host, host + 1, len - 2);
-		host[len - 2] = '\0';
-	}
-	p = strtol(colon + 1, &end, 10);
-	if (*end || p < 0 || p > 65535 || end == colon + 1)
-		return -EINVAL;
-	*port = (int)p;
-	return 0;
-}
-
 static int setup_http(struct server *s)
 {
 	char host[256];
-	int port, r;
+	uint16_t port;
+	int r;
 
-	r = split_listen(s->cfg->listen, host, sizeof(host), &port);
+	r = hostport_split(s->cfg->listen, host, sizeof(host), &port, true);
 	if (r < 0)
 		return log_error_errno(r, "listen address '%s' is not host:port", s->cfg->listen);
 	s->http = evhttp_new(s->base);
@@ -180,7 +157,7 @@ static int setup_http(struct server *s)
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(s->http, dispatch, s);
-	s->sock = evhttp_bind_socket_with_handle(s->http, host, (uint16_t)port);
+	s->sock = evhttp_bind_socket_with_handle(s->http, host, port);
 	if (!s->sock)
 		return log_error_errno(negative_errno(), "cannot listen on '%s': %m",
 				       s->cfg->listen);

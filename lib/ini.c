@@ -66,23 +66,6 @@ _printf_(2, 3) static void parse_error(struct parse_state *st, const char *fmt, 
 	st->errs->msgs = v;
 }
 
-int ini_parse_uint(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno == ERANGE)
-		return -ERANGE;
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /* Split "123abc" into the number and its unit suffix. */
 static int split_number(const char *s, uint64_t *num, const char **unit)
 {
@@ -97,6 +80,20 @@ static int split_number(const char *s, uint64_t *num, const char **unit)
 		return -ERANGE;
 	*num = v;
 	*unit = end;
+	return 0;
+}
+
+int ini_parse_uint(const char *s, uint64_t *out)
+{
+	const char *unit;
+	uint64_t v;
+	int r = split_number(s, &v, &unit);
+
+	if (r < 0)
+		return r;
+	if (*unit)
+		return -EINVAL;
+	*out = v;
 	return 0;
 }
 

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <event2/event.h>
+#include <signal.h>
+#include <systemd/sd-daemon.h>
+
+#include "evloop.h"
+#include "log.h"
+#include "macro.h"
+
+static void on_signal(evutil_socket_t sig, short what, void *arg)
+{
+	(void)what;
+	log_info("signal %d, shutting down", (int)sig);
+	sd_notify(0, "STOPPING=1");
+	event_base_loopexit(arg, NULL);
+}
+
+int shutdown_signals_add(struct event_base *base, struct shutdown_signals *s)
+{
+	static const int sigs[] = { SIGTERM, SIGINT };
+
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		s->ev[i] = evsignal_new(base, sigs[i], on_signal, base);
+		if (!s->ev[i] || event_add(s->ev[i], NULL) < 0) {
+			shutdown_signals_free(s);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void shutdown_signals_free(struct shutdown_signals *s)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(s->ev); i++) {
+		if (s->ev[i])
+			event_free(s->ev[i]);
+		s->ev[i] = NULL;
+	}
+}

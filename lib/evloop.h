@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Event-loop plumbing shared by the daemons. */
+#ifndef KMEMCTL_EVLOOP_H
+#define KMEMCTL_EVLOOP_H
+
+struct event;
+struct event_base;
+
+struct shutdown_signals {
+	struct event *ev[2];
+};
+
+/* SIGTERM and SIGINT end the loop (after telling systemd STOPPING=1). */
+int shutdown_signals_add(struct event_base *base, struct shutdown_signals *s);
+void shutdown_signals_free(struct shutdown_signals *s);
+
+#endif
