@@ -2,6 +2,10 @@
 /*
  * Every kernel-version decision of the module, as HAVE_* macros; .c files
  * test these and never LINUX_VERSION_CODE.
+ *
+ * HAVE_NATIVE_<FIX> is defined, to the text the mitigation's reason shows,
+ * when this kernel already carries the upstream fix. Stable backports are
+ * matched by sublevel within their series.
  */
 #ifndef _KMEMCTL_COMPAT_H
 #define _KMEMCTL_COMPAT_H
@@ -10,6 +14,25 @@
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "kmemctl supports Linux 6.1 and later"
+#endif
+
+/* "x86/mm/tlb: avoid reading mm_tlb_gen when possible" */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 0, 0)
+#define HAVE_NATIVE_TLB_GEN "fixed since 6.0"
+#endif
+
+/* "cgroup/rstat: avoid disabling irqs for O(num_cpu)" */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0) || \
+	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 31) && \
+	 LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0))
+#define HAVE_NATIVE_RSTAT_YIELD "fixed since 6.15 and 6.12.31"
+#endif
+
+/* "mm/vmalloc: combine all TLB flush operations of KASAN shadow ..." */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0) || \
+	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 4) && \
+	 LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0))
+#define HAVE_NATIVE_KASAN_FLUSH_BATCH "fixed since 6.13 and 6.12.4"
 #endif
 
 #endif

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmemctl.ko: module init and the top of /sys/kernel/kmemctl/.
+ *
+ * Nothing a kernel lacks fails the load: missing symbols, Kconfig or
+ * kprobe support only leave the affected mitigations and probes
+ * unsupported, each with its reason in sysfs and dmesg.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -9,7 +13,11 @@
 #include <linux/sysfs.h>
 
 #include "compat.h"
-#include "uapi/kmemctl.h"
+#include "kmem.h"
+
+static bool probes = true;
+module_param(probes, bool, 0444);
+MODULE_PARM_DESC(probes, "Enable every supported probe at load (default: on)");
 
 static struct kobject *kmemctl_kobj;
 
@@ -40,23 +48,44 @@ static int __init kmemctl_init(void)
 {
 	int ret;
 
+	kmem_symbols_init();
+	ret = kmem_events_init();
+	if (ret)
+		return ret;
 	kmemctl_kobj = kobject_create_and_add("kmemctl", kernel_kobj);
-	if (!kmemctl_kobj)
-		return -ENOMEM;
+	if (!kmemctl_kobj) {
+		ret = -ENOMEM;
+		goto err_events;
+	}
 	ret = sysfs_create_group(kmemctl_kobj, &kmemctl_group);
 	if (ret)
 		goto err_kobj;
+	ret = kmem_mitigations_init(kmemctl_kobj);
+	if (ret)
+		goto err_kobj;
+	ret = kmem_probes_init(kmemctl_kobj, probes);
+	if (ret)
+		goto err_mitigations;
+	kmem_watchdog_init();
 	pr_info("version %s loaded (abi %d)\n", KMEMCTL_MODULE_VERSION, KMEMCTL_ABI);
 	return 0;
 
+err_mitigations:
+	kmem_mitigations_exit();
 err_kobj:
 	kobject_put(kmemctl_kobj);
+err_events:
+	kmem_events_exit();
 	return ret;
 }
 
 static void __exit kmemctl_exit(void)
 {
+	kmem_watchdog_exit();
+	kmem_probes_exit();
+	kmem_mitigations_exit();
 	kobject_put(kmemctl_kobj);
+	kmem_events_exit();
 	pr_info("unloaded\n");
 }
 

@@ -3,16 +3,113 @@
  * kmemctl.ko userspace interface.
  *
  * sysfs, under /sys/kernel/kmemctl/:
+ *
  *   version	module version, e.g. "0.1.0"
  *   abi	KMEMCTL_ABI below; userspace refuses a module whose ABI it
  *		does not know
  *
- * The mitigation and probe directories and the /dev/kmemctl event records
- * are added here as they are built; every change bumps KMEMCTL_ABI.
+ *   mitigations/<id>/	one directory per mitigation, on every kernel:
+ *     state	unsupported | native | off | on | tripped
+ *     reason	one line saying why the state is what it is, e.g.
+ *		"unsupported: CONFIG_KASAN_VMALLOC is not set" or
+ *		"native: fixed since 6.0"
+ *     mode	off | on; writing anything else fails with EINVAL. Writing
+ *		"on" to a mitigation whose state is unsupported or native
+ *		fails with EOPNOTSUPP. The old mode is kept on any error.
+ *     params	"key=value" lines. A write carries one or more such lines
+ *		(separated by newlines or spaces) and is all-or-nothing: an
+ *		unknown key or a value out of range fails with EINVAL, keeps
+ *		every old value and says why in dmesg.
+ *     stats	"key value" lines of counters
+ *
+ *   probes/<id>/	one directory per probe, on every kernel:
+ *     enabled	0 | 1; writing 1 to an unsupported probe fails with
+ *		EOPNOTSUPP
+ *     reason	"ok" or "unsupported: <why>"
+ *     hist	lines "<upper_bound> <count>" of a log2 histogram: bucket b
+ *		counts values v with 2^(b-1) < v <= 2^b (bucket 0: v <= 1);
+ *		only non-empty buckets are listed, in increasing order
+ *     count, sum_ns, max_ns	totals over all CPUs
+ *     threshold_ns	0 (off) or a value; a sample above it queues a
+ *		KMEMCTL_EV_THRESHOLD record on /dev/kmemctl
+ *     reset	write 1 to zero hist, count, sum_ns, max_ns and the
+ *		secondary histogram
+ *   Some probes keep a secondary histogram of another quantity measured
+ *   per event, as "<name>_hist" and "<name>_max" files in the same format:
+ *     rstat-flush/irqoff_hist, irqoff_max	longest irqs-off stretch (ns)
+ *					within each flush
+ *     vmap-purge/flushes_hist, flushes_max	flush_tlb_kernel_range calls
+ *					per purge
+ *
+ * /dev/kmemctl: a read-only stream of struct kmemctl_event records.
+ *   Every open file has its own cursor, starting at the oldest record still
+ *   held; read() returns whole records only (a buffer smaller than one
+ *   record fails with EINVAL), blocks unless O_NONBLOCK (then EAGAIN), and
+ *   poll() reports EPOLLIN while records are pending. The module holds the
+ *   last KMEMCTL_EVENT_RING records; a reader that falls further behind
+ *   skips to the oldest held one, and the jump in seq says how many it lost.
+ *
+ * Mitigation and probe numbers in records index the tables below; they and
+ * the names are stable. Every incompatible change bumps KMEMCTL_ABI.
  */
 #ifndef _UAPI_KMEMCTL_H
 #define _UAPI_KMEMCTL_H
 
-#define KMEMCTL_ABI 1
+#include <linux/types.h>
+
+#define KMEMCTL_ABI 2
+
+#define KMEMCTL_EVENT_RING 1024
+
+enum kmemctl_mitigation {
+	KMEMCTL_MIT_KASAN_FLUSH_BATCH,	/* "kasan-flush-batch" */
+	KMEMCTL_MIT_TLB_GEN,		/* "tlb-gen" */
+	KMEMCTL_MIT_RSTAT_YIELD,	/* "rstat-yield" */
+	KMEMCTL_MIT_USERCOPY_FASTPATH,	/* "usercopy-fastpath" */
+	KMEMCTL_MIT_KASAN_QUARANTINE,	/* "kasan-quarantine" */
+	KMEMCTL_MIT_COUNT,
+};
+
+enum kmemctl_probe {
+	KMEMCTL_PROBE_RSTAT_FLUSH,	/* "rstat-flush" */
+	KMEMCTL_PROBE_USERCOPY_VMALLOC,	/* "usercopy-vmalloc" */
+	KMEMCTL_PROBE_VMAP_PURGE,	/* "vmap-purge" */
+	KMEMCTL_PROBE_KASAN_REDUCE,	/* "kasan-reduce" */
+	KMEMCTL_PROBE_TLB_SHOOTDOWN,	/* "tlb-shootdown" */
+	KMEMCTL_PROBE_COUNT,
+};
+
+enum kmemctl_event_type {
+	/* a probe sample above its threshold_ns; source: enum kmemctl_probe */
+	KMEMCTL_EV_THRESHOLD = 1,
+	/* a mitigation turned itself off; source: enum kmemctl_mitigation */
+	KMEMCTL_EV_TRIP = 2,
+	/* the soft-lockup watchdog fired; cpu is the stuck CPU */
+	KMEMCTL_EV_SOFTLOCKUP = 3,
+	/* an RCU CPU stall was reported; cpu is the reporting CPU */
+	KMEMCTL_EV_RCU_STALL = 4,
+};
+
+/*
+ * One event, 64 bytes, native endianness.
+ *   seq	1 for the first event after load, then +1 per event
+ *   time_ns	CLOCK_REALTIME when the event was queued
+ *   value	THRESHOLD: the sample (ns); TRIP: the mitigation's trip code;
+ *		lockups: 0
+ *   threshold	THRESHOLD: the probe's threshold_ns; otherwise 0
+ *   pid, comm	the task running on cpu when the event was queued
+ */
+struct kmemctl_event {
+	__u16 type;
+	__u16 source;
+	__u32 cpu;
+	__u64 seq;
+	__u64 time_ns;
+	__u64 value;
+	__u64 threshold;
+	__u32 pid;
+	__u32 flags;
+	char comm[16];
+};
 
 #endif

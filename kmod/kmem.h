@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Internal interfaces between the parts of kmemctl.ko.
+ */
+#ifndef _KMEM_H
+#define _KMEM_H
+
+#include <linux/kobject.h>
+#include <linux/kprobes.h>
+#include <linux/mutex.h>
+#include <linux/types.h>
+
+#include "uapi/kmemctl.h"
+
+/* symbols.c: non-exported kernel symbols, resolved through kallsyms. */
+void kmem_symbols_init(void);
+unsigned long kmem_symbol(const char *name);
+bool kmem_symbol_range(const char *name, unsigned long *start, unsigned long *end);
+const char *kmem_symbols_check(const char *const *names, const char *user);
+
+/* sysfs.c: directories whose attributes find their owner through kmem_node. */
+struct kmem_node {
+	struct kobject kobj;
+	void *owner;
+};
+
+struct kmem_node *kmem_node_create(const char *name, struct kobject *parent, void *owner,
+				   const struct attribute_group *group);
+void kmem_node_destroy(struct kmem_node *node);
+void *kmem_node_owner(struct kobject *kobj);
+
+/* events.c: the /dev/kmemctl ring; kmem_event_queue() is safe in any context but NMI. */
+int kmem_events_init(void);
+void kmem_events_exit(void);
+void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold);
+
+/* watchdog.c: soft-lockup and RCU-stall notices. */
+void kmem_watchdog_init(void);
+void kmem_watchdog_exit(void);
+
+/* Log2 histogram buckets, shared with userspace lib/hist.h. */
+#define KMEM_HIST_BUCKETS 64
+
+struct kmem_hist {
+	u64 buckets[KMEM_HIST_BUCKETS];
+	u64 count;
+	u64 sum;
+	u64 max;
+};
+
+/*
+ * A probe: per-CPU histograms fed from kprobe handlers, plus its sysfs
+ * directory. The family file fills the descriptor and the enable/disable
+ * hooks; probe.c owns the rest. enable/disable run under probe->lock.
+ */
+struct kmem_probe {
+	const char *name;
+	enum kmemctl_probe id;
+	/* the secondary histogram, shown as <second>_hist and <second>_max, or NULL */
+	const char *second;
+	/* "CONFIG_X is not set" when the kernel lacks what the probe watches */
+	const char *kconfig_missing;
+	const char *const *symbols;
+	/* for probes timing one function with kmem_probe_timed_*(): its name */
+	const char *timed;
+	int (*enable)(struct kmem_probe *probe);
+	void (*disable)(struct kmem_probe *probe);
+	unsigned long (*missed)(struct kmem_probe *probe);
+
+	struct mutex lock;	/* enabled, and the hooks' registrations */
+	bool enabled;
+	u64 threshold_ns;
+	char reason[96];
+	struct kmem_hist __percpu *hist;
+	struct kmem_hist __percpu *hist2;
+	struct kmem_node *node;
+	struct kretprobe rp;
+	char second_names[2][32];
+	struct kobj_attribute second_attrs[2];
+	struct attribute *second_list[3];
+	struct attribute_group second_group;
+};
+
+/* probe.c */
+int kmem_probes_init(struct kobject *parent, bool enable);
+void kmem_probes_exit(void);
+void kmem_probe_record(struct kmem_probe *probe, u64 value);
+void kmem_probe_record2(struct kmem_probe *probe, u64 value);
+int kmem_probe_timed_enable(struct kmem_probe *probe);
+void kmem_probe_timed_disable(struct kmem_probe *probe);
+unsigned long kmem_probe_timed_missed(struct kmem_probe *probe);
+void kmem_kretprobe_init(struct kretprobe *rp, const char *symbol,
+			 kretprobe_handler_t entry, kretprobe_handler_t ret, size_t data_size);
+
+/* Probe families, one file each. */
+extern struct kmem_probe kmem_probe_rstat_flush;
+extern struct kmem_probe kmem_probe_usercopy_vmalloc;
+extern struct kmem_probe kmem_probe_vmap_purge;
+extern struct kmem_probe kmem_probe_kasan_reduce;
+extern struct kmem_probe kmem_probe_tlb_shootdown;
+
+/* mitigation.c */
+int kmem_mitigations_init(struct kobject *parent);
+void kmem_mitigations_exit(void);
+
+#endif

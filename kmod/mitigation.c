@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Mitigations: the descriptor table, gating on the running kernel, and the
+ * mitigations/<id>/ sysfs directories.
+ *
+ * Gates are checked in order, and the first that fails is the reason:
+ * Kconfig (the kernel cannot have the bug, or lacks what the fix needs),
+ * the upstream fix already present (native), the symbols the fix needs,
+ * and an implementation in this build. A gated mitigation still has its
+ * directory, so every id is visible on every kernel.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kernel.h>
+#include <linux/mutex.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+
+#include "compat.h"
+#include "kmem.h"
+
+#define MAX_PARAMS 4
+
+struct kmem_param {
+	const char *key;
+	u64 def, min, max;
+};
+
+enum kmem_state { STATE_UNSUPPORTED, STATE_NATIVE, STATE_OFF, STATE_ON, STATE_TRIPPED };
+
+static const char *const state_names[] = {
+	[STATE_UNSUPPORTED] = "unsupported",
+	[STATE_NATIVE] = "native",
+	[STATE_OFF] = "off",
+	[STATE_ON] = "on",
+	[STATE_TRIPPED] = "tripped",
+};
+
+static const char *const mode_names[] = { "off", "on" };
+
+struct kmem_mitigation {
+	const char *name;
+	const char *kconfig_missing;
+	const char *native;
+	const char *const *symbols;
+	const struct kmem_param *params;	/* terminated by a NULL key */
+	/* turns the fix on or off; NULL until this build implements it */
+	int (*enact)(struct kmem_mitigation *m, bool on);
+
+	struct mutex lock;	/* state, mode, values, counters */
+	enum kmem_state state;
+	bool on;
+	u64 values[MAX_PARAMS];
+	u64 enables, disables, trips;
+	char reason[96];
+	struct kmem_node *node;
+};
+
+static const char *const flush_batch_symbols[] = {
+	"__purge_vmap_area_lazy", "kasan_release_vmalloc", "flush_tlb_kernel_range", NULL
+};
+
+static const char *const rstat_symbols[] = {
+	"cgroup_rstat_flush_locked", "cgroup_rstat_lock", NULL
+};
+
+static const char *const usercopy_symbols[] = {
+	"__check_object_size", "find_vmap_area", NULL
+};
+
+static const char *const quarantine_symbols[] = {
+	"kasan_quarantine_reduce", "quarantine_max_size", "quarantine_batch_size", NULL
+};
+
+static const struct kmem_param no_params[] = { {} };
+
+/* Upstream's fix yields after every CPU; larger values trade latency for throughput. */
+static const struct kmem_param rstat_params[] = {
+	{ .key = "yield_every", .def = 1, .min = 1, .max = 4096 },
+	{}
+};
+
+/* Upstream defaults: 1 MiB batches, quarantine up to 1/32 of RAM. */
+static const struct kmem_param quarantine_params[] = {
+	{ .key = "batch_bytes", .def = 1 << 20, .min = 1 << 12, .max = 1 << 30 },
+	{ .key = "max_fraction", .def = 32, .min = 4, .max = 4096 },
+	{}
+};
+
+static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
+	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = {
+		.name = "kasan-flush-batch",
+#ifndef CONFIG_KASAN_VMALLOC
+		.kconfig_missing = "CONFIG_KASAN_VMALLOC is not set",
+#endif
+#ifdef HAVE_NATIVE_KASAN_FLUSH_BATCH
+		.native = HAVE_NATIVE_KASAN_FLUSH_BATCH,
+#endif
+		.symbols = flush_batch_symbols,
+		.params = no_params,
+	},
+	[KMEMCTL_MIT_TLB_GEN] = {
+		.name = "tlb-gen",
+#ifndef CONFIG_X86
+		.kconfig_missing = "CONFIG_X86 is not set",
+#endif
+#ifdef HAVE_NATIVE_TLB_GEN
+		.native = HAVE_NATIVE_TLB_GEN,
+#endif
+		.params = no_params,
+	},
+	[KMEMCTL_MIT_RSTAT_YIELD] = {
+		.name = "rstat-yield",
+#ifndef CONFIG_LIVEPATCH
+		.kconfig_missing = "CONFIG_LIVEPATCH is not set",
+#endif
+#ifdef HAVE_NATIVE_RSTAT_YIELD
+		.native = HAVE_NATIVE_RSTAT_YIELD,
+#endif
+		.symbols = rstat_symbols,
+		.params = rstat_params,
+	},
+	[KMEMCTL_MIT_USERCOPY_FASTPATH] = {
+		.name = "usercopy-fastpath",
+#if !defined(CONFIG_HARDENED_USERCOPY)
+		.kconfig_missing = "CONFIG_HARDENED_USERCOPY is not set",
+#elif !defined(CONFIG_LIVEPATCH)
+		.kconfig_missing = "CONFIG_LIVEPATCH is not set",
+#endif
+		.symbols = usercopy_symbols,
+		.params = no_params,
+	},
+	[KMEMCTL_MIT_KASAN_QUARANTINE] = {
+		.name = "kasan-quarantine",
+#ifndef CONFIG_KASAN_GENERIC
+		.kconfig_missing = "CONFIG_KASAN_GENERIC is not set",
+#endif
+		.symbols = quarantine_symbols,
+		.params = quarantine_params,
+	},
+};
+
+static struct kobject *mitigations_kobj;
+
+static void mitigation_gate(struct kmem_mitigation *m)
+{
+	const char *sym = NULL;
+
+	m->state = STATE_UNSUPPORTED;
+	if (!m->kconfig_missing && !m->native)
+		sym = kmem_symbols_check(m->symbols, m->name);
+	if (m->kconfig_missing) {
+		snprintf(m->reason, sizeof(m->reason), "unsupported: %s", m->kconfig_missing);
+	} else if (m->native) {
+		m->state = STATE_NATIVE;
+		snprintf(m->reason, sizeof(m->reason), "native: %s", m->native);
+	} else if (sym) {
+		snprintf(m->reason, sizeof(m->reason), "unsupported: symbol %s not found", sym);
+	} else if (!m->enact) {
+		snprintf(m->reason, sizeof(m->reason),
+			 "unsupported: not implemented in kmemctl %s", KMEMCTL_MODULE_VERSION);
+	} else {
+		m->state = STATE_OFF;
+		snprintf(m->reason, sizeof(m->reason), "off: supported on this kernel");
+	}
+}
+
+static struct kmem_mitigation *to_mitigation(struct kobject *kobj)
+{
+	return kmem_node_owner(kobj);
+}
+
+static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	ssize_t len;
+
+	mutex_lock(&m->lock);
+	len = sysfs_emit(buf, "%s\n", state_names[m->state]);
+	mutex_unlock(&m->lock);
+	return len;
+}
+
+static ssize_t reason_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	ssize_t len;
+
+	mutex_lock(&m->lock);
+	len = sysfs_emit(buf, "%s\n", m->reason);
+	mutex_unlock(&m->lock);
+	return len;
+}
+
+static ssize_t mode_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	ssize_t len;
+
+	mutex_lock(&m->lock);
+	len = sysfs_emit(buf, "%s\n", mode_names[m->on]);
+	mutex_unlock(&m->lock);
+	return len;
+}
+
+static int mitigation_set(struct kmem_mitigation *m, bool on)
+{
+	int ret;
+
+	if (on == m->on)
+		return 0;
+	if (m->state == STATE_UNSUPPORTED || m->state == STATE_NATIVE) {
+		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
+		return -EOPNOTSUPP;
+	}
+	ret = m->enact(m, on);
+	if (ret) {
+		pr_warn("%s: mode %s failed (%d)\n", m->name, mode_names[on], ret);
+		return ret;
+	}
+	pr_info("%s: mode %s -> %s\n", m->name, mode_names[m->on], mode_names[on]);
+	m->on = on;
+	m->state = on ? STATE_ON : STATE_OFF;
+	if (on)
+		m->enables++;
+	else
+		m->disables++;
+	return 0;
+}
+
+static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
+			  const char *buf, size_t count)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	int mode, ret;
+
+	mode = sysfs_match_string(mode_names, buf);
+	if (mode < 0) {
+		pr_info("%s: mode: want \"off\" or \"on\"\n", m->name);
+		return -EINVAL;
+	}
+	mutex_lock(&m->lock);
+	ret = mitigation_set(m, mode);
+	mutex_unlock(&m->lock);
+	return ret ? ret : count;
+}
+
+static ssize_t params_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	ssize_t len = 0;
+	int i;
+
+	mutex_lock(&m->lock);
+	for (i = 0; m->params[i].key; i++)
+		len += sysfs_emit_at(buf, len, "%s=%llu\n", m->params[i].key, m->values[i]);
+	mutex_unlock(&m->lock);
+	return len;
+}
+
+/* Parses one "key=value" token into values[]; logs why when it cannot. */
+static int param_parse(struct kmem_mitigation *m, char *token, u64 *values)
+{
+	char *value = strchr(token, '=');
+	u64 v;
+	int i;
+
+	if (!value) {
+		pr_info("%s: params: \"%s\" is not key=value\n", m->name, token);
+		return -EINVAL;
+	}
+	*value++ = '\0';
+	for (i = 0; m->params[i].key; i++)
+		if (!strcmp(m->params[i].key, token))
+			break;
+	if (!m->params[i].key) {
+		pr_info("%s: params: unknown key \"%s\"\n", m->name, token);
+		return -EINVAL;
+	}
+	if (kstrtou64(value, 0, &v) || v < m->params[i].min || v > m->params[i].max) {
+		pr_info("%s: params: %s=\"%s\" is not a number in [%llu, %llu]\n", m->name,
+			token, value, m->params[i].min, m->params[i].max);
+		return -EINVAL;
+	}
+	values[i] = v;
+	return 0;
+}
+
+static int params_parse(struct kmem_mitigation *m, char *text, u64 *values)
+{
+	char *token;
+	int n = 0, ret;
+
+	while ((token = strsep(&text, " \t\n"))) {
+		if (!*token)
+			continue;
+		ret = param_parse(m, token, values);
+		if (ret)
+			return ret;
+		n++;
+	}
+	if (!n) {
+		pr_info("%s: params: no key=value given\n", m->name);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void params_log(struct kmem_mitigation *m, const u64 *old)
+{
+	int i;
+
+	for (i = 0; m->params[i].key; i++)
+		if (old[i] != m->values[i])
+			pr_info("%s: params: %s %llu -> %llu\n", m->name, m->params[i].key,
+				old[i], m->values[i]);
+}
+
+static ssize_t params_store(struct kobject *kobj, struct kobj_attribute *attr,
+			    const char *buf, size_t count)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	u64 values[MAX_PARAMS], old[MAX_PARAMS];
+	char *text;
+	int ret;
+
+	text = kstrndup(buf, count, GFP_KERNEL);
+	if (!text)
+		return -ENOMEM;
+	mutex_lock(&m->lock);
+	memcpy(values, m->values, sizeof(values));
+	ret = params_parse(m, text, values);
+	if (!ret) {
+		memcpy(old, m->values, sizeof(old));
+		memcpy(m->values, values, sizeof(values));
+		params_log(m, old);
+	}
+	mutex_unlock(&m->lock);
+	kfree(text);
+	return ret ? ret : count;
+}
+
+static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+	ssize_t len;
+
+	mutex_lock(&m->lock);
+	len = sysfs_emit(buf, "enables %llu\ndisables %llu\ntrips %llu\n", m->enables,
+			 m->disables, m->trips);
+	mutex_unlock(&m->lock);
+	return len;
+}
+
+static struct kobj_attribute state_attr = __ATTR_RO(state);
+static struct kobj_attribute reason_attr = __ATTR_RO(reason);
+static struct kobj_attribute mode_attr = __ATTR_RW_MODE(mode, 0644);
+static struct kobj_attribute params_attr = __ATTR_RW_MODE(params, 0644);
+static struct kobj_attribute stats_attr = __ATTR_RO(stats);
+
+static struct attribute *mitigation_attrs[] = {
+	&state_attr.attr,
+	&reason_attr.attr,
+	&mode_attr.attr,
+	&params_attr.attr,
+	&stats_attr.attr,
+	NULL,
+};
+
+static const struct attribute_group mitigation_group = {
+	.attrs = mitigation_attrs,
+};
+
+static void mitigation_free(struct kmem_mitigation *m)
+{
+	kmem_node_destroy(m->node);
+	m->node = NULL;
+	mutex_lock(&m->lock);
+	if (m->on)
+		mitigation_set(m, false);
+	mutex_unlock(&m->lock);
+}
+
+static int mitigation_setup(struct kmem_mitigation *m)
+{
+	int i;
+
+	mutex_init(&m->lock);
+	for (i = 0; m->params[i].key; i++)
+		m->values[i] = m->params[i].def;
+	mitigation_gate(m);
+	pr_info("%s: %s\n", m->name, m->reason);
+	m->node = kmem_node_create(m->name, mitigations_kobj, m, &mitigation_group);
+	if (IS_ERR(m->node)) {
+		int ret = PTR_ERR(m->node);
+
+		m->node = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+int kmem_mitigations_init(struct kobject *parent)
+{
+	int i, ret;
+
+	mitigations_kobj = kobject_create_and_add("mitigations", parent);
+	if (!mitigations_kobj)
+		return -ENOMEM;
+	for (i = 0; i < KMEMCTL_MIT_COUNT; i++) {
+		ret = mitigation_setup(&mitigations[i]);
+		if (ret)
+			goto err_mitigations;
+	}
+	return 0;
+
+err_mitigations:
+	for (; i >= 0; i--)
+		mitigation_free(&mitigations[i]);
+	kobject_put(mitigations_kobj);
+	return ret;
+}
+
+/* sysfs goes first, so no write races the final switch-off. */
+void kmem_mitigations_exit(void)
+{
+	int i;
+
+	for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
+		mitigation_free(&mitigations[i]);
+	kobject_put(mitigations_kobj);
+}
