@@ -5,10 +5,10 @@
  *
  * The flush may drop and retake the lock, and may migrate while it does, so
  * per-flush state is global and only touched with cgroup_rstat_lock held
- * (one flusher at a time). spin_lock_irq() disables irqs on entry, before it
- * spins, so a stretch starts at _raw_spin_lock_irq() entry, stamped per CPU
- * (nothing migrates with irqs off), and ends at _raw_spin_unlock_irq() or
- * at the flush's return. A flush entered with irqs on (kernels carrying
+ * (one flusher at a time). A stretch starts at the flush's entry or, after
+ * the flush dropped the lock, at _raw_spin_lock_irq() entry (it disables
+ * irqs before it spins), stamped per CPU since nothing migrates with irqs
+ * off; it ends at _raw_spin_unlock_irq() or at the flush's return. A flush entered with irqs on (kernels carrying
  * upstream's fix) has no such stretch and records none.
  */
 #include <linux/percpu.h>
@@ -71,11 +71,9 @@ static int flush_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	d->start = ktime_get_mono_fast_ns();
 	flush_irqoff = regs_irqs_disabled(regs);
 	flush_irqoff_max = 0;
-	/* Entered with the lock taken by irqsave: the stretch starts here. */
-	if (this_cpu_read(lock_task) != current) {
-		this_cpu_write(lock_ts, d->start);
-		this_cpu_write(lock_task, current);
-	}
+	/* Stretches are clipped to the flush: the first starts here. */
+	this_cpu_write(lock_ts, d->start);
+	this_cpu_write(lock_task, current);
 	WRITE_ONCE(flush_owner, current);
 	return 0;
 }

@@ -4,8 +4,10 @@
  *
  * usercopy-vmalloc: time in find_vmap_area() when hardened usercopy calls
  * it to bound a copy from vmalloc memory. find_vmap_area() has other
- * callers, so the entry handler keeps only calls returning into
- * __check_object_size() (or check_heap_object() where that is not inlined).
+ * callers, so only calls returning into __check_object_size() (or
+ * check_heap_object() where that is not inlined) are recorded. The filter
+ * sits in the return handler: 6.1's rethook crashed under load when entry
+ * handlers declined instances.
  *
  * vmap-purge: duration of each __purge_vmap_area_lazy(), and how many
  * flush_tlb_kernel_range() calls the purging task made inside it. Purges
@@ -42,10 +44,6 @@ static bool called_from_check(unsigned long ret)
 
 static int fva_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
-	unsigned long ret = *(unsigned long *)kernel_stack_pointer(regs);
-
-	if (!called_from_check(ret))
-		return 1;
 	((struct start_data *)ri->data)->start = ktime_get_mono_fast_ns();
 	return 0;
 }
@@ -54,7 +52,9 @@ static int fva_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	u64 start = ((struct start_data *)ri->data)->start;
 
-	kmem_probe_record(&kmem_probe_usercopy_vmalloc, ktime_get_mono_fast_ns() - start);
+	if (called_from_check(get_kretprobe_retaddr(ri)))
+		kmem_probe_record(&kmem_probe_usercopy_vmalloc,
+				  ktime_get_mono_fast_ns() - start);
 	return 0;
 }
 

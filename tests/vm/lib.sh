@@ -1,0 +1,186 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for the tests that tests/vm/run boots in a QEMU guest, in the
+# style of tools/testing/selftests/livepatch/functions.sh. busybox sh.
+# A test starts with
+#
+#	. /tests/lib.sh
+#
+# which turns on `set -eu` and loads /etc/kmemctl-test.env (KMEMCTL_ABI,
+# KMEMCTL_VERSION, KMEMCTL_KERNEL, KMEMCTL_KERNEL_RELEASE and the kernel
+# conf's EXPECT_* variables). Exit status: 0 pass, 4 skip, anything else
+# fail. Tests poll with wait_for, never with bare sleeps.
+#
+# dmesg transcripts: /init writes "kmemctl-vm: begin <test>" to /dev/kmsg
+# before each test, which is the default mark; dmesg_mark sets a new one.
+# A test that provokes a splat on purpose brackets it with
+# expect_splat_begin / expect_splat_end; check_dmesg_clean and the runner
+# then ignore the splat lines in between.
+
+set -eu
+
+# shellcheck source=/dev/null
+[ -r /etc/kmemctl-test.env ] && . /etc/kmemctl-test.env
+
+# Kernel log lines that fail a test; tests/vm/run reads this same line.
+KMEMCTL_SPLAT_RE='BUG:|Oops|WARNING:|Call Trace|general protection|kernel BUG|UBSAN:|KASAN:|unreferenced object|blocked for more than|rcu.*stall'
+
+KMEMCTL_MODDIR=/lib/kmemctl
+_kmemctl_mark="kmemctl-vm: begin ${KMEMCTL_TEST_FILE:-}"
+_kmemctl_marks=0
+
+log() {
+	echo "${KMEMCTL_TEST:-test}: $*"
+}
+
+die() {
+	echo "${KMEMCTL_TEST:-test}: FAIL: $*" >&2
+	exit 1
+}
+
+skip() {
+	echo "${KMEMCTL_TEST:-test}: SKIP: $*"
+	exit 4
+}
+
+_kmsg() {
+	echo "$*" >/dev/kmsg
+}
+
+# dmesg without timestamps.
+_dmesg() {
+	dmesg | sed 's/^\[ *[0-9.]*\] //'
+}
+
+dmesg_tail() {
+	_dmesg | tail -n "${1:-20}"
+}
+
+# load_mod NAME [PARAM=VALUE...]: insmod /lib/kmemctl/NAME.ko, or
+# modprobe NAME for a kernel module the conf's KERNEL_MODULES names.
+load_mod() {
+	local name=$1 cmd
+	shift
+	if [ -e "$KMEMCTL_MODDIR/$name.ko" ]; then
+		cmd="insmod $KMEMCTL_MODDIR/$name.ko"
+	elif [ -e "/lib/modules/$(uname -r)/modules.dep" ]; then
+		cmd="modprobe $name"
+	else
+		die "module '$name' is not in $KMEMCTL_MODDIR"
+	fi
+	log "load $name${*:+ $*}"
+	# shellcheck disable=SC2086 # $cmd is two words
+	if ! $cmd "$@"; then
+		dmesg_tail 20 >&2
+		die "loading '$name' failed"
+	fi
+}
+
+unload_mod() {
+	log "rmmod $1"
+	if ! rmmod "$1"; then
+		dmesg_tail 20 >&2
+		die "rmmod '$1' failed"
+	fi
+}
+
+mod_loaded() {
+	grep -q "^$(echo "$1" | tr - _) " /proc/modules
+}
+
+# Uptime in hundredths of a second.
+_now_cs() {
+	local up
+	read -r up _ </proc/uptime
+	echo "${up%.*}${up#*.}" | sed 's/^0*//;s/^$/0/'
+}
+
+# wait_for TIMEOUT_S CMD...: run CMD every 0.1 s until it succeeds.
+wait_for() {
+	local timeout=$1 deadline
+	shift
+	deadline=$(($(_now_cs) + timeout * 100))
+	until "$@"; do
+		[ "$(_now_cs)" -lt "$deadline" ] || die "timed out after ${timeout}s waiting for: $*"
+		sleep 0.1
+	done
+}
+
+assert_eq() {
+	[ "$1" = "$2" ] || die "$3: got '$1', expected '$2'"
+}
+
+assert_ge() {
+	[ "$1" -ge "$2" ] 2>/dev/null || die "$3: got '$1', expected >= '$2'"
+}
+
+read_file() {
+	[ -r "$1" ] || die "'$1' is not readable"
+	cat "$1" || die "reading '$1' failed"
+}
+
+# write_ok PATH VALUE: the write must succeed.
+write_ok() {
+	local err
+	err=$({ echo "$2" >"$1"; } 2>&1) || die "writing '$2' to '$1' failed: $err"
+}
+
+# write_fails PATH VALUE ERRNO_TEXT: the write must fail, with an error
+# message containing ERRNO_TEXT (e.g. "Invalid argument").
+write_fails() {
+	local err
+	if err=$({ echo "$2" >"$1"; } 2>&1); then
+		die "writing '$2' to '$1' succeeded, expected '$3'"
+	fi
+	case "$err" in
+	*"$3"*) ;;
+	*) die "writing '$2' to '$1': got '$err', expected '$3'" ;;
+	esac
+}
+
+dmesg_mark() {
+	_kmemctl_marks=$((_kmemctl_marks + 1))
+	_kmemctl_mark="kmemctl-vm: mark ${KMEMCTL_TEST:-test} $_kmemctl_marks"
+	_kmsg "$_kmemctl_mark"
+}
+
+# The kernel log since the last mark, without timestamps and marks.
+dmesg_since_mark() {
+	local log
+	log=$(_dmesg)
+	echo "$log" | grep -qxF "$_kmemctl_mark" || die "mark '$_kmemctl_mark' is not in the kernel log"
+	echo "$log" | awk -v mark="$_kmemctl_mark" '
+		$0 == mark { p = 1; n = 0; delete lines; next }
+		p && !/^kmemctl-vm: / { lines[n++] = $0 }
+		END { for (i = 0; i < n; i++) print lines[i] }'
+}
+
+expect_splat_begin() {
+	_kmsg "kmemctl-vm: splat-expected-begin"
+}
+
+expect_splat_end() {
+	_kmsg "kmemctl-vm: splat-expected-end"
+}
+
+# Splat lines since the mark, outside expect_splat_begin/end brackets.
+_splats_since_mark() {
+	dmesg_since_mark >/dev/null
+	_dmesg | awk -v mark="$_kmemctl_mark" -v re="$KMEMCTL_SPLAT_RE" '
+		$0 == mark { p = 1; n = 0; delete lines; next }
+		/^kmemctl-vm: splat-expected-begin/ { quiet = 1 }
+		/^kmemctl-vm: splat-expected-end/ { quiet = 0 }
+		p && !quiet && $0 ~ re { lines[n++] = $0 }
+		END { for (i = 0; i < n; i++) print lines[i] }'
+}
+
+# No BUG, Oops, WARNING, leak report... since the mark.
+check_dmesg_clean() {
+	local bad
+	bad=$(_splats_since_mark)
+	[ -z "$bad" ] && return 0
+	echo "---- kernel log since '$_kmemctl_mark'" >&2
+	dmesg_since_mark >&2
+	echo "----" >&2
+	die "kernel log is not clean: $(echo "$bad" | head -n 1)"
+}

@@ -1,0 +1,92 @@
+#!/bin/sh
+# Bad writes to mode, params and probe files fail with EINVAL (or
+# EOPNOTSUPP), keep the old value and say why in dmesg; good writes log
+# old -> new.
+. /tests/lib.sh
+
+K=/sys/kernel/kmemctl
+M=$K/mitigations
+
+load_mod kmemctl
+
+for id in kasan-flush-batch tlb-gen rstat-yield usercopy-fastpath kasan-quarantine; do
+	for bad in bogus "" onn "on off" 1; do
+		dmesg_mark
+		write_fails $M/$id/mode "$bad" "Invalid argument"
+		assert_eq "$(cat $M/$id/mode)" off "$id: mode after writing '$bad'"
+		dmesg_since_mark | grep -qF "kmemctl: $id: mode: want" ||
+			die "$id: no dmesg reason for mode '$bad'"
+	done
+	write_ok $M/$id/mode off
+	state=$(cat $M/$id/state)
+	case "$state" in
+	unsupported | native)
+		dmesg_mark
+		write_fails $M/$id/mode on "Operation not supported"
+		assert_eq "$(cat $M/$id/mode)" off "$id: mode after refused on"
+		assert_eq "$(cat $M/$id/state)" "$state" "$id: state after refused on"
+		dmesg_since_mark | grep -qF "kmemctl: $id: mode on refused: $state" ||
+			die "$id: no dmesg reason for the refused on"
+		;;
+	esac
+	write_fails $M/$id/params "nokey=1" "Invalid argument"
+	write_fails $M/$id/params "   " "Invalid argument"
+done
+
+# rstat-yield has one parameter; kasan-quarantine two. All-or-nothing.
+p=$M/rstat-yield/params
+assert_eq "$(cat $p)" "yield_every=1" "rstat-yield default params"
+for bad in yield_every=0 yield_every=4097 yield_every=abc yield_every= yield_every \
+	=4 "yield_every=4 bogus=1" "yield_every=4 yield_every=-1" yield_every=99999999999999999999; do
+	dmesg_mark
+	write_fails $p "$bad" "Invalid argument"
+	assert_eq "$(cat $p)" "yield_every=1" "rstat-yield params after '$bad'"
+	dmesg_since_mark | grep -q "kmemctl: rstat-yield: params: " ||
+		die "no dmesg reason for params '$bad'"
+done
+dmesg_mark
+write_ok $p "yield_every=16"
+assert_eq "$(cat $p)" "yield_every=16" "rstat-yield params after a good write"
+dmesg_since_mark | grep -qxF "kmemctl: rstat-yield: params: yield_every 1 -> 16" ||
+	die "no dmesg line for yield_every 1 -> 16"
+write_ok $p "yield_every=0x20"
+assert_eq "$(cat $p)" "yield_every=32" "hex value"
+
+q=$M/kasan-quarantine/params
+before=$(cat $q)
+write_fails $q "batch_bytes=8192 max_fraction=2" "Invalid argument"
+assert_eq "$(cat $q)" "$before" "kasan-quarantine params after a half-bad write"
+write_ok $q "batch_bytes=8192
+max_fraction=64"
+assert_eq "$(cat $q)" "batch_bytes=8192
+max_fraction=64" "kasan-quarantine params after a two-line write"
+
+P=$K/probes
+for id in rstat-flush usercopy-vmalloc vmap-purge kasan-reduce tlb-shootdown; do
+	old=$(cat $P/$id/enabled)
+	for bad in 2 maybe -1 ""; do
+		write_fails $P/$id/enabled "$bad" "Invalid argument"
+		assert_eq "$(cat $P/$id/enabled)" "$old" "$id: enabled after '$bad'"
+	done
+	for bad in abc -1 1.5 ""; do
+		write_fails $P/$id/threshold_ns "$bad" "Invalid argument"
+		assert_eq "$(cat $P/$id/threshold_ns)" 0 "$id: threshold_ns after '$bad'"
+	done
+	write_fails $P/$id/reset 0 "Invalid argument"
+	write_fails $P/$id/reset x "Invalid argument"
+	write_ok $P/$id/threshold_ns 1000000
+	assert_eq "$(cat $P/$id/threshold_ns)" 1000000 "$id: threshold_ns"
+	write_ok $P/$id/threshold_ns 0
+	if [ "$(cat $P/$id/reason)" = ok ]; then
+		write_ok $P/$id/enabled 0
+		assert_eq "$(cat $P/$id/enabled)" 0 "$id: disabled"
+		write_ok $P/$id/enabled 1
+		assert_eq "$(cat $P/$id/enabled)" 1 "$id: enabled again"
+	else
+		write_fails $P/$id/enabled 1 "Operation not supported"
+		assert_eq "$(cat $P/$id/enabled)" 0 "$id: unsupported probe enabled"
+	fi
+done
+
+unload_mod kmemctl
+check_dmesg_clean
