@@ -8,8 +8,9 @@
  * (one flusher at a time). A stretch starts at the flush's entry or, after
  * the flush dropped the lock, at _raw_spin_lock_irq() entry (it disables
  * irqs before it spins), stamped per CPU since nothing migrates with irqs
- * off; it ends at _raw_spin_unlock_irq() or at the flush's return. A flush entered with irqs on (kernels carrying
- * upstream's fix) has no such stretch and records none.
+ * off; it ends at _raw_spin_unlock_irq() or at the flush's return. A
+ * flush entered with irqs on (kernels carrying upstream's fix) has no such
+ * stretch and records none.
  */
 #include <linux/percpu.h>
 #include <linux/sched.h>

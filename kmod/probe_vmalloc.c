@@ -4,10 +4,9 @@
  *
  * usercopy-vmalloc: time in find_vmap_area() when hardened usercopy calls
  * it to bound a copy from vmalloc memory. find_vmap_area() has other
- * callers, so only calls returning into __check_object_size() (or
- * check_heap_object() where that is not inlined) are recorded. The filter
- * sits in the return handler: 6.1's rethook crashed under load when entry
- * handlers declined instances.
+ * callers, so the entry handler declines every call that does not return
+ * into __check_object_size() (or check_heap_object() where that is not
+ * inlined), and only the usercopy lookups pay for a return hook.
  *
  * vmap-purge: duration of each __purge_vmap_area_lazy(), and how many
  * flush_tlb_kernel_range() calls the purging task made inside it. Purges
@@ -44,6 +43,10 @@ static bool called_from_check(unsigned long ret)
 
 static int fva_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
+	unsigned long ret = *(unsigned long *)kernel_stack_pointer(regs);
+
+	if (!called_from_check(ret))
+		return 1;
 	((struct start_data *)ri->data)->start = ktime_get_mono_fast_ns();
 	return 0;
 }
@@ -52,9 +55,7 @@ static int fva_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	u64 start = ((struct start_data *)ri->data)->start;
 
-	if (called_from_check(get_kretprobe_retaddr(ri)))
-		kmem_probe_record(&kmem_probe_usercopy_vmalloc,
-				  ktime_get_mono_fast_ns() - start);
+	kmem_probe_record(&kmem_probe_usercopy_vmalloc, ktime_get_mono_fast_ns() - start);
 	return 0;
 }
 
