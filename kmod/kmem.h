@@ -86,6 +86,8 @@ int kmem_probes_init(struct kobject *parent, bool enable);
 void kmem_probes_exit(void);
 void kmem_probe_record(struct kmem_probe *probe, u64 value);
 void kmem_probe_record2(struct kmem_probe *probe, u64 value);
+int kmem_probe_attach(struct kprobe **kps, int num, struct kretprobe *rp);
+void kmem_probe_detach(struct kprobe **kps, int num, struct kretprobe *rp);
 int kmem_probe_timed_enable(struct kmem_probe *probe);
 void kmem_probe_timed_disable(struct kmem_probe *probe);
 unsigned long kmem_probe_timed_missed(struct kmem_probe *probe);

@@ -171,37 +171,39 @@ static struct kmem_mitigation *to_mitigation(struct kobject *kobj)
 	return kmem_node_owner(kobj);
 }
 
-static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+enum text_field { TEXT_STATE, TEXT_REASON, TEXT_MODE };
+
+static ssize_t text_show(struct kobject *kobj, char *buf, enum text_field field)
 {
 	struct kmem_mitigation *m = to_mitigation(kobj);
+	const char *text;
 	ssize_t len;
 
 	mutex_lock(&m->lock);
-	len = sysfs_emit(buf, "%s\n", state_names[m->state]);
+	if (field == TEXT_STATE)
+		text = state_names[m->state];
+	else if (field == TEXT_REASON)
+		text = m->reason;
+	else
+		text = mode_names[m->on];
+	len = sysfs_emit(buf, "%s\n", text);
 	mutex_unlock(&m->lock);
 	return len;
+}
+
+static ssize_t state_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	return text_show(kobj, buf, TEXT_STATE);
 }
 
 static ssize_t reason_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
 {
-	struct kmem_mitigation *m = to_mitigation(kobj);
-	ssize_t len;
-
-	mutex_lock(&m->lock);
-	len = sysfs_emit(buf, "%s\n", m->reason);
-	mutex_unlock(&m->lock);
-	return len;
+	return text_show(kobj, buf, TEXT_REASON);
 }
 
 static ssize_t mode_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
 {
-	struct kmem_mitigation *m = to_mitigation(kobj);
-	ssize_t len;
-
-	mutex_lock(&m->lock);
-	len = sysfs_emit(buf, "%s\n", mode_names[m->on]);
-	mutex_unlock(&m->lock);
-	return len;
+	return text_show(kobj, buf, TEXT_MODE);
 }
 
 static int mitigation_set(struct kmem_mitigation *m, bool on)

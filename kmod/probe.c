@@ -80,6 +80,26 @@ void kmem_kretprobe_init(struct kretprobe *rp, const char *symbol,
 	rp->maxactive = max_t(int, 2 * num_possible_cpus(), 20);
 }
 
+/* Registers the kprobes, then the kretprobe; all or nothing. */
+int kmem_probe_attach(struct kprobe **kps, int num, struct kretprobe *rp)
+{
+	int ret;
+
+	ret = register_kprobes(kps, num);
+	if (ret)
+		return ret;
+	ret = register_kretprobe(rp);
+	if (ret)
+		unregister_kprobes(kps, num);
+	return ret;
+}
+
+void kmem_probe_detach(struct kprobe **kps, int num, struct kretprobe *rp)
+{
+	unregister_kretprobe(rp);
+	unregister_kprobes(kps, num);
+}
+
 struct timed_data {
 	u64 start;
 };

@@ -20,6 +20,7 @@
 
 static struct kretprobe flush_rp;
 static struct kprobe lock_kp, unlock_kp;
+static struct kprobe *lock_kps[] = { &lock_kp, &unlock_kp };
 static unsigned long rstat_lock;
 
 /* Under cgroup_rstat_lock. */
@@ -97,8 +98,6 @@ static int flush_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int rstat_enable(struct kmem_probe *probe)
 {
-	int ret;
-
 	rstat_lock = kmem_symbol("cgroup_rstat_lock");
 	WRITE_ONCE(flush_owner, NULL);
 	memset(&lock_kp, 0, sizeof(lock_kp));
@@ -107,31 +106,14 @@ static int rstat_enable(struct kmem_probe *probe)
 	memset(&unlock_kp, 0, sizeof(unlock_kp));
 	unlock_kp.symbol_name = "_raw_spin_unlock_irq";
 	unlock_kp.pre_handler = unlock_pre;
-	ret = register_kprobe(&lock_kp);
-	if (ret)
-		return ret;
-	ret = register_kprobe(&unlock_kp);
-	if (ret)
-		goto err_lock;
 	kmem_kretprobe_init(&flush_rp, "cgroup_rstat_flush_locked", flush_entry, flush_ret,
 			    sizeof(struct flush_data));
-	ret = register_kretprobe(&flush_rp);
-	if (ret)
-		goto err_unlock;
-	return 0;
-
-err_unlock:
-	unregister_kprobe(&unlock_kp);
-err_lock:
-	unregister_kprobe(&lock_kp);
-	return ret;
+	return kmem_probe_attach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);
 }
 
 static void rstat_disable(struct kmem_probe *probe)
 {
-	unregister_kretprobe(&flush_rp);
-	unregister_kprobe(&unlock_kp);
-	unregister_kprobe(&lock_kp);
+	kmem_probe_detach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);
 }
 
 static unsigned long rstat_missed(struct kmem_probe *probe)

@@ -98,6 +98,7 @@ struct kmem_probe kmem_probe_usercopy_vmalloc = {
 
 static struct kretprobe purge_rp;
 static struct kprobe flush_kp;
+static struct kprobe *flush_kps[] = { &flush_kp };
 static struct task_struct *purge_owner;
 static u64 purge_flushes;	/* written by purge_owner only */
 
@@ -139,28 +140,19 @@ static int purge_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static int purge_enable(struct kmem_probe *probe)
 {
-	int ret;
-
 	/* A purge cut short by an earlier disable never returned through us. */
 	WRITE_ONCE(purge_owner, NULL);
 	memset(&flush_kp, 0, sizeof(flush_kp));
 	flush_kp.symbol_name = "flush_tlb_kernel_range";
 	flush_kp.pre_handler = flush_pre;
-	ret = register_kprobe(&flush_kp);
-	if (ret)
-		return ret;
 	kmem_kretprobe_init(&purge_rp, "__purge_vmap_area_lazy", purge_entry, purge_ret,
 			    sizeof(struct purge_data));
-	ret = register_kretprobe(&purge_rp);
-	if (ret)
-		unregister_kprobe(&flush_kp);
-	return ret;
+	return kmem_probe_attach(flush_kps, ARRAY_SIZE(flush_kps), &purge_rp);
 }
 
 static void purge_disable(struct kmem_probe *probe)
 {
-	unregister_kretprobe(&purge_rp);
-	unregister_kprobe(&flush_kp);
+	kmem_probe_detach(flush_kps, ARRAY_SIZE(flush_kps), &purge_rp);
 }
 
 static unsigned long purge_missed(struct kmem_probe *probe)

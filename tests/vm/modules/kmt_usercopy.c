@@ -20,27 +20,19 @@
  * bytes (else EINVAL). Without the check the copy faults on the guard page and
  * read() fails with EFAULT.
  *
- * With `churn` set, a kthread, bound to the highest-numbered online CPU when
- * more than one is online, loops vmalloc()/vfree() to contend on the vmap
- * locks.
+ * Contention on the vmap locks comes from kmt_vmalloc's `churn`.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
-#include <linux/cpumask.h>
-#include <linux/err.h>
 #include <linux/fs.h>
-#include <linux/kthread.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
-#include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
-
-#define KMT_CHURN_PAGES 4
 
 static unsigned int copies = 1000;
 module_param(copies, uint, 0644);
@@ -62,78 +54,9 @@ static bool overrun;
 module_param(overrun, bool, 0644);
 MODULE_PARM_DESC(overrun, "1: each read does one copy past the end of the vmap area");
 
-static bool churn;
-static DEFINE_MUTEX(kmt_churn_lock);
-static struct task_struct *kmt_churn_task;
-static bool kmt_ready;
-
 static atomic_long_t kmt_total = ATOMIC_LONG_INIT(0);
 static void *kmt_buf;
 static size_t kmt_buf_size;
-
-static int kmt_churn_fn(void *data)
-{
-	while (!kthread_should_stop()) {
-		void *p = vmalloc(KMT_CHURN_PAGES * PAGE_SIZE);
-
-		vfree(p);
-		cond_resched();
-	}
-	return 0;
-}
-
-/* Called with kmt_churn_lock held. */
-static int kmt_churn_start(void)
-{
-	struct task_struct *t;
-	unsigned int cpu = cpumask_last(cpu_online_mask);
-
-	t = kthread_create(kmt_churn_fn, NULL, "kmt_uc_churn");
-	if (IS_ERR(t))
-		return PTR_ERR(t);
-	if (num_online_cpus() > 1)
-		kthread_bind(t, cpu);
-	kmt_churn_task = t;
-	wake_up_process(t);
-	return 0;
-}
-
-/* Called with kmt_churn_lock held. */
-static void kmt_churn_stop(void)
-{
-	if (!kmt_churn_task)
-		return;
-	kthread_stop(kmt_churn_task);
-	kmt_churn_task = NULL;
-}
-
-static int churn_set(const char *val, const struct kernel_param *kp)
-{
-	bool on;
-	int ret;
-
-	ret = kstrtobool(val, &on);
-	if (ret)
-		return ret;
-	mutex_lock(&kmt_churn_lock);
-	if (kmt_ready) {
-		if (on && !kmt_churn_task)
-			ret = kmt_churn_start();
-		else if (!on)
-			kmt_churn_stop();
-	}
-	if (!ret)
-		churn = on;
-	mutex_unlock(&kmt_churn_lock);
-	return ret;
-}
-
-static const struct kernel_param_ops churn_ops = {
-	.set = churn_set,
-	.get = param_get_bool,
-};
-module_param_cb(churn, &churn_ops, &churn, 0644);
-MODULE_PARM_DESC(churn, "1: run a vmalloc()/vfree() kthread on another CPU");
 
 static int total_set(const char *val, const struct kernel_param *kp)
 {
@@ -236,26 +159,12 @@ static int __init kmt_usercopy_init(void)
 	for (i = 0; i < kmt_buf_size; i++)
 		((u8 *)kmt_buf)[i] = i;
 
-	mutex_lock(&kmt_churn_lock);
-	kmt_ready = true;
-	ret = churn ? kmt_churn_start() : 0;
-	if (ret)
-		kmt_ready = false;
-	mutex_unlock(&kmt_churn_lock);
-	if (ret)
-		goto err_buf;
-
 	ret = misc_register(&kmt_misc);
 	if (ret)
-		goto err_churn;
+		goto err_buf;
 	pr_info("/dev/%s: %u-page source buffer\n", kmt_misc.name, pages);
 	return 0;
 
-err_churn:
-	mutex_lock(&kmt_churn_lock);
-	kmt_ready = false;
-	kmt_churn_stop();
-	mutex_unlock(&kmt_churn_lock);
 err_buf:
 	vfree(kmt_buf);
 	return ret;
@@ -264,10 +173,6 @@ err_buf:
 static void __exit kmt_usercopy_exit(void)
 {
 	misc_deregister(&kmt_misc);
-	mutex_lock(&kmt_churn_lock);
-	kmt_ready = false;
-	kmt_churn_stop();
-	mutex_unlock(&kmt_churn_lock);
 	vfree(kmt_buf);
 }
 

@@ -154,8 +154,8 @@ static void group_path(char *buf, const char *root, unsigned int i)
 	mkpath(buf, "%s/cgchurn-%d-%u", root, (int)getpid(), i);
 }
 
-static void __attribute__((noreturn)) child(const char *group, unsigned int idx, size_t len,
-					    int wfd, pid_t parent)
+static void __attribute__((noreturn))
+child(const char *group, unsigned int idx, size_t len, int wfd, pid_t parent)
 {
 	struct child_msg msg = { .idx = idx };
 	char path[PATH_MAX];
@@ -173,8 +173,8 @@ static void __attribute__((noreturn)) child(const char *group, unsigned int idx,
 		_exit(1);
 	close(wfd);
 	for (i = 0;; i++) {
-		char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			       -1, 0);
+		char *p =
+			mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 		if (p == MAP_FAILED) {
 			usleep(1000);

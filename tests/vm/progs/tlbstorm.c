@@ -76,8 +76,8 @@ static int run(uint64_t iter, size_t pages, int use_mprotect)
 	}
 	for (i = 0; i < iter; i++) {
 		if (!use_mprotect) {
-			p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-				 -1, 0);
+			p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+				 0);
 			if (p == MAP_FAILED) {
 				warn_errno(errno, "mmap");
 				return -1;
@@ -149,8 +149,8 @@ int main(int argc, char **argv)
 		if (CPU_ISSET(c, &set))
 			cpus[ncpus++] = c;
 	if (ncpus < nthreads) {
-		fprintf(stderr, "%s: %u threads need %u cpus, only %u available\n", prog,
-			nthreads, nthreads, ncpus);
+		fprintf(stderr, "%s: %u threads need %u cpus, only %u available\n", prog, nthreads,
+			nthreads, ncpus);
 		return 1;
 	}
 	threads = calloc(nthreads, sizeof(*threads));

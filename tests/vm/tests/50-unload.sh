@@ -11,7 +11,6 @@ load_mod kmt_vmalloc
 mkdir -p $G
 
 # Background load on every probed path, until told to stop.
-echo 1 >/sys/module/kmt_usercopy/parameters/churn
 echo 1 >/sys/module/kmt_vmalloc/parameters/churn
 touch /tmp/load.run
 (while [ -e /tmp/load.run ]; do ioloop -n 20 -b 4096 /dev/kmt_usercopy >/dev/null; done) &
@@ -41,7 +40,6 @@ done
 
 rm /tmp/load.run
 wait $l1 $l2 $l3 || true
-echo 0 >/sys/module/kmt_usercopy/parameters/churn
 echo 0 >/sys/module/kmt_vmalloc/parameters/churn
 rmdir $G
 unload_mod kmt_vmalloc
