@@ -9,12 +9,22 @@
 
 #include <linux/kprobes.h>
 #include <linux/module.h>
+#include <linux/moduleparam.h>
+#include <linux/string.h>
 
 #include "kmem.h"
 
 typedef unsigned long (*kallsyms_lookup_name_t)(const char *name);
 typedef int (*kallsyms_lookup_size_offset_t)(unsigned long addr, unsigned long *size,
 					     unsigned long *offset);
+
+/*
+ * Symbols to treat as missing, comma-separated: lets the tests check on a
+ * real kernel that a missing symbol disables exactly what needs it.
+ */
+static char *hide_symbols;
+module_param(hide_symbols, charp, 0444);
+MODULE_PARM_DESC(hide_symbols, "Treat these comma-separated symbols as missing (for tests)");
 
 static kallsyms_lookup_name_t lookup_name;
 static kallsyms_lookup_size_offset_t lookup_size_offset;
@@ -36,9 +46,24 @@ void kmem_symbols_init(void)
 		lookup_name("kallsyms_lookup_size_offset");
 }
 
+static bool hidden(const char *name)
+{
+	size_t len = strlen(name);
+	const char *p = hide_symbols;
+
+	while (p && *p) {
+		if (!strncmp(p, name, len) && (p[len] == ',' || !p[len]))
+			return true;
+		p = strchr(p, ',');
+		if (p)
+			p++;
+	}
+	return false;
+}
+
 unsigned long kmem_symbol(const char *name)
 {
-	return lookup_name ? lookup_name(name) : 0;
+	return lookup_name && !hidden(name) ? lookup_name(name) : 0;
 }
 
 /* [start, end) of a function, for telling callers apart by return address. */
