@@ -77,7 +77,7 @@ static const struct kmem_param no_params[] = { {} };
 
 /* Upstream's fix yields after every CPU; larger values trade latency for throughput. */
 static const struct kmem_param rstat_params[] = {
-	{ .key = "yield_every", .def = 1, .min = 1, .max = 4096 },
+	{ .key = "every_cpus", .def = 1, .min = 1, .max = 4096 },
 	{}
 };
 

@@ -35,22 +35,22 @@ done
 
 # rstat-yield has one parameter; kasan-quarantine two. All-or-nothing.
 p=$M/rstat-yield/params
-assert_eq "$(cat $p)" "yield_every=1" "rstat-yield default params"
-for bad in yield_every=0 yield_every=4097 yield_every=abc yield_every= yield_every \
-	=4 "yield_every=4 bogus=1" "yield_every=4 yield_every=-1" yield_every=99999999999999999999; do
+assert_eq "$(cat $p)" "every_cpus=1" "rstat-yield default params"
+for bad in every_cpus=0 every_cpus=4097 every_cpus=abc every_cpus= every_cpus \
+	=4 "every_cpus=4 bogus=1" "every_cpus=4 every_cpus=-1" every_cpus=99999999999999999999; do
 	dmesg_mark
 	write_fails $p "$bad" "Invalid argument"
-	assert_eq "$(cat $p)" "yield_every=1" "rstat-yield params after '$bad'"
+	assert_eq "$(cat $p)" "every_cpus=1" "rstat-yield params after '$bad'"
 	dmesg_since_mark | grep -q "kmemctl: rstat-yield: params: " ||
 		die "no dmesg reason for params '$bad'"
 done
 dmesg_mark
-write_ok $p "yield_every=16"
-assert_eq "$(cat $p)" "yield_every=16" "rstat-yield params after a good write"
-dmesg_since_mark | grep -qxF "kmemctl: rstat-yield: params: yield_every 1 -> 16" ||
-	die "no dmesg line for yield_every 1 -> 16"
-write_ok $p "yield_every=0x20"
-assert_eq "$(cat $p)" "yield_every=32" "hex value"
+write_ok $p "every_cpus=16"
+assert_eq "$(cat $p)" "every_cpus=16" "rstat-yield params after a good write"
+dmesg_since_mark | grep -qxF "kmemctl: rstat-yield: params: every_cpus 1 -> 16" ||
+	die "no dmesg line for every_cpus 1 -> 16"
+write_ok $p "every_cpus=0x20"
+assert_eq "$(cat $p)" "every_cpus=32" "hex value"
 
 q=$M/kasan-quarantine/params
 before=$(cat $q)
