@@ -14,6 +14,7 @@
 #include <linux/irq_work.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/mutex.h>
 #include <linux/poll.h>
 #include <linux/sched.h>
 #include <linux/slab.h>
@@ -66,20 +67,27 @@ static u64 oldest_seq(void)
 	return next_seq > KMEMCTL_EVENT_RING ? next_seq - KMEMCTL_EVENT_RING : 1;
 }
 
+/* One per open file. */
+struct reader {
+	struct mutex lock;	/* serializes readers sharing the file */
+	u64 cursor;
+};
+
 static int kmem_dev_open(struct inode *inode, struct file *file)
 {
-	u64 *cursor;
+	struct reader *r;
 	unsigned long flags;
 
 	if (file->f_mode & FMODE_WRITE)
 		return -EINVAL;
-	cursor = kmalloc(sizeof(*cursor), GFP_KERNEL);
-	if (!cursor)
+	r = kmalloc(sizeof(*r), GFP_KERNEL);
+	if (!r)
 		return -ENOMEM;
+	mutex_init(&r->lock);
 	spin_lock_irqsave(&ring_lock, flags);
-	*cursor = oldest_seq();
+	r->cursor = oldest_seq();
 	spin_unlock_irqrestore(&ring_lock, flags);
-	file->private_data = cursor;
+	file->private_data = r;
 	return stream_open(inode, file);
 }
 
@@ -94,54 +102,74 @@ static bool pending(u64 cursor)
 	return cursor < READ_ONCE(next_seq);
 }
 
-/* Copies up to max records at *cursor into out; returns how many. */
-static size_t take_records(u64 *cursor, struct kmemctl_event *out, size_t max)
+/*
+ * Copies up to max records from seq *from on into out; returns how many and
+ * moves *from to the seq after the last (past any records overwritten).
+ */
+static size_t take_records(u64 *from, struct kmemctl_event *out, size_t max)
 {
 	unsigned long flags;
 	size_t n = 0;
 
 	spin_lock_irqsave(&ring_lock, flags);
-	if (*cursor < oldest_seq())
-		*cursor = oldest_seq();
-	for (; n < max && *cursor < next_seq; n++, (*cursor)++)
-		out[n] = ring[*cursor % KMEMCTL_EVENT_RING];
+	if (*from < oldest_seq())
+		*from = oldest_seq();
+	for (; n < max && *from < next_seq; n++, (*from)++)
+		out[n] = ring[*from % KMEMCTL_EVENT_RING];
 	spin_unlock_irqrestore(&ring_lock, flags);
 	return n;
 }
 
-static ssize_t kmem_dev_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+/* Called with r->lock held; moves r->cursor only past records copied out. */
+static ssize_t read_locked(struct reader *r, char __user *buf, size_t want)
 {
 	struct kmemctl_event batch[READ_BATCH];
-	u64 *cursor = file->private_data;
-	size_t want = count / sizeof(batch[0]), done = 0, n;
-	int ret;
+	size_t done = 0, n;
+	u64 next;
 
-	if (!want)
-		return -EINVAL;
-	if (!pending(*cursor)) {
-		if (file->f_flags & O_NONBLOCK)
-			return -EAGAIN;
-		ret = wait_event_interruptible(ring_wait, pending(*cursor));
-		if (ret)
-			return ret;
-	}
 	while (done < want) {
-		n = take_records(cursor, batch, min_t(size_t, want - done, READ_BATCH));
+		next = r->cursor;
+		n = take_records(&next, batch, min_t(size_t, want - done, READ_BATCH));
 		if (!n)
 			break;
 		if (copy_to_user(buf + done * sizeof(batch[0]), batch, n * sizeof(batch[0])))
 			return done ? done * sizeof(batch[0]) : -EFAULT;
+		r->cursor = next;
 		done += n;
 	}
 	return done * sizeof(batch[0]);
 }
 
+static ssize_t kmem_dev_read(struct file *file, char __user *buf, size_t count, loff_t *ppos)
+{
+	struct reader *r = file->private_data;
+	size_t want = count / sizeof(struct kmemctl_event);
+	ssize_t ret;
+
+	if (!want)
+		return -EINVAL;
+	for (;;) {
+		if (mutex_lock_interruptible(&r->lock))
+			return -ERESTARTSYS;
+		ret = read_locked(r, buf, want);
+		mutex_unlock(&r->lock);
+		if (ret)
+			return ret;
+		/* Nothing pending, or another reader of this file took it. */
+		if (file->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		ret = wait_event_interruptible(ring_wait, pending(READ_ONCE(r->cursor)));
+		if (ret)
+			return ret;
+	}
+}
+
 static __poll_t kmem_dev_poll(struct file *file, poll_table *wait)
 {
-	u64 *cursor = file->private_data;
+	struct reader *r = file->private_data;
 
 	poll_wait(file, &ring_wait, wait);
-	return pending(*cursor) ? EPOLLIN | EPOLLRDNORM : 0;
+	return pending(READ_ONCE(r->cursor)) ? EPOLLIN | EPOLLRDNORM : 0;
 }
 
 static const struct file_operations kmem_dev_fops = {

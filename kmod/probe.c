@@ -94,10 +94,15 @@ int kmem_probe_attach(struct kprobe **kps, int num, struct kretprobe *rp)
 	return ret;
 }
 
+/*
+ * The kprobes go first: once the kretprobe is gone, instances in flight
+ * return without their handler, and kprobe handlers must not find their
+ * data any more.
+ */
 void kmem_probe_detach(struct kprobe **kps, int num, struct kretprobe *rp)
 {
-	unregister_kretprobe(rp);
 	unregister_kprobes(kps, num);
+	unregister_kretprobe(rp);
 }
 
 struct timed_data {
@@ -134,7 +139,7 @@ void kmem_probe_timed_disable(struct kmem_probe *probe)
 
 unsigned long kmem_probe_timed_missed(struct kmem_probe *probe)
 {
-	return probe->rp.nmissed;
+	return probe->rp.nmissed + probe->rp.kp.nmissed;
 }
 
 static void hist_sum(struct kmem_hist __percpu *h, struct kmem_hist *out)
@@ -386,13 +391,12 @@ static void probe_gate(struct kmem_probe *probe)
 			 "unsupported: symbol %s not found", sym);
 }
 
+/* sysfs goes first, so no write can enable the probe again behind us. */
 static void probe_free(struct kmem_probe *probe)
 {
-	if (probe->enabled)
-		probe->disable(probe);
-	probe->enabled = false;
 	kmem_node_destroy(probe->node);
 	probe->node = NULL;
+	probe_set_enabled(probe, false);
 	free_percpu(probe->hist);
 	free_percpu(probe->hist2);
 	probe->hist = NULL;

@@ -3,66 +3,124 @@
  * rstat-flush: how long each cgroup_rstat_flush_locked() runs, and the
  * longest stretch within it that cgroup_rstat_lock keeps irqs off.
  *
- * The flush may drop and retake the lock, and may migrate while it does, so
- * per-flush state is global and only touched with cgroup_rstat_lock held
- * (one flusher at a time). A stretch starts at the flush's entry or, after
- * the flush dropped the lock, at _raw_spin_lock_irq() entry (it disables
- * irqs before it spins), stamped per CPU since nothing migrates with irqs
- * off; it ends at _raw_spin_unlock_irq() or at the flush's return. A
- * flush entered with irqs on (kernels carrying upstream's fix) has no such
- * stretch and records none.
+ * A flush may drop and retake the lock (to let another flusher in, or after
+ * every CPU with upstream's fix) and may migrate meanwhile, so its state
+ * lives in its kretprobe instance, found by task through a small table of
+ * flushes in flight. A stretch starts at the flush's entry or, after the
+ * flush dropped the lock, when it asks for the lock again (irqs go off
+ * before it spins); it ends at _raw_spin_unlock_irq() or the flush's return.
+ * The lock kprobes fire for every lock in the kernel and return at once
+ * unless the lock is cgroup_rstat_lock. Flushes entered with irqs on (none
+ * in 6.1 to 6.15) have no stretch to record.
  */
-#include <linux/percpu.h>
 #include <linux/sched.h>
+#include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 
 #include "kmem.h"
 
-static struct kretprobe flush_rp;
-static struct kprobe lock_kp, unlock_kp;
-static struct kprobe *lock_kps[] = { &lock_kp, &unlock_kp };
-static unsigned long rstat_lock;
-
-/* Under cgroup_rstat_lock. */
-static struct task_struct *flush_owner;
-static bool flush_irqoff;
-static u64 flush_irqoff_max;
-
-/* The last _raw_spin_lock_irq(&cgroup_rstat_lock) on this CPU, and by whom. */
-static DEFINE_PER_CPU(u64, lock_ts);
-static DEFINE_PER_CPU(struct task_struct *, lock_task);
+/* More concurrent flushes than this are timed but not tracked for irqs-off. */
+#define INFLIGHT 32
 
 struct flush_data {
 	u64 start;
+	u64 stretch_start;
+	u64 irqoff_max;
+	bool tracked;
 };
 
-static bool is_rstat_lock(struct pt_regs *regs)
+static struct kretprobe flush_rp;
+static struct kprobe lock_kp, trylock_kp, unlock_kp;
+static struct kprobe *lock_kps[] = { &lock_kp, &trylock_kp, &unlock_kp };
+static unsigned long rstat_lock;
+
+static DEFINE_RAW_SPINLOCK(inflight_lock);
+static struct task_struct *inflight_task[INFLIGHT];
+static struct flush_data *inflight_data[INFLIGHT];
+
+/* Called with inflight_lock held. */
+static struct flush_data *inflight_find(void)
 {
-	return regs_get_kernel_argument(regs, 0) == rstat_lock;
+	int i;
+
+	for (i = 0; i < INFLIGHT; i++)
+		if (inflight_task[i] == current)
+			return inflight_data[i];
+	return NULL;
 }
 
-static void stretch_end(u64 now)
+static bool inflight_add(struct flush_data *d)
 {
-	if (this_cpu_read(lock_task) == current)
-		flush_irqoff_max = max(flush_irqoff_max, now - this_cpu_read(lock_ts));
+	unsigned long flags;
+	int i;
+
+	raw_spin_lock_irqsave(&inflight_lock, flags);
+	for (i = 0; i < INFLIGHT && inflight_task[i]; i++)
+		;
+	if (i < INFLIGHT) {
+		inflight_task[i] = current;
+		inflight_data[i] = d;
+	}
+	raw_spin_unlock_irqrestore(&inflight_lock, flags);
+	return i < INFLIGHT;
 }
 
+static void inflight_del(void)
+{
+	unsigned long flags;
+	int i;
+
+	raw_spin_lock_irqsave(&inflight_lock, flags);
+	for (i = 0; i < INFLIGHT; i++)
+		if (inflight_task[i] == current)
+			inflight_task[i] = NULL;
+	raw_spin_unlock_irqrestore(&inflight_lock, flags);
+}
+
+static void inflight_reset(void)
+{
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(&inflight_lock, flags);
+	memset(inflight_task, 0, sizeof(inflight_task));
+	raw_spin_unlock_irqrestore(&inflight_lock, flags);
+}
+
+static void stretch_end(struct flush_data *d, u64 now)
+{
+	if (d->stretch_start)
+		d->irqoff_max = max(d->irqoff_max, now - d->stretch_start);
+	d->stretch_start = 0;
+}
+
+/* _raw_spin_lock_irq() and _raw_spin_trylock() (6.12's spin_trylock_irq). */
 static int lock_pre(struct kprobe *kp, struct pt_regs *regs)
 {
-	if (is_rstat_lock(regs)) {
-		this_cpu_write(lock_ts, ktime_get_mono_fast_ns());
-		this_cpu_write(lock_task, current);
-	}
+	struct flush_data *d;
+	unsigned long flags;
+
+	if (regs_get_kernel_argument(regs, 0) != rstat_lock)
+		return 0;
+	raw_spin_lock_irqsave(&inflight_lock, flags);
+	d = inflight_find();
+	if (d)
+		d->stretch_start = ktime_get_mono_fast_ns();
+	raw_spin_unlock_irqrestore(&inflight_lock, flags);
 	return 0;
 }
 
 static int unlock_pre(struct kprobe *kp, struct pt_regs *regs)
 {
-	if (!is_rstat_lock(regs))
+	struct flush_data *d;
+	unsigned long flags;
+
+	if (regs_get_kernel_argument(regs, 0) != rstat_lock)
 		return 0;
-	if (READ_ONCE(flush_owner) == current && flush_irqoff)
-		stretch_end(ktime_get_mono_fast_ns());
-	this_cpu_write(lock_task, NULL);
+	raw_spin_lock_irqsave(&inflight_lock, flags);
+	d = inflight_find();
+	if (d)
+		stretch_end(d, ktime_get_mono_fast_ns());
+	raw_spin_unlock_irqrestore(&inflight_lock, flags);
 	return 0;
 }
 
@@ -71,12 +129,9 @@ static int flush_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct flush_data *d = (struct flush_data *)ri->data;
 
 	d->start = ktime_get_mono_fast_ns();
-	flush_irqoff = regs_irqs_disabled(regs);
-	flush_irqoff_max = 0;
-	/* Stretches are clipped to the flush: the first starts here. */
-	this_cpu_write(lock_ts, d->start);
-	this_cpu_write(lock_task, current);
-	WRITE_ONCE(flush_owner, current);
+	d->stretch_start = d->start;
+	d->irqoff_max = 0;
+	d->tracked = regs_irqs_disabled(regs) && inflight_add(d);
 	return 0;
 }
 
@@ -85,27 +140,33 @@ static int flush_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct flush_data *d = (struct flush_data *)ri->data;
 	u64 now = ktime_get_mono_fast_ns();
 
-	if (READ_ONCE(flush_owner) == current) {
-		if (flush_irqoff) {
-			stretch_end(now);
-			kmem_probe_record2(&kmem_probe_rstat_flush, flush_irqoff_max);
-		}
-		WRITE_ONCE(flush_owner, NULL);
+	if (d->tracked) {
+		inflight_del();
+		stretch_end(d, now);
+		kmem_probe_record2(&kmem_probe_rstat_flush, d->irqoff_max);
 	}
 	kmem_probe_record(&kmem_probe_rstat_flush, now - d->start);
 	return 0;
 }
 
+static void init_kprobe(struct kprobe *kp, const char *symbol, kprobe_pre_handler_t pre)
+{
+	memset(kp, 0, sizeof(*kp));
+	kp->symbol_name = symbol;
+	kp->pre_handler = pre;
+}
+
 static int rstat_enable(struct kmem_probe *probe)
 {
 	rstat_lock = kmem_symbol("cgroup_rstat_lock");
-	WRITE_ONCE(flush_owner, NULL);
-	memset(&lock_kp, 0, sizeof(lock_kp));
-	lock_kp.symbol_name = "_raw_spin_lock_irq";
-	lock_kp.pre_handler = lock_pre;
-	memset(&unlock_kp, 0, sizeof(unlock_kp));
-	unlock_kp.symbol_name = "_raw_spin_unlock_irq";
-	unlock_kp.pre_handler = unlock_pre;
+	/*
+	 * Flushes that returned while an earlier disable was under way left
+	 * their entries; the lock kprobes that read them were gone first.
+	 */
+	inflight_reset();
+	init_kprobe(&lock_kp, "_raw_spin_lock_irq", lock_pre);
+	init_kprobe(&trylock_kp, "_raw_spin_trylock", lock_pre);
+	init_kprobe(&unlock_kp, "_raw_spin_unlock_irq", unlock_pre);
 	kmem_kretprobe_init(&flush_rp, "cgroup_rstat_flush_locked", flush_entry, flush_ret,
 			    sizeof(struct flush_data));
 	return kmem_probe_attach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);
@@ -118,7 +179,8 @@ static void rstat_disable(struct kmem_probe *probe)
 
 static unsigned long rstat_missed(struct kmem_probe *probe)
 {
-	return flush_rp.nmissed + lock_kp.nmissed + unlock_kp.nmissed;
+	return flush_rp.nmissed + flush_rp.kp.nmissed + lock_kp.nmissed + trylock_kp.nmissed +
+	       unlock_kp.nmissed;
 }
 
 static const char *const rstat_symbols[] = {

@@ -8,8 +8,9 @@
  * into __check_object_size() (or check_heap_object() where that is not
  * inlined), and only the usercopy lookups pay for a return hook.
  *
- * vmap-purge: duration of each __purge_vmap_area_lazy(), and how many
- * flush_tlb_kernel_range() calls the purging task made inside it. Purges
+ * vmap-purge: duration of each __purge_vmap_area_lazy() that purged
+ * something, and how many flush_tlb_kernel_range() calls the purging task
+ * made inside it. Purges
  * are serialized by vmap_purge_lock and may migrate, so the count is kept
  * for one owning task rather than per CPU. Flushes done by other tasks on
  * the purge's behalf (6.9+ per-node workers) are not counted.
@@ -77,7 +78,7 @@ static void usercopy_disable(struct kmem_probe *probe)
 
 static unsigned long usercopy_missed(struct kmem_probe *probe)
 {
-	return fva_rp.nmissed;
+	return fva_rp.nmissed + fva_rp.kp.nmissed;
 }
 
 static const char *const usercopy_symbols[] = {
@@ -128,10 +129,14 @@ static int purge_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 static int purge_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct purge_data *d = (struct purge_data *)ri->data;
+	bool purged = regs_return_value(regs);
 
-	kmem_probe_record(&kmem_probe_vmap_purge, ktime_get_mono_fast_ns() - d->start);
+	/* Returning false, it found nothing to purge and flushed nothing. */
+	if (purged)
+		kmem_probe_record(&kmem_probe_vmap_purge, ktime_get_mono_fast_ns() - d->start);
 	if (d->counting) {
-		kmem_probe_record2(&kmem_probe_vmap_purge, purge_flushes);
+		if (purged)
+			kmem_probe_record2(&kmem_probe_vmap_purge, purge_flushes);
 		/* the count is read before the next purge may reset it */
 		smp_store_release(&purge_owner, NULL);
 	}
@@ -157,7 +162,7 @@ static void purge_disable(struct kmem_probe *probe)
 
 static unsigned long purge_missed(struct kmem_probe *probe)
 {
-	return purge_rp.nmissed + flush_kp.nmissed;
+	return purge_rp.nmissed + purge_rp.kp.nmissed + flush_kp.nmissed;
 }
 
 static const char *const purge_symbols[] = {

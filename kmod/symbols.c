@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Non-exported symbols. kallsyms_lookup_name() itself is not exported since
- * 5.7; a kprobe on it yields its address, and from then on every lookup is a
- * plain call. Nothing here fails the module: a missing symbol only disables
+ * 5.7; a kprobe on it yields its address, and from then on every lookup is an
+ * indirect call. Nothing here fails the module: a missing symbol only disables
  * the probes and mitigations that name it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kprobes.h>
+#include <linux/preempt.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/string.h>
+
+#include <asm/cpufeature.h>
+#include <asm/msr.h>
 
 #include "kmem.h"
 
@@ -29,6 +33,51 @@ MODULE_PARM_DESC(hide_symbols, "Treat these comma-separated symbols as missing (
 static kallsyms_lookup_name_t lookup_name;
 static kallsyms_lookup_size_offset_t lookup_size_offset;
 
+/*
+ * With kernel IBT, an indirect call must land on an ENDBR. A kprobe's
+ * address is past the function's ENDBR, and the kernel seals (removes) the
+ * ENDBR of functions it never calls indirectly, as it does these two. So
+ * the calls run with ENDBR tracking off on this CPU, preemption disabled.
+ */
+#ifdef CONFIG_X86_KERNEL_IBT
+static u64 ibt_suspend(void)
+{
+	u64 msr = 0;
+
+	preempt_disable();
+	if (cpu_feature_enabled(X86_FEATURE_IBT)) {
+		rdmsrl(MSR_IA32_S_CET, msr);
+		wrmsrl(MSR_IA32_S_CET, msr & ~CET_ENDBR_EN);
+	}
+	return msr;
+}
+
+static void ibt_resume(u64 msr)
+{
+	if (cpu_feature_enabled(X86_FEATURE_IBT))
+		wrmsrl(MSR_IA32_S_CET, msr);
+	preempt_enable();
+}
+#else
+static u64 ibt_suspend(void)
+{
+	return 0;
+}
+
+static void ibt_resume(u64 msr)
+{
+}
+#endif
+
+static unsigned long call_lookup_name(const char *name)
+{
+	u64 ibt = ibt_suspend();
+	unsigned long addr = lookup_name(name);
+
+	ibt_resume(ibt);
+	return addr;
+}
+
 void kmem_symbols_init(void)
 {
 	struct kprobe kp = { .symbol_name = "kallsyms_lookup_name" };
@@ -43,7 +92,7 @@ void kmem_symbols_init(void)
 	lookup_name = (kallsyms_lookup_name_t)kp.addr;
 	unregister_kprobe(&kp);
 	lookup_size_offset = (kallsyms_lookup_size_offset_t)
-		lookup_name("kallsyms_lookup_size_offset");
+		call_lookup_name("kallsyms_lookup_size_offset");
 }
 
 static bool hidden(const char *name)
@@ -63,15 +112,22 @@ static bool hidden(const char *name)
 
 unsigned long kmem_symbol(const char *name)
 {
-	return lookup_name && !hidden(name) ? lookup_name(name) : 0;
+	return lookup_name && !hidden(name) ? call_lookup_name(name) : 0;
 }
 
 /* [start, end) of a function, for telling callers apart by return address. */
 bool kmem_symbol_range(const char *name, unsigned long *start, unsigned long *end)
 {
 	unsigned long addr = kmem_symbol(name), size, offset;
+	u64 ibt;
+	int found;
 
-	if (!addr || !lookup_size_offset || !lookup_size_offset(addr, &size, &offset))
+	if (!addr || !lookup_size_offset)
+		return false;
+	ibt = ibt_suspend();
+	found = lookup_size_offset(addr, &size, &offset);
+	ibt_resume(ibt);
+	if (!found)
 		return false;
 	*start = addr - offset;
 	*end = *start + size;
