@@ -35,4 +35,12 @@
 #define HAVE_NATIVE_KASAN_FLUSH_BATCH "fixed since 6.13 and 6.12.4"
 #endif
 
+/*
+ * "cgroup/rstat: add cgroup_rstat_lock helpers and tracepoints": from 6.10
+ * the flush takes cgroup_rstat_lock with spin_trylock_irq() first.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
+#define HAVE_RSTAT_LOCK_TRYLOCK
+#endif
+
 #endif

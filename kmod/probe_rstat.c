@@ -17,6 +17,7 @@
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 
+#include "compat.h"
 #include "kmem.h"
 
 /* More concurrent flushes than this are timed but not tracked for irqs-off. */
@@ -31,7 +32,14 @@ struct flush_data {
 
 static struct kretprobe flush_rp;
 static struct kprobe lock_kp, trylock_kp, unlock_kp;
-static struct kprobe *lock_kps[] = { &lock_kp, &trylock_kp, &unlock_kp };
+/* _raw_spin_trylock() is hot everywhere: hooked only where rstat uses it. */
+static struct kprobe *lock_kps[] = {
+	&lock_kp, &unlock_kp,
+#ifdef HAVE_RSTAT_LOCK_TRYLOCK
+	&trylock_kp,
+#endif
+};
+
 static unsigned long rstat_lock;
 
 static DEFINE_RAW_SPINLOCK(inflight_lock);
@@ -93,7 +101,7 @@ static void stretch_end(struct flush_data *d, u64 now)
 	d->stretch_start = 0;
 }
 
-/* _raw_spin_lock_irq() and _raw_spin_trylock() (6.12's spin_trylock_irq). */
+/* _raw_spin_lock_irq() and _raw_spin_trylock() (spin_trylock_irq() from 6.10). */
 static int lock_pre(struct kprobe *kp, struct pt_regs *regs)
 {
 	struct flush_data *d;
