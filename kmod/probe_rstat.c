@@ -101,34 +101,33 @@ static void stretch_end(struct flush_data *d, u64 now)
 	d->stretch_start = 0;
 }
 
-/* _raw_spin_lock_irq() and _raw_spin_trylock() (spin_trylock_irq() from 6.10). */
-static int lock_pre(struct kprobe *kp, struct pt_regs *regs)
+/* Starts or ends the current flush's stretch, if regs hold cgroup_rstat_lock. */
+static void stretch_mark(struct pt_regs *regs, bool start)
 {
 	struct flush_data *d;
 	unsigned long flags;
 
 	if (regs_get_kernel_argument(regs, 0) != rstat_lock)
-		return 0;
+		return;
 	raw_spin_lock_irqsave(&inflight_lock, flags);
 	d = inflight_find();
-	if (d)
+	if (d && start)
 		d->stretch_start = ktime_get_mono_fast_ns();
+	else if (d)
+		stretch_end(d, ktime_get_mono_fast_ns());
 	raw_spin_unlock_irqrestore(&inflight_lock, flags);
+}
+
+/* _raw_spin_lock_irq() and _raw_spin_trylock() (spin_trylock_irq() from 6.10). */
+static int lock_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	stretch_mark(regs, true);
 	return 0;
 }
 
 static int unlock_pre(struct kprobe *kp, struct pt_regs *regs)
 {
-	struct flush_data *d;
-	unsigned long flags;
-
-	if (regs_get_kernel_argument(regs, 0) != rstat_lock)
-		return 0;
-	raw_spin_lock_irqsave(&inflight_lock, flags);
-	d = inflight_find();
-	if (d)
-		stretch_end(d, ktime_get_mono_fast_ns());
-	raw_spin_unlock_irqrestore(&inflight_lock, flags);
+	stretch_mark(regs, false);
 	return 0;
 }
 
