@@ -43,4 +43,13 @@
 #define HAVE_RSTAT_LOCK_TRYLOCK
 #endif
 
+/*
+ * lp_rstat.c replaces 6.1's cgroup_rstat_flush_locked(); later series
+ * restructured it (cgroup_rstat_updated_list() in 6.8).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+#define HAVE_LP_RSTAT_6_1
+#endif
+
 #endif

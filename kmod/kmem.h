@@ -101,6 +101,20 @@ extern struct kmem_probe kmem_probe_vmap_purge;
 extern struct kmem_probe kmem_probe_kasan_reduce;
 extern struct kmem_probe kmem_probe_tlb_shootdown;
 
+/* livepatch.c: the module's one livepatch, shared by the fixes (lp_*.c). */
+struct kmem_lp_func {
+	const char *old_name;
+	void *new_func;
+};
+
+#define KMEM_LP_FUNCS 2	/* every fix's replacements together */
+extern const struct kmem_lp_func kmem_lp_rstat_funcs[];
+
+int kmem_lp_rstat_enact(bool on, const u64 *every_cpus);
+int kmem_livepatch_get(void);
+void kmem_livepatch_put(void);
+void kmem_livepatch_exit(void);
+
 /* mitigation.c */
 int kmem_mitigations_init(struct kobject *parent);
 void kmem_mitigations_exit(void);

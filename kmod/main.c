@@ -86,6 +86,7 @@ static void __exit kmemctl_exit(void)
 	kmem_mitigations_exit();
 	kobject_put(kmemctl_kobj);
 	kmem_events_exit();
+	kmem_livepatch_exit();
 	pr_info("unloaded\n");
 }
 
@@ -95,3 +96,4 @@ module_exit(kmemctl_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Run-time mitigations and probes for memory-management stalls");
 MODULE_VERSION(KMEMCTL_MODULE_VERSION);
+MODULE_INFO(livepatch, "Y");

@@ -62,7 +62,8 @@ static const char *const flush_batch_symbols[] = {
 };
 
 static const char *const rstat_symbols[] = {
-	"cgroup_rstat_flush_locked", "cgroup_rstat_lock", NULL
+	"cgroup_rstat_flush_locked", "cgroup_rstat_flush_irqsafe", "cgroup_rstat_lock",
+	"cgroup_rstat_cpu_lock", "bpf_rstat_flush", NULL
 };
 
 static const char *const usercopy_symbols[] = {
@@ -87,6 +88,13 @@ static const struct kmem_param quarantine_params[] = {
 	{ .key = "max_fraction", .def = 32, .min = 4, .max = 4096 },
 	{}
 };
+
+#ifdef HAVE_LP_RSTAT_6_1
+static int rstat_enact(struct kmem_mitigation *m, bool on)
+{
+	return kmem_lp_rstat_enact(on, &m->values[0]);
+}
+#endif
 
 static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = {
@@ -120,6 +128,9 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #endif
 		.symbols = rstat_symbols,
 		.params = rstat_params,
+#ifdef HAVE_LP_RSTAT_6_1
+		.enact = rstat_enact,
+#endif
 	},
 	[KMEMCTL_MIT_USERCOPY_FASTPATH] = {
 		.name = "usercopy-fastpath",
@@ -224,6 +235,8 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 	pr_info("%s: mode %s -> %s\n", m->name, mode_names[m->on], mode_names[on]);
 	m->on = on;
 	m->state = on ? STATE_ON : STATE_OFF;
+	snprintf(m->reason, sizeof(m->reason), "%s: %s", state_names[m->state],
+		 on ? "enacted" : "supported on this kernel");
 	if (on)
 		m->enables++;
 	else

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * rstat-yield: upstream's "cgroup/rstat: avoid disabling irqs for
+ * O(num_cpu)" (6.15, 6.12.31) for 6.1, whose cgroup_rstat_flush_locked()
+ * walks every possible CPU with cgroup_rstat_lock held and irqs off, and
+ * yields only on need_resched() or lock contention; the irqsafe variant
+ * never yields.
+ *
+ * The replacements drop and retake the lock every every_cpus CPUs: the
+ * sleepable path as upstream does, the irqsafe path (memcg's flushes)
+ * without sleeping and restoring its caller's flags. Off, they are 6.1's
+ * code. 6.1 inlines cgroup_rstat_cpu_pop_updated() and
+ * cgroup_base_stat_flush() into the flush, so they are copied here from
+ * 6.1's kernel/cgroup/rstat.c, for the struct layout of the 6.1 headers
+ * this module is built against (compat.h: HAVE_LP_RSTAT_6_1).
+ */
+#include <linux/cgroup.h>
+#include <linux/rculist.h>
+#include <linux/sched.h>
+#include <linux/spinlock.h>
+#include <linux/u64_stats_sync.h>
+
+#include "compat.h"
+#include "kmem.h"
+
+#ifdef HAVE_LP_RSTAT_6_1
+
+static spinlock_t *rstat_lock;
+static raw_spinlock_t __percpu *rstat_cpu_lock;
+static void (*bpf_flush)(struct cgroup *cgrp, struct cgroup *parent, int cpu);
+static bool yield_on;
+static const u64 *every_cpus;
+
+static struct cgroup_rstat_cpu *rstatc_of(struct cgroup *cgrp, int cpu)
+{
+	return per_cpu_ptr(cgrp->rstat_cpu, cpu);
+}
+
+static struct cgroup *pop_updated(struct cgroup *pos, struct cgroup *root, int cpu)
+{
+	struct cgroup_rstat_cpu *rstatc;
+	struct cgroup *parent;
+
+	if (pos == root)
+		return NULL;
+	if (!pos) {
+		pos = root;
+		if (!rstatc_of(pos, cpu)->updated_next)
+			return NULL;
+	} else {
+		pos = cgroup_parent(pos);
+	}
+	while (true) {
+		rstatc = rstatc_of(pos, cpu);
+		if (rstatc->updated_children == pos)
+			break;
+		pos = rstatc->updated_children;
+	}
+	parent = cgroup_parent(pos);
+	if (parent) {
+		struct cgroup **nextp = &rstatc_of(parent, cpu)->updated_children;
+
+		while (*nextp != pos) {
+			WARN_ON_ONCE(*nextp == parent);
+			nextp = &rstatc_of(*nextp, cpu)->updated_next;
+		}
+		*nextp = rstatc->updated_next;
+	}
+	rstatc->updated_next = NULL;
+	return pos;
+}
+
+static void base_stat_add(struct cgroup_base_stat *dst, struct cgroup_base_stat *src)
+{
+	dst->cputime.utime += src->cputime.utime;
+	dst->cputime.stime += src->cputime.stime;
+	dst->cputime.sum_exec_runtime += src->cputime.sum_exec_runtime;
+#ifdef CONFIG_SCHED_CORE
+	dst->forceidle_sum += src->forceidle_sum;
+#endif
+}
+
+static void base_stat_sub(struct cgroup_base_stat *dst, struct cgroup_base_stat *src)
+{
+	dst->cputime.utime -= src->cputime.utime;
+	dst->cputime.stime -= src->cputime.stime;
+	dst->cputime.sum_exec_runtime -= src->cputime.sum_exec_runtime;
+#ifdef CONFIG_SCHED_CORE
+	dst->forceidle_sum -= src->forceidle_sum;
+#endif
+}
+
+static void base_stat_flush(struct cgroup *cgrp, int cpu)
+{
+	struct cgroup_rstat_cpu *rstatc = rstatc_of(cgrp, cpu);
+	struct cgroup *parent = cgroup_parent(cgrp);
+	struct cgroup_base_stat delta;
+	unsigned int seq;
+
+	if (!parent)
+		return;
+	do {
+		seq = __u64_stats_fetch_begin(&rstatc->bsync);
+		delta = rstatc->bstat;
+	} while (__u64_stats_fetch_retry(&rstatc->bsync, seq));
+	base_stat_sub(&delta, &rstatc->last_bstat);
+	base_stat_add(&cgrp->bstat, &delta);
+	base_stat_add(&rstatc->last_bstat, &delta);
+	if (cgroup_parent(parent)) {
+		delta = cgrp->bstat;
+		base_stat_sub(&delta, &cgrp->last_bstat);
+		base_stat_add(&parent->bstat, &delta);
+		base_stat_add(&cgrp->last_bstat, &delta);
+	}
+}
+
+static void flush_cpu(struct cgroup *cgrp, int cpu)
+{
+	raw_spinlock_t *cpu_lock = per_cpu_ptr(rstat_cpu_lock, cpu);
+	struct cgroup *pos = NULL;
+	unsigned long flags;
+
+	raw_spin_lock_irqsave(cpu_lock, flags);
+	while ((pos = pop_updated(pos, cgrp, cpu))) {
+		struct cgroup_subsys_state *css;
+
+		base_stat_flush(pos, cpu);
+		bpf_flush(pos, cgroup_parent(pos), cpu);
+		rcu_read_lock();
+		list_for_each_entry_rcu(css, &pos->rstat_css_list, rstat_css_node)
+			css->ss->css_rstat_flush(css, cpu);
+		rcu_read_unlock();
+	}
+	raw_spin_unlock_irqrestore(cpu_lock, flags);
+}
+
+/*
+ * Called with cgroup_rstat_lock held: by spin_lock_irq() when may_sleep,
+ * else by spin_lock_irqsave() into *flags (NULL when the caller is 6.1's
+ * own irqsafe flush, during a transition: then it never yields).
+ */
+static void flush_cpus(struct cgroup *cgrp, bool may_sleep, unsigned long *flags)
+{
+	u64 every = READ_ONCE(yield_on) ? READ_ONCE(*every_cpus) : 0;
+	unsigned int n = 0;
+	bool yield;
+	int cpu;
+
+	for_each_possible_cpu(cpu) {
+		flush_cpu(cgrp, cpu);
+		yield = every && ++n % every == 0;
+		if (may_sleep && (yield || need_resched() || spin_needbreak(rstat_lock))) {
+			spin_unlock_irq(rstat_lock);
+			if (!cond_resched())
+				cpu_relax();
+			spin_lock_irq(rstat_lock);
+		} else if (flags && yield) {
+			spin_unlock_irqrestore(rstat_lock, *flags);
+			cpu_relax();
+			spin_lock_irqsave(rstat_lock, *flags);
+		}
+	}
+}
+
+static void lp_cgroup_rstat_flush_locked(struct cgroup *cgrp, bool may_sleep)
+{
+	flush_cpus(cgrp, may_sleep, NULL);
+}
+
+static void lp_cgroup_rstat_flush_irqsafe(struct cgroup *cgrp)
+{
+	unsigned long flags;
+
+	spin_lock_irqsave(rstat_lock, flags);
+	flush_cpus(cgrp, false, &flags);
+	spin_unlock_irqrestore(rstat_lock, flags);
+}
+
+const struct kmem_lp_func kmem_lp_rstat_funcs[] = {
+	{ "cgroup_rstat_flush_locked", lp_cgroup_rstat_flush_locked },
+	{ "cgroup_rstat_flush_irqsafe", lp_cgroup_rstat_flush_irqsafe },
+	{}
+};
+
+/* every: the mitigation's every_cpus parameter, read at each flush. */
+int kmem_lp_rstat_enact(bool on, const u64 *every)
+{
+	int ret;
+
+	if (!on) {
+		WRITE_ONCE(yield_on, false);
+		kmem_livepatch_put();
+		return 0;
+	}
+	rstat_lock = (spinlock_t *)kmem_symbol("cgroup_rstat_lock");
+	rstat_cpu_lock = (raw_spinlock_t __percpu *)kmem_symbol("cgroup_rstat_cpu_lock");
+	bpf_flush = (void *)kmem_symbol("bpf_rstat_flush");
+	if (!rstat_lock || !rstat_cpu_lock || !bpf_flush)
+		return -ENOENT;
+	every_cpus = every;
+	ret = kmem_livepatch_get();
+	if (!ret)
+		WRITE_ONCE(yield_on, true);
+	return ret;
+}
+
+#else
+
+const struct kmem_lp_func kmem_lp_rstat_funcs[] = { {} };
+
+#endif
