@@ -91,6 +91,7 @@ void kmem_probe_detach(struct kprobe **kps, int num, struct kretprobe *rp);
 int kmem_probe_timed_enable(struct kmem_probe *probe);
 void kmem_probe_timed_disable(struct kmem_probe *probe);
 unsigned long kmem_probe_timed_missed(struct kmem_probe *probe);
+void kmem_kprobe_init(struct kprobe *kp, const char *symbol, kprobe_pre_handler_t pre);
 void kmem_kretprobe_init(struct kretprobe *rp, const char *symbol,
 			 kretprobe_handler_t entry, kretprobe_handler_t ret, size_t data_size);
 

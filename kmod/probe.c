@@ -68,7 +68,14 @@ void kmem_probe_record2(struct kmem_probe *probe, u64 value)
 	hist_record(probe->hist2, value);
 }
 
-/* A kretprobe descriptor, reset so it can be registered again after a disable. */
+/* Probe descriptors are reset so they can be registered again after a disable. */
+void kmem_kprobe_init(struct kprobe *kp, const char *symbol, kprobe_pre_handler_t pre)
+{
+	memset(kp, 0, sizeof(*kp));
+	kp->symbol_name = symbol;
+	kp->pre_handler = pre;
+}
+
 void kmem_kretprobe_init(struct kretprobe *rp, const char *symbol,
 			 kretprobe_handler_t entry, kretprobe_handler_t ret, size_t data_size)
 {

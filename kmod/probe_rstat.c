@@ -156,13 +156,6 @@ static int flush_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
-static void init_kprobe(struct kprobe *kp, const char *symbol, kprobe_pre_handler_t pre)
-{
-	memset(kp, 0, sizeof(*kp));
-	kp->symbol_name = symbol;
-	kp->pre_handler = pre;
-}
-
 static int rstat_enable(struct kmem_probe *probe)
 {
 	rstat_lock = kmem_symbol("cgroup_rstat_lock");
@@ -171,9 +164,9 @@ static int rstat_enable(struct kmem_probe *probe)
 	 * their entries; the lock kprobes that read them were gone first.
 	 */
 	inflight_reset();
-	init_kprobe(&lock_kp, "_raw_spin_lock_irq", lock_pre);
-	init_kprobe(&trylock_kp, "_raw_spin_trylock", lock_pre);
-	init_kprobe(&unlock_kp, "_raw_spin_unlock_irq", unlock_pre);
+	kmem_kprobe_init(&lock_kp, "_raw_spin_lock_irq", lock_pre);
+	kmem_kprobe_init(&trylock_kp, "_raw_spin_trylock", lock_pre);
+	kmem_kprobe_init(&unlock_kp, "_raw_spin_unlock_irq", unlock_pre);
 	kmem_kretprobe_init(&flush_rp, "cgroup_rstat_flush_locked", flush_entry, flush_ret,
 			    sizeof(struct flush_data));
 	return kmem_probe_attach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);

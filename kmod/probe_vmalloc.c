@@ -147,9 +147,7 @@ static int purge_enable(struct kmem_probe *probe)
 {
 	/* A purge cut short by an earlier disable never returned through us. */
 	WRITE_ONCE(purge_owner, NULL);
-	memset(&flush_kp, 0, sizeof(flush_kp));
-	flush_kp.symbol_name = "flush_tlb_kernel_range";
-	flush_kp.pre_handler = flush_pre;
+	kmem_kprobe_init(&flush_kp, "flush_tlb_kernel_range", flush_pre);
 	kmem_kretprobe_init(&purge_rp, "__purge_vmap_area_lazy", purge_entry, purge_ret,
 			    sizeof(struct purge_data));
 	return kmem_probe_attach(flush_kps, ARRAY_SIZE(flush_kps), &purge_rp);

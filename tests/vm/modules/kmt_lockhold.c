@@ -68,12 +68,21 @@ static int unlock_pre(struct kprobe *kp, struct pt_regs *regs)
 }
 
 static struct kretprobe lock_rps[] = {
-	{ .kp.symbol_name = "_raw_spin_lock_irq", .entry_handler = lock_entry,
-	  .handler = lock_ret },
-	{ .kp.symbol_name = "_raw_spin_lock_irqsave", .entry_handler = lock_entry,
-	  .handler = lock_ret },
-	{ .kp.symbol_name = "_raw_spin_trylock", .entry_handler = lock_entry,
-	  .handler = trylock_ret },
+	{
+		.kp.symbol_name = "_raw_spin_lock_irq",
+		.entry_handler = lock_entry,
+		.handler = lock_ret,
+	},
+	{
+		.kp.symbol_name = "_raw_spin_lock_irqsave",
+		.entry_handler = lock_entry,
+		.handler = lock_ret,
+	},
+	{
+		.kp.symbol_name = "_raw_spin_trylock",
+		.entry_handler = lock_entry,
+		.handler = trylock_ret,
+	},
 };
 
 static struct kretprobe *lock_rp_list[] = { &lock_rps[0], &lock_rps[1], &lock_rps[2] };
@@ -100,8 +109,8 @@ static ssize_t max_ns_show(struct kobject *kobj, struct kobj_attribute *attr, ch
 	return sysfs_emit(buf, "%lld\n", atomic64_read(&max_ns));
 }
 
-static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
-			   const char *buf, size_t count)
+static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			   size_t count)
 {
 	bool yes;
 
@@ -119,11 +128,7 @@ static struct kobj_attribute max_ns_attr = __ATTR_RO(max_ns);
 static struct kobj_attribute reset_attr = __ATTR_WO(reset);
 
 static struct attribute *kmt_attrs[] = {
-	&count_attr.attr,
-	&total_ns_attr.attr,
-	&max_ns_attr.attr,
-	&reset_attr.attr,
-	NULL,
+	&count_attr.attr, &total_ns_attr.attr, &max_ns_attr.attr, &reset_attr.attr, NULL,
 };
 
 static const struct attribute_group kmt_group = {

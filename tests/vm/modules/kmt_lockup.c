@@ -60,8 +60,8 @@ static int kmt_parse(const char *buf, unsigned int max, unsigned int *secs)
 	return *secs > max ? -EINVAL : 0;
 }
 
-static ssize_t spin_store(struct kobject *kobj, struct kobj_attribute *attr,
-			  const char *buf, size_t count)
+static ssize_t spin_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			  size_t count)
 {
 	unsigned int secs;
 	int ret;
@@ -76,8 +76,8 @@ static ssize_t spin_store(struct kobject *kobj, struct kobj_attribute *attr,
 	return count;
 }
 
-static ssize_t spin_irqoff_store(struct kobject *kobj, struct kobj_attribute *attr,
-				 const char *buf, size_t count)
+static ssize_t spin_irqoff_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+				 size_t count)
 {
 	unsigned long flags;
 	unsigned int secs;

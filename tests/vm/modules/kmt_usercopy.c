@@ -82,8 +82,8 @@ static ssize_t kmt_overrun_read(char __user *ubuf, size_t len, size_t sz)
 
 	if (len < n)
 		return -EINVAL;
-	pr_info("overrun: copying %zu bytes from offset %zu of a %zu-byte buffer\n",
-		n, kmt_buf_size - head, kmt_buf_size);
+	pr_info("overrun: copying %zu bytes from offset %zu of a %zu-byte buffer\n", n,
+		kmt_buf_size - head, kmt_buf_size);
 	if (copy_to_user(ubuf, kmt_buf + kmt_buf_size - head, n))
 		return -EFAULT;
 	atomic_long_inc(&kmt_total);

@@ -126,8 +126,8 @@ static const struct kernel_param_ops churn_ops = {
 module_param_cb(churn, &churn_ops, &churn, 0644);
 MODULE_PARM_DESC(churn, "1: run a kthread doing vmalloc()/vfree() and purges");
 
-static ssize_t run_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
+static ssize_t run_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			 size_t count)
 {
 	unsigned int n;
 	int ret;
