@@ -10,6 +10,7 @@
 #ifndef _KMEMCTL_COMPAT_H
 #define _KMEMCTL_COMPAT_H
 
+#include <linux/livepatch.h>
 #include <linux/version.h>
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
@@ -43,13 +44,32 @@
 #define HAVE_RSTAT_LOCK_TRYLOCK
 #endif
 
+/* task_struct.patch_state values, renamed in 6.7 */
+#ifdef KLP_TRANSITION_PATCHED
+#define KMEM_KLP_PATCHED KLP_TRANSITION_PATCHED
+#define KMEM_KLP_UNPATCHED KLP_TRANSITION_UNPATCHED
+#else
+#define KMEM_KLP_PATCHED KLP_PATCHED
+#define KMEM_KLP_UNPATCHED KLP_UNPATCHED
+#endif
+
 /*
  * lp_rstat.c replaces 6.1's cgroup_rstat_flush_locked(); later series
  * restructured it (cgroup_rstat_updated_list() in 6.8).
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_LIVEPATCH)
 #define HAVE_LP_RSTAT_6_1
+#endif
+
+/*
+ * lp_usercopy.c replaces 6.1's __check_object_size(), a copy of mm/usercopy.c
+ * as of 6.1; it is only built where that copy is known to match.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && \
+	defined(CONFIG_LIVEPATCH) && defined(CONFIG_HARDENED_USERCOPY)
+#define HAVE_LP_USERCOPY_6_1
 #endif
 
 #endif

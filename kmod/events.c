@@ -39,14 +39,15 @@ static void ring_wake_fn(struct irq_work *work)
 	wake_up_interruptible(&ring_wait);
 }
 
-void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold)
+void kmem_event_queue_task(u16 type, u16 source, u64 value, u64 threshold, u32 flags,
+			   pid_t pid, const char *comm)
 {
 	struct kmemctl_event *e;
-	unsigned long flags;
+	unsigned long irqflags;
 
 	if (!ring)
 		return;
-	spin_lock_irqsave(&ring_lock, flags);
+	spin_lock_irqsave(&ring_lock, irqflags);
 	e = &ring[next_seq % KMEMCTL_EVENT_RING];
 	memset(e, 0, sizeof(*e));
 	e->type = type;
@@ -56,10 +57,17 @@ void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold)
 	e->time_ns = ktime_get_real_ns();
 	e->value = value;
 	e->threshold = threshold;
-	e->pid = task_pid_nr(current);
-	strscpy(e->comm, current->comm, sizeof(e->comm));
-	spin_unlock_irqrestore(&ring_lock, flags);
+	e->flags = flags;
+	e->pid = pid;
+	strscpy(e->comm, comm, sizeof(e->comm));
+	spin_unlock_irqrestore(&ring_lock, irqflags);
 	irq_work_queue(&ring_wake);
+}
+
+void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold)
+{
+	kmem_event_queue_task(type, source, value, threshold, 0, task_pid_nr(current),
+			      current->comm);
 }
 
 static u64 oldest_seq(void)

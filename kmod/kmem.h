@@ -8,8 +8,10 @@
 #include <linux/kobject.h>
 #include <linux/kprobes.h>
 #include <linux/mutex.h>
+#include <linux/sched.h>
 #include <linux/types.h>
 
+#include "compat.h"
 #include "uapi/kmemctl.h"
 
 /* symbols.c: non-exported kernel symbols, resolved through kallsyms. */
@@ -33,6 +35,9 @@ void *kmem_node_owner(struct kobject *kobj);
 int kmem_events_init(void);
 void kmem_events_exit(void);
 void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold);
+/* The same with flags, naming a task other than current. */
+void kmem_event_queue_task(u16 type, u16 source, u64 value, u64 threshold, u32 flags,
+			   pid_t pid, const char *comm);
 
 /* watchdog.c: soft-lockup and RCU-stall notices. */
 void kmem_watchdog_init(void);
@@ -102,19 +107,63 @@ extern struct kmem_probe kmem_probe_vmap_purge;
 extern struct kmem_probe kmem_probe_kasan_reduce;
 extern struct kmem_probe kmem_probe_tlb_shootdown;
 
-/* livepatch.c: the module's one livepatch, shared by the fixes (lp_*.c). */
+/*
+ * livepatch.c: the module's one livepatch. Each fix (lp_*.c) brings its
+ * replacements; those of every fix that passed its gates ride in the patch
+ * whichever mitigations are on, and run the kernel's own logic while
+ * their mitigation is off.
+ */
 struct kmem_lp_func {
 	const char *old_name;
 	void *new_func;
 };
 
-#define KMEM_LP_FUNCS 2	/* every fix's replacements together */
-extern const struct kmem_lp_func kmem_lp_rstat_funcs[];
+struct kmem_lp_fix {
+	const struct kmem_lp_func *funcs;	/* ends with an empty entry */
+	/* resolves what the replacements call; before the fix joins the patch */
+	int (*prepare)(void);
+	/* turns the replacements' new behaviour on or off; params: the mitigation's */
+	void (*set)(bool on, const u64 *params);
+};
 
-int kmem_lp_rstat_enact(bool on, const u64 *every_cpus);
-int kmem_livepatch_get(void);
-void kmem_livepatch_put(void);
+#define KMEM_LP_FUNCS 4	/* every fix's replacements together */
+
+#ifdef HAVE_LP_RSTAT_6_1
+extern const struct kmem_lp_fix kmem_lp_rstat;
+#endif
+#ifdef HAVE_LP_USERCOPY_6_1
+extern const struct kmem_lp_fix kmem_lp_usercopy;
+#endif
+
+/* Where the patch's last transition stands, for state and reason. */
+struct kmem_lp_status {
+	bool busy;		/* a transition is under way */
+	bool patching;		/* towards patched, else towards removal */
+	bool stalled;		/* busy for longer than livepatch_stall_ms */
+	u64 busy_ms;
+	pid_t pid;		/* a task not yet switched, if any */
+	char comm[TASK_COMM_LEN];
+	unsigned int waiting;	/* tasks not yet switched */
+};
+
+#ifdef CONFIG_LIVEPATCH
+int kmem_livepatch_add(const struct kmem_lp_fix *fix);
+int kmem_livepatch_get(u16 source);
+void kmem_livepatch_put(u16 source);
+void kmem_livepatch_status(struct kmem_lp_status *st);
 void kmem_livepatch_exit(void);
+#else
+/* Without livepatch no mitigation has a fix, so only exit is called. */
+static inline int kmem_livepatch_add(const struct kmem_lp_fix *fix) { return -EOPNOTSUPP; }
+static inline int kmem_livepatch_get(u16 source) { return -EOPNOTSUPP; }
+static inline void kmem_livepatch_put(u16 source) {}
+static inline void kmem_livepatch_status(struct kmem_lp_status *st)
+{
+	memset(st, 0, sizeof(*st));
+}
+
+static inline void kmem_livepatch_exit(void) {}
+#endif
 
 /* mitigation.c */
 int kmem_mitigations_init(struct kobject *parent);

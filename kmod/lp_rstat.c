@@ -13,8 +13,19 @@
  * cgroup_base_stat_flush() into the flush, so they are copied here from
  * 6.1's kernel/cgroup/rstat.c, for the struct layout of the 6.1 headers
  * this module is built against (compat.h: HAVE_LP_RSTAT_6_1).
+ *
+ * 6.1's memcg flush, __mem_cgroup_flush_stats(), calls the irqsafe flush
+ * inside spin_trylock_irqsave(&stats_flush_lock): the flush's caller has
+ * irqs off, and yielding cgroup_rstat_lock would leave them off. With the
+ * mitigation on, its replacement takes stats_flush_lock with a plain
+ * trylock, which no interrupt can deadlock on (every taker only tries), so
+ * irqs come back on between CPUs; 6.5 made memcg flushes sleepable
+ * ("memcg: sleep during flushing stats in safe contexts") for the same
+ * reason.
  */
 #include <linux/cgroup.h>
+#include <linux/jiffies.h>
+#include <linux/memcontrol.h>
 #include <linux/rculist.h>
 #include <linux/sched.h>
 #include <linux/spinlock.h>
@@ -28,6 +39,10 @@
 static spinlock_t *rstat_lock;
 static raw_spinlock_t __percpu *rstat_cpu_lock;
 static void (*bpf_flush)(struct cgroup *cgrp, struct cgroup *parent, int cpu);
+static spinlock_t *memcg_flush_lock;
+static atomic_t *memcg_flush_threshold;
+static u64 *memcg_flush_next;
+static struct mem_cgroup **memcg_root;
 static bool yield_on;
 static const u64 *every_cpus;
 
@@ -141,7 +156,8 @@ static void flush_cpu(struct cgroup *cgrp, int cpu)
  */
 static void flush_cpus(struct cgroup *cgrp, bool may_sleep, unsigned long *flags)
 {
-	u64 every = READ_ONCE(yield_on) ? READ_ONCE(*every_cpus) : 0;
+	/* pairs with rstat_set(): every_cpus is set before yield_on */
+	u64 every = smp_load_acquire(&yield_on) ? READ_ONCE(*every_cpus) : 0;
 	unsigned int n = 0;
 	bool yield;
 	int cpu;
@@ -176,36 +192,60 @@ static void lp_cgroup_rstat_flush_irqsafe(struct cgroup *cgrp)
 	spin_unlock_irqrestore(rstat_lock, flags);
 }
 
-const struct kmem_lp_func kmem_lp_rstat_funcs[] = {
+#define MEMCG_FLUSH_TIME (2UL * HZ)
+
+static void lp_mem_cgroup_flush_stats(void)
+{
+	/* pairs with rstat_set(), as in flush_cpus() */
+	bool irqs_on = smp_load_acquire(&yield_on);
+	unsigned long flags = 0;
+
+	if (irqs_on ? !spin_trylock(memcg_flush_lock) :
+		      !spin_trylock_irqsave(memcg_flush_lock, flags))
+		return;
+	WRITE_ONCE(*memcg_flush_next, get_jiffies_64() + 2 * MEMCG_FLUSH_TIME);
+	lp_cgroup_rstat_flush_irqsafe((*memcg_root)->css.cgroup);
+	atomic_set(memcg_flush_threshold, 0);
+	if (irqs_on)
+		spin_unlock(memcg_flush_lock);
+	else
+		spin_unlock_irqrestore(memcg_flush_lock, flags);
+}
+
+static const struct kmem_lp_func rstat_funcs[] = {
 	{ "cgroup_rstat_flush_locked", lp_cgroup_rstat_flush_locked },
 	{ "cgroup_rstat_flush_irqsafe", lp_cgroup_rstat_flush_irqsafe },
+	{ "__mem_cgroup_flush_stats", lp_mem_cgroup_flush_stats },
 	{}
 };
 
-/* every: the mitigation's every_cpus parameter, read at each flush. */
-int kmem_lp_rstat_enact(bool on, const u64 *every)
+static int rstat_prepare(void)
 {
-	int ret;
-
-	if (!on) {
-		WRITE_ONCE(yield_on, false);
-		kmem_livepatch_put();
-		return 0;
-	}
 	rstat_lock = (spinlock_t *)kmem_symbol("cgroup_rstat_lock");
 	rstat_cpu_lock = (raw_spinlock_t __percpu *)kmem_symbol("cgroup_rstat_cpu_lock");
 	bpf_flush = (void *)kmem_symbol("bpf_rstat_flush");
-	if (!rstat_lock || !rstat_cpu_lock || !bpf_flush)
+	memcg_flush_lock = (spinlock_t *)kmem_symbol("stats_flush_lock");
+	memcg_flush_threshold = (atomic_t *)kmem_symbol("stats_flush_threshold");
+	memcg_flush_next = (u64 *)kmem_symbol("flush_next_time");
+	memcg_root = (struct mem_cgroup **)kmem_symbol("root_mem_cgroup");
+	if (!rstat_lock || !rstat_cpu_lock || !bpf_flush || !memcg_flush_lock ||
+	    !memcg_flush_threshold || !memcg_flush_next || !memcg_root)
 		return -ENOENT;
-	every_cpus = every;
-	ret = kmem_livepatch_get();
-	if (!ret)
-		WRITE_ONCE(yield_on, true);
-	return ret;
+	return 0;
 }
 
-#else
+/* params: the mitigation's, every_cpus first; read at each flush. */
+static void rstat_set(bool on, const u64 *params)
+{
+	WRITE_ONCE(every_cpus, params);
+	/* pairs with flush_cpus(): a flush that sees yield_on sees every_cpus */
+	smp_store_release(&yield_on, on);
+}
 
-const struct kmem_lp_func kmem_lp_rstat_funcs[] = { {} };
+const struct kmem_lp_fix kmem_lp_rstat = {
+	.funcs = rstat_funcs,
+	.prepare = rstat_prepare,
+	.set = rstat_set,
+};
 
 #endif

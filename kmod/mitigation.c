@@ -6,8 +6,12 @@
  * Gates are checked in order, and the first that fails is the reason:
  * Kconfig (the kernel cannot have the bug, or lacks what the fix needs),
  * the upstream fix already present (native), the symbols the fix needs,
- * and an implementation in this build. A gated mitigation still has its
- * directory, so every id is visible on every kernel.
+ * and an implementation in this build for this kernel. A gated mitigation
+ * still has its directory, so every id is visible on every kernel.
+ *
+ * Livepatched mitigations are on only once livepatch has switched every
+ * task: until then their state is "transition", and the reason says how
+ * long it has taken and which task holds it up.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -16,6 +20,7 @@
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
+#include <linux/utsname.h>
 
 #include "compat.h"
 #include "kmem.h"
@@ -27,7 +32,14 @@ struct kmem_param {
 	u64 def, min, max;
 };
 
-enum kmem_state { STATE_UNSUPPORTED, STATE_NATIVE, STATE_OFF, STATE_ON, STATE_TRIPPED };
+enum kmem_state {
+	STATE_UNSUPPORTED,
+	STATE_NATIVE,
+	STATE_OFF,
+	STATE_ON,
+	STATE_TRIPPED,
+	STATE_TRANSITION,
+};
 
 static const char *const state_names[] = {
 	[STATE_UNSUPPORTED] = "unsupported",
@@ -35,6 +47,7 @@ static const char *const state_names[] = {
 	[STATE_OFF] = "off",
 	[STATE_ON] = "on",
 	[STATE_TRIPPED] = "tripped",
+	[STATE_TRANSITION] = "transition",
 };
 
 static const char *const mode_names[] = { "off", "on" };
@@ -45,15 +58,16 @@ struct kmem_mitigation {
 	const char *native;
 	const char *const *symbols;
 	const struct kmem_param *params;	/* terminated by a NULL key */
-	/* turns the fix on or off; NULL until this build implements it */
-	int (*enact)(struct kmem_mitigation *m, bool on);
+	/* the livepatch enacting it on this kernel, or NULL */
+	const struct kmem_lp_fix *fix;
+	enum kmemctl_mitigation id;
 
 	struct mutex lock;	/* state, mode, values, counters */
 	enum kmem_state state;
 	bool on;
 	u64 values[MAX_PARAMS];
 	u64 enables, disables, trips;
-	char reason[96];
+	char reason[128];
 	struct kmem_node *node;
 };
 
@@ -63,11 +77,13 @@ static const char *const flush_batch_symbols[] = {
 
 static const char *const rstat_symbols[] = {
 	"cgroup_rstat_flush_locked", "cgroup_rstat_flush_irqsafe", "cgroup_rstat_lock",
-	"cgroup_rstat_cpu_lock", "bpf_rstat_flush", NULL
+	"cgroup_rstat_cpu_lock", "bpf_rstat_flush", "__mem_cgroup_flush_stats",
+	"stats_flush_lock", "stats_flush_threshold", "flush_next_time", "root_mem_cgroup", NULL
 };
 
 static const char *const usercopy_symbols[] = {
-	"__check_object_size", "find_vmap_area", NULL
+	"__check_object_size", "find_vmap_area", "__check_heap_object", "usercopy_abort",
+	"bypass_usercopy_checks", "_stext", "_etext", NULL
 };
 
 static const char *const quarantine_symbols[] = {
@@ -88,13 +104,6 @@ static const struct kmem_param quarantine_params[] = {
 	{ .key = "max_fraction", .def = 32, .min = 4, .max = 4096 },
 	{}
 };
-
-#ifdef HAVE_LP_RSTAT_6_1
-static int rstat_enact(struct kmem_mitigation *m, bool on)
-{
-	return kmem_lp_rstat_enact(on, &m->values[0]);
-}
-#endif
 
 static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = {
@@ -129,7 +138,7 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 		.symbols = rstat_symbols,
 		.params = rstat_params,
 #ifdef HAVE_LP_RSTAT_6_1
-		.enact = rstat_enact,
+		.fix = &kmem_lp_rstat,
 #endif
 	},
 	[KMEMCTL_MIT_USERCOPY_FASTPATH] = {
@@ -141,6 +150,9 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #endif
 		.symbols = usercopy_symbols,
 		.params = no_params,
+#ifdef HAVE_LP_USERCOPY_6_1
+		.fix = &kmem_lp_usercopy,
+#endif
 	},
 	[KMEMCTL_MIT_KASAN_QUARANTINE] = {
 		.name = "kasan-quarantine",
@@ -157,6 +169,7 @@ static struct kobject *mitigations_kobj;
 static void mitigation_gate(struct kmem_mitigation *m)
 {
 	const char *sym = NULL;
+	int ret;
 
 	m->state = STATE_UNSUPPORTED;
 	if (!m->kconfig_missing && !m->native)
@@ -168,10 +181,17 @@ static void mitigation_gate(struct kmem_mitigation *m)
 		snprintf(m->reason, sizeof(m->reason), "native: %s", m->native);
 	} else if (sym) {
 		snprintf(m->reason, sizeof(m->reason), "unsupported: symbol %s not found", sym);
-	} else if (!m->enact) {
+	} else if (!m->fix) {
 		snprintf(m->reason, sizeof(m->reason),
-			 "unsupported: not implemented in kmemctl %s", KMEMCTL_MODULE_VERSION);
+			 "unsupported: kmemctl %s has no implementation for %s",
+			 KMEMCTL_MODULE_VERSION, init_utsname()->release);
 	} else {
+		ret = kmem_livepatch_add(m->fix);
+		if (ret) {
+			snprintf(m->reason, sizeof(m->reason),
+				 "unsupported: livepatch setup failed (%d)", ret);
+			return;
+		}
 		m->state = STATE_OFF;
 		snprintf(m->reason, sizeof(m->reason), "off: supported on this kernel");
 	}
@@ -182,22 +202,55 @@ static struct kmem_mitigation *to_mitigation(struct kobject *kobj)
 	return kmem_node_owner(kobj);
 }
 
+/*
+ * The state as it stands: a livepatched mitigation switched on is in
+ * transition until livepatch has switched every task, and one switched off
+ * says when the patch's removal is still under way.
+ */
+static enum kmem_state current_state(struct kmem_mitigation *m, char *reason, size_t len)
+{
+	struct kmem_lp_status st;
+	const char *what;
+
+	strscpy(reason, m->reason, len);
+	if (!m->fix || (m->state != STATE_ON && m->state != STATE_OFF))
+		return m->state;
+	kmem_livepatch_status(&st);
+	if (!st.busy || st.patching != m->on)
+		return m->state;
+	what = m->on ? "livepatch switching tasks" : "off: livepatch removal";
+	if (st.stalled && !st.waiting)
+		snprintf(reason, len,
+			 "%s%s stalled for %llu ms: all tasks switched, waiting for RCU tasks",
+			 m->on ? "transition: " : "", what, st.busy_ms);
+	else if (st.stalled)
+		snprintf(reason, len,
+			 "%s%s stalled for %llu ms: %u tasks not switched, first %s:%d",
+			 m->on ? "transition: " : "", what, st.busy_ms, st.waiting, st.comm,
+			 st.pid);
+	else
+		snprintf(reason, len, "%s%s under way for %llu ms", m->on ? "transition: " : "",
+			 what, st.busy_ms);
+	return m->on ? STATE_TRANSITION : STATE_OFF;
+}
+
 enum text_field { TEXT_STATE, TEXT_REASON, TEXT_MODE };
 
 static ssize_t text_show(struct kobject *kobj, char *buf, enum text_field field)
 {
 	struct kmem_mitigation *m = to_mitigation(kobj);
-	const char *text;
+	char reason[sizeof(m->reason)];
+	enum kmem_state state;
 	ssize_t len;
 
 	mutex_lock(&m->lock);
+	state = current_state(m, reason, sizeof(reason));
 	if (field == TEXT_STATE)
-		text = state_names[m->state];
+		len = sysfs_emit(buf, "%s\n", state_names[state]);
 	else if (field == TEXT_REASON)
-		text = m->reason;
+		len = sysfs_emit(buf, "%s\n", reason);
 	else
-		text = mode_names[m->on];
-	len = sysfs_emit(buf, "%s\n", text);
+		len = sysfs_emit(buf, "%s\n", mode_names[m->on]);
 	mutex_unlock(&m->lock);
 	return len;
 }
@@ -227,7 +280,15 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
 		return -EOPNOTSUPP;
 	}
-	ret = m->enact(m, on);
+	if (on) {
+		ret = kmem_livepatch_get(m->id);
+		if (!ret)
+			m->fix->set(true, m->values);
+	} else {
+		m->fix->set(false, m->values);
+		kmem_livepatch_put(m->id);
+		ret = 0;
+	}
 	if (ret) {
 		pr_warn("%s: mode %s failed (%d)\n", m->name, mode_names[on], ret);
 		return ret;
@@ -424,6 +485,7 @@ int kmem_mitigations_init(struct kobject *parent)
 	if (!mitigations_kobj)
 		return -ENOMEM;
 	for (i = 0; i < KMEMCTL_MIT_COUNT; i++) {
+		mitigations[i].id = i;
 		ret = mitigation_setup(&mitigations[i]);
 		if (ret)
 			goto err_mitigations;

@@ -9,10 +9,13 @@
  *		does not know
  *
  *   mitigations/<id>/	one directory per mitigation, on every kernel:
- *     state	unsupported | native | off | on | tripped
+ *     state	unsupported | native | off | on | tripped | transition
+ *		transition: mode is on and livepatch is still switching tasks
+ *		to the fix; the tasks already switched run it
  *     reason	one line saying why the state is what it is, e.g.
- *		"unsupported: CONFIG_KASAN_VMALLOC is not set" or
- *		"native: fixed since 6.0"
+ *		"unsupported: CONFIG_KASAN_VMALLOC is not set",
+ *		"native: fixed since 6.0" or "transition: livepatch switching
+ *		tasks stalled for 10500 ms: 1 tasks not switched, first sh:93"
  *     mode	off | on; writing anything else fails with EINVAL. Writing
  *		"on" to a mitigation whose state is unsupported or native
  *		fails with EOPNOTSUPP. The old mode is kept on any error.
@@ -57,7 +60,7 @@
 
 #include <linux/types.h>
 
-#define KMEMCTL_ABI 2
+#define KMEMCTL_ABI 3
 
 #define KMEMCTL_EVENT_RING 1024
 
@@ -88,6 +91,12 @@ enum kmemctl_event_type {
 	KMEMCTL_EV_SOFTLOCKUP = 3,
 	/* an RCU CPU stall was reported; cpu is the reporting CPU */
 	KMEMCTL_EV_RCU_STALL = 4,
+	/*
+	 * a livepatch transition has been under way for longer than the
+	 * module's livepatch_stall_ms; source: the mitigation whose mode
+	 * write started it; flags: 1 patching, 0 removing
+	 */
+	KMEMCTL_EV_LIVEPATCH_STALL = 5,
 };
 
 /*
@@ -95,9 +104,12 @@ enum kmemctl_event_type {
  *   seq	1 for the first event after load, then +1 per event
  *   time_ns	CLOCK_REALTIME when the event was queued
  *   value	THRESHOLD: the sample (ns); TRIP: the mitigation's trip code;
+ *		LIVEPATCH_STALL: how long the transition has taken (ns);
  *		lockups: 0
- *   threshold	THRESHOLD: the probe's threshold_ns; otherwise 0
- *   pid, comm	the task running on cpu when the event was queued
+ *   threshold	THRESHOLD: the probe's threshold_ns; LIVEPATCH_STALL:
+ *		livepatch_stall_ms in ns; otherwise 0
+ *   pid, comm	the task running on cpu when the event was queued;
+ *		LIVEPATCH_STALL: a task livepatch has yet to switch
  */
 struct kmemctl_event {
 	__u16 type;

@@ -74,6 +74,8 @@ static const char *type_name(unsigned int type, char *buf, size_t len)
 		return "softlockup";
 	case KMEMCTL_EV_RCU_STALL:
 		return "rcu-stall";
+	case KMEMCTL_EV_LIVEPATCH_STALL:
+		return "livepatch-stall";
 	}
 	snprintf(buf, len, "unknown(%u)", type);
 	return buf;
@@ -83,7 +85,8 @@ static const char *source_name(unsigned int type, unsigned int source, char *buf
 {
 	if (type == KMEMCTL_EV_THRESHOLD && source < ARRAY_SIZE(probe_names))
 		return probe_names[source];
-	if (type == KMEMCTL_EV_TRIP && source < ARRAY_SIZE(mitigation_names))
+	if ((type == KMEMCTL_EV_TRIP || type == KMEMCTL_EV_LIVEPATCH_STALL) &&
+	    source < ARRAY_SIZE(mitigation_names))
 		return mitigation_names[source];
 	snprintf(buf, len, "%u", source);
 	return buf;
@@ -100,10 +103,12 @@ static void print_event(const struct kmemctl_event *ev)
 	last_seq = ev->seq;
 	memcpy(comm, ev->comm, sizeof(ev->comm));
 	comm[sizeof(ev->comm)] = '\0';
-	printf("seq=%llu type=%s source=%s cpu=%u value=%llu threshold=%llu pid=%u comm=%s\n",
+	printf("seq=%llu type=%s source=%s cpu=%u value=%llu threshold=%llu flags=%u pid=%u "
+	       "comm=%s\n",
 	       (unsigned long long)ev->seq, type_name(ev->type, tbuf, sizeof(tbuf)),
 	       source_name(ev->type, ev->source, sbuf, sizeof(sbuf)), ev->cpu,
-	       (unsigned long long)ev->value, (unsigned long long)ev->threshold, ev->pid, comm);
+	       (unsigned long long)ev->value, (unsigned long long)ev->threshold, ev->flags, ev->pid,
+	       comm);
 }
 
 /* Print the n bytes of records in buf; 0, or -1 if n is not whole records. */

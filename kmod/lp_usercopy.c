@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * usercopy-fastpath: 6.1's __check_object_size() looks up the vmap area of
+ * every vmalloc address copied to or from user space, under the global
+ * vmap_area_lock, only to learn whether the copy ends before the area does.
+ * A copy that stays inside one page which is mapped in the vmalloc range
+ * cannot run past its area: areas are whole pages, and only pages inside a
+ * live area are mapped (guard pages and freed areas have no PTE). For such a
+ * copy the lookup's verdict is known, so it is skipped. Every other copy,
+ * and every other check, is the kernel's: the rest is a copy of 6.1's
+ * mm/usercopy.c (compat.h: HAVE_LP_USERCOPY_6_1). docs/mitigations.md has
+ * the argument in full.
+ */
+#include <linux/highmem.h>
+#include <linux/jump_label.h>
+#include <linux/mm.h>
+#include <linux/sched/task_stack.h>
+#include <linux/thread_info.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "kmem.h"
+
+#ifdef HAVE_LP_USERCOPY_6_1
+
+struct slab;
+
+static struct static_key_false *bypass_checks;
+static struct vmap_area *(*find_area)(unsigned long addr);
+static void (*check_slab_object)(const void *ptr, unsigned long n, const struct slab *slab,
+				 bool to_user);
+/* usercopy_abort() never returns; objtool cannot know that of a pointer. */
+static void (*abort_copy)(const char *name, const char *detail, bool to_user, unsigned long offset,
+			  unsigned long len);
+static unsigned long text_start, text_end;
+static bool fastpath_on;
+
+static int check_stack_object(const void *obj, unsigned long len)
+{
+	const void *const stack = task_stack_page(current);
+	const void *const stackend = stack + THREAD_SIZE;
+	int ret;
+
+	if (obj + len <= stack || stackend <= obj)
+		return NOT_STACK;
+	if (obj < stack || stackend < obj + len)
+		return BAD_STACK;
+	ret = arch_within_stack_frames(stack, stackend, obj, len);
+	if (ret)
+		return ret;
+#ifdef CONFIG_ARCH_HAS_CURRENT_STACK_POINTER
+	if (IS_ENABLED(CONFIG_STACK_GROWSUP)) {
+		if ((void *)current_stack_pointer < obj + len)
+			return BAD_STACK;
+	} else {
+		if (obj < (void *)current_stack_pointer)
+			return BAD_STACK;
+	}
+#endif
+	return GOOD_STACK;
+}
+
+static unsigned long stack_offset(const void *ptr)
+{
+#ifdef CONFIG_ARCH_HAS_CURRENT_STACK_POINTER
+	if (IS_ENABLED(CONFIG_STACK_GROWSUP))
+		return ptr - (void *)current_stack_pointer;
+	return (void *)current_stack_pointer - ptr;
+#else
+	return 0;
+#endif
+}
+
+static bool overlaps(unsigned long ptr, unsigned long n, unsigned long low, unsigned long high)
+{
+	return !(ptr >= high || ptr + n <= low);
+}
+
+static void check_kernel_text_object(unsigned long ptr, unsigned long n, bool to_user)
+{
+	unsigned long low_linear, high_linear;
+
+	if (overlaps(ptr, n, text_start, text_end))
+		abort_copy("kernel text", NULL, to_user, ptr - text_start, n);
+	low_linear = (unsigned long)lm_alias(text_start);
+	if (low_linear == text_start)
+		return;
+	high_linear = (unsigned long)lm_alias(text_end);
+	if (overlaps(ptr, n, low_linear, high_linear))
+		abort_copy("linear kernel text", NULL, to_user, ptr - low_linear, n);
+}
+
+static void check_bogus_address(unsigned long ptr, unsigned long n, bool to_user)
+{
+	if (ptr + (n - 1) < ptr)
+		abort_copy("wrapped address", NULL, to_user, 0, ptr + n);
+	if (ZERO_OR_NULL_PTR(ptr))
+		abort_copy("null address", NULL, to_user, ptr, n);
+}
+
+/*
+ * The fast path: [addr, addr + n) lies in one page, and that page is mapped.
+ * vmalloc_to_page() walks the kernel page table without locks and knows
+ * huge vmalloc mappings; n >= 1 and no wrap-around are checked before.
+ */
+static bool within_mapped_page(unsigned long addr, unsigned long n)
+{
+	if ((addr ^ (addr + n - 1)) & PAGE_MASK)
+		return false;
+	return vmalloc_to_page((const void *)addr);
+}
+
+/* Not inlined: the usercopy-vmalloc probe knows its lookups by this caller. */
+static noinline void lp_check_vmalloc_object(unsigned long addr, unsigned long n, bool to_user)
+{
+	struct vmap_area *area;
+
+	if (READ_ONCE(fastpath_on) && within_mapped_page(addr, n))
+		return;
+	area = find_area(addr);
+	if (!area) {
+		abort_copy("vmalloc", "no area", to_user, 0, n);
+		return;
+	}
+	if (n > area->va_end - addr)
+		abort_copy("vmalloc", NULL, to_user, addr - area->va_start, n);
+}
+
+static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
+{
+	unsigned long addr = (unsigned long)ptr;
+	unsigned long offset;
+	struct folio *folio;
+
+	if (is_kmap_addr(ptr)) {
+		offset = offset_in_page(ptr);
+		if (n > PAGE_SIZE - offset)
+			abort_copy("kmap", NULL, to_user, offset, n);
+		return;
+	}
+	if (is_vmalloc_addr(ptr) && !pagefault_disabled()) {
+		lp_check_vmalloc_object(addr, n, to_user);
+		return;
+	}
+	if (!virt_addr_valid(ptr))
+		return;
+	folio = virt_to_folio(ptr);
+	if (folio_test_slab(folio)) {
+		check_slab_object(ptr, n, (const struct slab *)folio, to_user);
+	} else if (folio_test_large(folio)) {
+		offset = ptr - folio_address(folio);
+		if (n > folio_size(folio) - offset)
+			abort_copy("page alloc", NULL, to_user, offset, n);
+	}
+}
+
+static void lp_check_object_size(const void *ptr, unsigned long n, bool to_user)
+{
+	if (static_key_enabled(&bypass_checks->key))
+		return;
+	if (!n)
+		return;
+	check_bogus_address((unsigned long)ptr, n, to_user);
+	switch (check_stack_object(ptr, n)) {
+	case NOT_STACK:
+		break;
+	case GOOD_FRAME:
+	case GOOD_STACK:
+		return;
+	default:
+		abort_copy("process stack", NULL, to_user, stack_offset(ptr), n);
+	}
+	check_heap_object(ptr, n, to_user);
+	check_kernel_text_object((unsigned long)ptr, n, to_user);
+}
+
+static const struct kmem_lp_func usercopy_funcs[] = {
+	{ "__check_object_size", lp_check_object_size },
+	{}
+};
+
+static int usercopy_prepare(void)
+{
+	bypass_checks = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
+	find_area = (void *)kmem_symbol("find_vmap_area");
+	check_slab_object = (void *)kmem_symbol("__check_heap_object");
+	abort_copy = (void *)kmem_symbol("usercopy_abort");
+	text_start = kmem_symbol("_stext");
+	text_end = kmem_symbol("_etext");
+	if (!bypass_checks || !find_area || !check_slab_object || !abort_copy || !text_start ||
+	    !text_end)
+		return -ENOENT;
+	return 0;
+}
+
+static void usercopy_set(bool on, const u64 *params)
+{
+	WRITE_ONCE(fastpath_on, on);
+}
+
+const struct kmem_lp_fix kmem_lp_usercopy = {
+	.funcs = usercopy_funcs,
+	.prepare = usercopy_prepare,
+	.set = usercopy_set,
+};
+
+#endif
