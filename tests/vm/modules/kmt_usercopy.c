@@ -10,15 +10,19 @@
  * at `offset` when that is >= 0. read() returns `size`, the length of the
  * last copy; a buffer shorter than `size` fails with EINVAL.
  *
- * With `overrun` set, every read() instead does one copy of size + PAGE_SIZE
- * bytes that starts size / 2 bytes before the end of the buffer, so it runs
- * through the guard page and on past the end of the vmap area (the usercopy
- * check counts the guard page as part of the area). The check must catch it:
- * "usercopy: Kernel memory exposure attempt detected from vmalloc (offset
- * <pages * PAGE_SIZE - size / 2>, size <size + PAGE_SIZE>)!" and a BUG that kills
- * the reading task. Such a read needs a buffer of at least size + PAGE_SIZE
- * bytes (else EINVAL). Without the check the copy faults on the guard page and
- * read() fails with EFAULT.
+ * Copies the usercopy check must judge, one per read():
+ * - bad_size > 0: bad_size bytes from bad_offset, which may lie past the
+ *   buffer: in its guard page (the vmap area of an N-page vmalloc() is N + 1
+ *   pages, and the check counts the guard page as part of the area) or
+ *   beyond. A copy that ends past the area must be caught: "usercopy: Kernel
+ *   memory exposure attempt detected from vmalloc (offset <bad_offset>, size
+ *   <bad_size>)!" and a BUG that kills the reading task. One that stays in
+ *   the area but touches the guard page passes the check and faults: read()
+ *   fails with EFAULT.
+ * - freed: `size` bytes from `offset` (or 0) of a `pages`-page buffer that was
+ *   just vfree()d, whose area is gone: "... from vmalloc 'no area' (offset 0,
+ *   size <size>)!" and a BUG.
+ * Such a read needs a user buffer of the copy's length (else EINVAL).
  *
  * Contention on the vmap locks comes from kmt_vmalloc's `churn`.
  */
@@ -50,9 +54,17 @@ static int offset = -1;
 module_param(offset, int, 0644);
 MODULE_PARM_DESC(offset, "fixed source offset, or -1 to cycle through the buffer (default -1)");
 
-static bool overrun;
-module_param(overrun, bool, 0644);
-MODULE_PARM_DESC(overrun, "1: each read does one copy past the end of the vmap area");
+static unsigned int bad_size;
+module_param(bad_size, uint, 0644);
+MODULE_PARM_DESC(bad_size, "> 0: each read does one copy of this many bytes from bad_offset");
+
+static unsigned int bad_offset;
+module_param(bad_offset, uint, 0644);
+MODULE_PARM_DESC(bad_offset, "source offset of the bad_size copy, may lie past the buffer");
+
+static bool freed;
+module_param(freed, bool, 0644);
+MODULE_PARM_DESC(freed, "1: each read copies from a buffer it has just vfree()d");
 
 static atomic_long_t kmt_total = ATOMIC_LONG_INIT(0);
 static void *kmt_buf;
@@ -75,16 +87,30 @@ static const struct kernel_param_ops total_ops = {
 module_param_cb(total, &total_ops, NULL, 0444);
 MODULE_PARM_DESC(total, "copy_to_user() calls done since load (read-only)");
 
-static ssize_t kmt_overrun_read(char __user *ubuf, size_t len, size_t sz)
+static ssize_t kmt_bad_read(char __user *ubuf, size_t len, size_t off, size_t n)
 {
-	size_t head = sz / 2;
-	size_t n = sz + PAGE_SIZE;
-
-	if (len < n)
+	if (len < n || off > (size_t)pages * PAGE_SIZE * 2)
 		return -EINVAL;
-	pr_info("overrun: copying %zu bytes from offset %zu of a %zu-byte buffer\n", n,
-		kmt_buf_size - head, kmt_buf_size);
-	if (copy_to_user(ubuf, kmt_buf + kmt_buf_size - head, n))
+	pr_info("copying %zu bytes from offset %zu of a %zu-byte buffer\n", n, off, kmt_buf_size);
+	if (copy_to_user(ubuf, kmt_buf + off, n))
+		return -EFAULT;
+	atomic_long_inc(&kmt_total);
+	return n;
+}
+
+static ssize_t kmt_freed_read(char __user *ubuf, size_t len, size_t off, size_t n)
+{
+	void *gone;
+
+	if (len < n || off + n > kmt_buf_size)
+		return -EINVAL;
+	gone = vmalloc(kmt_buf_size);
+	if (!gone)
+		return -ENOMEM;
+	vfree(gone);
+	pr_info("copying %zu bytes from offset %zu of a freed %zu-byte buffer\n", n, off,
+		kmt_buf_size);
+	if (copy_to_user(ubuf, gone + off, n))
 		return -EFAULT;
 	atomic_long_inc(&kmt_total);
 	return n;
@@ -98,10 +124,12 @@ static ssize_t kmt_read(struct file *file, char __user *ubuf, size_t len, loff_t
 	size_t off = 0;
 	unsigned int i;
 
+	if (READ_ONCE(bad_size))
+		return kmt_bad_read(ubuf, len, READ_ONCE(bad_offset), READ_ONCE(bad_size));
 	if (sz == 0 || sz > kmt_buf_size || len < sz)
 		return -EINVAL;
-	if (READ_ONCE(overrun))
-		return kmt_overrun_read(ubuf, len, sz);
+	if (READ_ONCE(freed))
+		return kmt_freed_read(ubuf, len, fixed < 0 ? 0 : fixed, sz);
 	if (fixed >= 0) {
 		if ((size_t)fixed > kmt_buf_size - sz)
 			return -EINVAL;

@@ -38,7 +38,7 @@ for id in $MITIGATIONS; do
 	state=$(read_file $d/state)
 	reason=$(read_file $d/reason)
 	case "$state" in
-	unsupported | native | off | on | tripped) ;;
+	unsupported | native | off | on | tripped | transition) ;;
 	*) die "$id: bad state '$state'" ;;
 	esac
 	case "$reason" in

@@ -54,9 +54,10 @@ wait $reader || true
 # Soft lockup: spin with preemption off past 2 * watchdog_thresh.
 if [ -e /proc/sys/kernel/watchdog_thresh ]; then
 	load_mod kmt_lockup
+	thresh=$(cat /proc/sys/kernel/watchdog_thresh)
 	echo 1 >/proc/sys/kernel/watchdog_thresh
-	[ -w /sys/module/rcupdate/parameters/rcu_cpu_stall_timeout ] &&
-		echo 3 >/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout
+	R=/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout
+	[ -w $R ] && rcu_timeout=$(cat $R) && echo 3 >$R
 	evread -t 60000 -n 1000 >/tmp/lockup.out &
 	reader=$!
 	expect_splat_begin
@@ -67,7 +68,8 @@ if [ -e /proc/sys/kernel/watchdog_thresh ]; then
 	wait $reader || true
 	log "$(grep -c type=softlockup /tmp/lockup.out) soft-lockup, $(grep -c type=rcu-stall /tmp/lockup.out) rcu-stall records"
 	grep -q "type=rcu-stall" /tmp/lockup.out || log "no RCU stall reported in 8 s"
-	echo 10 >/proc/sys/kernel/watchdog_thresh
+	echo "$thresh" >/proc/sys/kernel/watchdog_thresh
+	[ -w $R ] && echo "$rcu_timeout" >$R
 	unload_mod kmt_lockup
 else
 	log "no soft-lockup watchdog in this kernel"

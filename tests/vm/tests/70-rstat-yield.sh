@@ -1,8 +1,10 @@
 #!/bin/sh
 # rstat-yield on 6.1, judged by kmt_lockhold rather than by kmemctl: each
 # flush holds cgroup_rstat_lock once when off, and once more per
-# every_cpus CPUs when on. Mode flips on, off and on again; rmmod waits for
-# the livepatch to be gone.
+# every_cpus CPUs when on. memcg's flushes (memory.stat under churn) run
+# with irqs off around the whole flush when off, so no release of the lock
+# turns them back on; when on, every release does. Mode flips on, off and
+# on again; rmmod waits for the livepatch to be gone.
 . /tests/lib.sh
 
 M=/sys/kernel/kmemctl/mitigations/rstat-yield
@@ -30,23 +32,41 @@ patched() {
 	[ -d $LP ] && [ "$(cat $LP/transition)" = 0 ]
 }
 
+# memcg_irqs_off: releases of the lock that left irqs off, under memcg churn
+# and stat reads; then the holds.
+memcg_irqs_off() {
+	write_ok $L/reset 1
+	cgchurn -g 4 -i 50 $G >/dev/null
+	echo "$(cat $L/irqs_off) $(cat $L/count)"
+}
+
 off=$(holds_for_50)
 log "off: $off holds for 50 flushes, $cpus possible CPUs"
 assert_ge "$off" 50 "holds with rstat-yield off"
+set -- $(memcg_irqs_off)
+log "off, memcg churn: $1 of $2 releases left irqs off"
+assert_ge "$1" 1 "releases that left irqs off, rstat-yield off"
 
 write_ok $M/mode on
-assert_eq "$(cat $M/state)" on "state after mode on"
-assert_eq "$(cat $M/reason)" "on: enacted" "reason after mode on"
+case "$(cat $M/state)" in
+transition | on) ;;
+*) die "state after mode on: $(cat $M/state)" ;;
+esac
 wait_for 60 patched
+wait_for 5 sh -c "[ \"\$(cat $M/state)\" = on ]"
+assert_eq "$(cat $M/reason)" "on: enacted" "reason once patched"
 on=$(holds_for_50)
 log "on, every_cpus=1: $on holds"
 assert_ge "$on" $((off + 50 * cpus - 5)) "holds with a yield after every CPU"
+set -- $(memcg_irqs_off)
+log "on, memcg churn: $1 of $2 releases left irqs off"
+assert_eq "$1" 0 "releases that left irqs off, rstat-yield on"
 
 write_ok $M/params every_cpus=$cpus
 once=$(holds_for_50)
 log "on, every_cpus=$cpus: $once holds"
 assert_ge "$once" $((off + 45)) "holds with one yield per flush"
-assert_ge $((off + 55)) "$once" "holds with one yield per flush"
+assert_ge $((off + 65)) "$once" "holds with one yield per flush"
 
 rmmod kmemctl 2>/dev/null && die "rmmod succeeded with rstat-yield on"
 
@@ -55,7 +75,7 @@ assert_eq "$(cat $M/state)" off "state after mode off"
 wait_for 60 sh -c "[ ! -d $LP ]"
 back=$(holds_for_50)
 log "off again: $back holds"
-assert_ge $((off + 5)) "$back" "holds after mode off"
+assert_ge $((off + 10)) "$back" "holds after mode off"
 
 # A fresh patch each time it goes on.
 write_ok $M/params every_cpus=1

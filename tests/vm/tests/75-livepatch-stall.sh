@@ -1,0 +1,68 @@
+#!/bin/sh
+# A livepatch transition that cannot finish is reported, not waited on: a
+# task spinning in the kernel with preemption off cannot be switched, so
+# mode on returns at once, state says "transition", and after
+# livepatch_stall_ms the reason names the task and /dev/kmemctl carries a
+# livepatch-stall event. When the task lets go the mitigation is on. The
+# same for the removal.
+. /tests/lib.sh
+
+M=/sys/kernel/kmemctl/mitigations/usercopy-fastpath
+LP=/sys/kernel/livepatch/kmemctl
+SPIN=/sys/kernel/kmt_lockup/spin
+
+load_mod kmemctl probes=0 livepatch_stall_ms=1500
+[ "$(cat $M/state)" = off ] || skip "usercopy-fastpath: $(cat $M/reason)"
+load_mod kmt_lockup
+
+# spin S: a task that stays in the kernel, preemption off, for S seconds.
+spinning() {
+	dmesg_since_mark | grep -q "kmt_lockup: spinning $1 s"
+}
+spin() {
+	dmesg_mark
+	sh -c "echo $1 >$SPIN" &
+	spinner=$!
+	wait_for 10 spinning "$1"
+}
+
+spin 8
+write_ok $M/mode on
+assert_eq "$(cat $M/state)" transition "state while tasks are switched"
+wait_for 20 sh -c "grep -q stalled $M/reason"
+reason=$(cat $M/reason)
+log "reason: $reason"
+assert_eq "$(cat $M/state)" transition "state while stalled"
+case "$reason" in
+"transition: livepatch switching tasks stalled for "*" ms: "*" tasks not switched, first sh:$spinner") ;;
+*) die "reason does not name the spinning task $spinner: $reason" ;;
+esac
+evread -N -n 10 >/tmp/ev.on
+log "event: $(cat /tmp/ev.on)"
+grep -q "type=livepatch-stall source=usercopy-fastpath .*threshold=1500000000 flags=1 pid=$spinner comm=sh" \
+	/tmp/ev.on || die "event: $(cat /tmp/ev.on)"
+wait $spinner
+wait_for 30 sh -c "[ \"\$(cat $M/state)\" = on ]"
+assert_eq "$(cat $M/reason)" "on: enacted" "reason once the spinner is gone"
+assert_eq "$(cat $LP/transition)" 0 "livepatch transition"
+
+spin 8
+write_ok $M/mode off
+assert_eq "$(cat $M/state)" off "state after mode off"
+wait_for 20 sh -c "grep -q stalled $M/reason"
+log "reason: $(cat $M/reason)"
+case "$(cat $M/reason)" in
+"off: livepatch removal stalled for "*"first sh:$spinner") ;;
+*) die "removal reason: $(cat $M/reason)" ;;
+esac
+write_fails $M/mode on "Device or resource busy"
+evread -N -n 10 >/tmp/ev.off
+grep -q "type=livepatch-stall source=usercopy-fastpath .*flags=0 pid=$spinner" /tmp/ev.off ||
+	die "removal event: $(cat /tmp/ev.off)"
+wait $spinner
+wait_for 30 sh -c "[ ! -d $LP ]"
+assert_eq "$(cat $M/reason)" "off: supported on this kernel" "reason after the removal"
+
+unload_mod kmt_lockup
+unload_mod kmemctl
+check_dmesg_clean
