@@ -63,13 +63,14 @@
 #endif
 
 /*
- * lp_usercopy.c replaces 6.1's __check_object_size(), a copy of mm/usercopy.c
- * as of 6.1; it is only built where that copy is known to match.
+ * usercopy_fastpath.c replaces 6.1's __check_object_size() with a copy of
+ * 6.1's mm/usercopy.c, entered through an ftrace direct call (whose API
+ * changed in 6.5); it is only built where that copy is known to match.
  */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && \
-	defined(CONFIG_LIVEPATCH) && defined(CONFIG_HARDENED_USERCOPY)
-#define HAVE_LP_USERCOPY_6_1
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_X86_64) && \
+	defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) && defined(CONFIG_HARDENED_USERCOPY)
+#define HAVE_USERCOPY_FASTPATH_6_1
 #endif
 
 #endif

@@ -126,13 +126,10 @@ struct kmem_lp_fix {
 	void (*set)(bool on, const u64 *params);
 };
 
-#define KMEM_LP_FUNCS 4	/* every fix's replacements together */
+#define KMEM_LP_FUNCS 3	/* every fix's replacements together */
 
 #ifdef HAVE_LP_RSTAT_6_1
 extern const struct kmem_lp_fix kmem_lp_rstat;
-#endif
-#ifdef HAVE_LP_USERCOPY_6_1
-extern const struct kmem_lp_fix kmem_lp_usercopy;
 #endif
 
 /* Where the patch's last transition stands, for state and reason. */
@@ -163,6 +160,23 @@ static inline void kmem_livepatch_status(struct kmem_lp_status *st)
 }
 
 static inline void kmem_livepatch_exit(void) {}
+#endif
+
+/*
+ * A fix that redirects one function with an ftrace direct call
+ * (usercopy_fastpath.c): on and off take effect at once.
+ */
+struct kmem_direct_fix {
+	int (*prepare)(void);	/* resolves symbols, at load */
+	int (*enable)(void);
+	void (*disable)(void);
+};
+
+#ifdef HAVE_USERCOPY_FASTPATH_6_1
+extern const struct kmem_direct_fix kmem_usercopy_fastpath;
+void kmem_usercopy_exit(void);
+#else
+static inline void kmem_usercopy_exit(void) {}
 #endif
 
 /* mitigation.c */

@@ -58,8 +58,9 @@ struct kmem_mitigation {
 	const char *native;
 	const char *const *symbols;
 	const struct kmem_param *params;	/* terminated by a NULL key */
-	/* the livepatch enacting it on this kernel, or NULL */
+	/* what enacts it on this kernel: a livepatch, a direct call, or neither */
 	const struct kmem_lp_fix *fix;
+	const struct kmem_direct_fix *direct;
 	enum kmemctl_mitigation id;
 
 	struct mutex lock;	/* state, mode, values, counters */
@@ -145,13 +146,13 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 		.name = "usercopy-fastpath",
 #if !defined(CONFIG_HARDENED_USERCOPY)
 		.kconfig_missing = "CONFIG_HARDENED_USERCOPY is not set",
-#elif !defined(CONFIG_LIVEPATCH)
-		.kconfig_missing = "CONFIG_LIVEPATCH is not set",
+#elif !defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)
+		.kconfig_missing = "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS is not set",
 #endif
 		.symbols = usercopy_symbols,
 		.params = no_params,
-#ifdef HAVE_LP_USERCOPY_6_1
-		.fix = &kmem_lp_usercopy,
+#ifdef HAVE_USERCOPY_FASTPATH_6_1
+		.direct = &kmem_usercopy_fastpath,
 #endif
 	},
 	[KMEMCTL_MIT_KASAN_QUARANTINE] = {
@@ -181,15 +182,15 @@ static void mitigation_gate(struct kmem_mitigation *m)
 		snprintf(m->reason, sizeof(m->reason), "native: %s", m->native);
 	} else if (sym) {
 		snprintf(m->reason, sizeof(m->reason), "unsupported: symbol %s not found", sym);
-	} else if (!m->fix) {
+	} else if (!m->fix && !m->direct) {
 		snprintf(m->reason, sizeof(m->reason),
 			 "unsupported: kmemctl %s has no implementation for %s",
 			 KMEMCTL_MODULE_VERSION, init_utsname()->release);
 	} else {
-		ret = kmem_livepatch_add(m->fix);
+		ret = m->fix ? kmem_livepatch_add(m->fix) : m->direct->prepare();
 		if (ret) {
-			snprintf(m->reason, sizeof(m->reason),
-				 "unsupported: livepatch setup failed (%d)", ret);
+			snprintf(m->reason, sizeof(m->reason), "unsupported: %s setup failed (%d)",
+				 m->fix ? "livepatch" : "direct call", ret);
 			return;
 		}
 		m->state = STATE_OFF;
@@ -280,14 +281,18 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
 		return -EOPNOTSUPP;
 	}
-	if (on) {
+	ret = 0;
+	if (m->direct && on) {
+		ret = m->direct->enable();
+	} else if (m->direct) {
+		m->direct->disable();
+	} else if (on) {
 		ret = kmem_livepatch_get(m->id);
 		if (!ret)
 			m->fix->set(true, m->values);
 	} else {
 		m->fix->set(false, m->values);
 		kmem_livepatch_put(m->id);
-		ret = 0;
 	}
 	if (ret) {
 		pr_warn("%s: mode %s failed (%d)\n", m->name, mode_names[on], ret);

@@ -6,7 +6,7 @@
  * it to bound a copy from vmalloc memory. find_vmap_area() has other
  * callers, so the entry handler declines every call that does not return
  * into __check_object_size() (or check_heap_object() where that is not
- * inlined, or usercopy-fastpath's replacement, lp_usercopy.c), and only the
+ * inlined, or usercopy-fastpath's replacement, usercopy_fastpath.c), and only the
  * usercopy lookups pay for a return hook.
  *
  * vmap-purge: duration of each __purge_vmap_area_lazy() that purged
@@ -67,7 +67,7 @@ static int usercopy_enable(struct kmem_probe *probe)
 	if (!kmem_symbol_range("__check_object_size", &checkers[0].start, &checkers[0].end))
 		return -ENOENT;
 	kmem_symbol_range("check_heap_object", &checkers[1].start, &checkers[1].end);
-	kmem_symbol_range("lp_check_vmalloc_object", &checkers[2].start, &checkers[2].end);
+	kmem_symbol_range("kmem_check_vmalloc_object", &checkers[2].start, &checkers[2].end);
 	kmem_kretprobe_init(&fva_rp, "find_vmap_area", fva_entry, fva_ret,
 			    sizeof(struct start_data));
 	return register_kretprobe(&fva_rp);

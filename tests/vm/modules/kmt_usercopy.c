@@ -19,6 +19,11 @@
  *   <bad_size>)!" and a BUG that kills the reading task. One that stays in
  *   the area but touches the guard page passes the check and faults: read()
  *   fails with EFAULT.
+ *   With bad_from=slab the copy is from a 64-byte kmalloc() object instead:
+ *   past the object, "... from SLUB object 'kmalloc-64' (offset <bad_offset>,
+ *   size <bad_size>)!"; with bad_from=text from the kernel's text (the
+ *   address of schedule()): "... from kernel text (offset <n>, size
+ *   <bad_size>)!". These take the check's other branches.
  * - freed: `size` bytes from `offset` (or 0) of a `pages`-page buffer that was
  *   just vfree()d, whose area is gone: "... from vmalloc 'no area' (offset 0,
  *   size <size>)!" and a BUG.
@@ -35,6 +40,8 @@
 #include <linux/moduleparam.h>
 #include <linux/sched.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
+#include <linux/string.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
@@ -62,6 +69,12 @@ static unsigned int bad_offset;
 module_param(bad_offset, uint, 0644);
 MODULE_PARM_DESC(bad_offset, "source offset of the bad_size copy, may lie past the buffer");
 
+static char bad_from[16] = "vmalloc";
+module_param_string(bad_from, bad_from, sizeof(bad_from), 0644);
+MODULE_PARM_DESC(bad_from, "source of the bad_size copy: vmalloc (default), slab or text");
+
+#define KMT_SLAB_SIZE 64
+
 static bool freed;
 module_param(freed, bool, 0644);
 MODULE_PARM_DESC(freed, "1: each read copies from a buffer it has just vfree()d");
@@ -87,15 +100,37 @@ static const struct kernel_param_ops total_ops = {
 module_param_cb(total, &total_ops, NULL, 0444);
 MODULE_PARM_DESC(total, "copy_to_user() calls done since load (read-only)");
 
-static ssize_t kmt_bad_read(char __user *ubuf, size_t len, size_t off, size_t n)
+static ssize_t kmt_copy_out(char __user *ubuf, const void *src, size_t n)
 {
-	if (len < n || off > (size_t)pages * PAGE_SIZE * 2)
-		return -EINVAL;
-	pr_info("copying %zu bytes from offset %zu of a %zu-byte buffer\n", n, off, kmt_buf_size);
-	if (copy_to_user(ubuf, kmt_buf + off, n))
+	if (copy_to_user(ubuf, src, n))
 		return -EFAULT;
 	atomic_long_inc(&kmt_total);
 	return n;
+}
+
+static ssize_t kmt_bad_read(char __user *ubuf, size_t len, size_t off, size_t n)
+{
+	ssize_t ret;
+	void *obj;
+
+	if (len < n || off > (size_t)pages * PAGE_SIZE * 2)
+		return -EINVAL;
+	if (sysfs_streq(bad_from, "text")) {
+		pr_info("copying %zu bytes from kernel text\n", n);
+		return kmt_copy_out(ubuf, (const void *)schedule + off, n);
+	}
+	if (sysfs_streq(bad_from, "slab")) {
+		obj = kmalloc(KMT_SLAB_SIZE, GFP_KERNEL);
+		if (!obj)
+			return -ENOMEM;
+		pr_info("copying %zu bytes from offset %zu of a %d-byte kmalloc object\n", n, off,
+			KMT_SLAB_SIZE);
+		ret = kmt_copy_out(ubuf, obj + off, n);
+		kfree(obj);
+		return ret;
+	}
+	pr_info("copying %zu bytes from offset %zu of a %zu-byte buffer\n", n, off, kmt_buf_size);
+	return kmt_copy_out(ubuf, kmt_buf + off, n);
 }
 
 static ssize_t kmt_freed_read(char __user *ubuf, size_t len, size_t off, size_t n)

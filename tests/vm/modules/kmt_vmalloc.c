@@ -10,6 +10,10 @@
  *
  * With `churn` set, a kthread repeats the same (KMT_CHURN_BATCH pairs, then a
  * purge) until `churn` is cleared or the module is unloaded.
+ *
+ * `keep` (load time) holds that many one-page vmalloc() areas until unload,
+ * as the vmap stacks of a host's threads do: the vmap-area tree then has a
+ * busy host's depth for every lookup in it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -17,6 +21,7 @@
 #include <linux/err.h>
 #include <linux/kobject.h>
 #include <linux/kthread.h>
+#include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
@@ -32,6 +37,12 @@
 static unsigned long size = 4 * PAGE_SIZE;
 module_param(size, ulong, 0644);
 MODULE_PARM_DESC(size, "bytes per vmalloc(), 1..64 MiB (default 4 pages)");
+
+static unsigned int keep;
+module_param(keep, uint, 0444);
+MODULE_PARM_DESC(keep, "one-page vmalloc() areas held until unload, 0..65536 (default 0)");
+
+static void **kmt_kept;
 
 static bool churn;
 static DEFINE_MUTEX(kmt_churn_lock);
@@ -162,13 +173,51 @@ static const struct attribute_group kmt_group = {
 	.attrs = kmt_attrs,
 };
 
+static void kmt_release_kept(void)
+{
+	unsigned int i;
+
+	if (!kmt_kept)
+		return;
+	for (i = 0; i < keep; i++)
+		vfree(kmt_kept[i]);
+	kvfree(kmt_kept);
+	kmt_kept = NULL;
+}
+
+static int kmt_keep_areas(void)
+{
+	unsigned int i;
+
+	if (keep > 65536)
+		return -EINVAL;
+	if (!keep)
+		return 0;
+	kmt_kept = kvcalloc(keep, sizeof(*kmt_kept), GFP_KERNEL);
+	if (!kmt_kept)
+		return -ENOMEM;
+	for (i = 0; i < keep; i++) {
+		kmt_kept[i] = vmalloc(PAGE_SIZE);
+		if (!kmt_kept[i]) {
+			kmt_release_kept();
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 static int __init kmt_vmalloc_init(void)
 {
 	int ret;
 
+	ret = kmt_keep_areas();
+	if (ret)
+		return ret;
 	kmt_kobj = kobject_create_and_add("kmt_vmalloc", kernel_kobj);
-	if (!kmt_kobj)
+	if (!kmt_kobj) {
+		kmt_release_kept();
 		return -ENOMEM;
+	}
 	ret = sysfs_create_group(kmt_kobj, &kmt_group);
 	if (ret)
 		goto err_kobj;
@@ -185,6 +234,7 @@ static int __init kmt_vmalloc_init(void)
 
 err_kobj:
 	kobject_put(kmt_kobj);
+	kmt_release_kept();
 	return ret;
 }
 
@@ -195,6 +245,7 @@ static void __exit kmt_vmalloc_exit(void)
 	kmt_ready = false;
 	kmt_churn_stop();
 	mutex_unlock(&kmt_churn_lock);
+	kmt_release_kept();
 }
 
 module_init(kmt_vmalloc_init);

@@ -7,12 +7,12 @@
 # same for the removal.
 . /tests/lib.sh
 
-M=/sys/kernel/kmemctl/mitigations/usercopy-fastpath
+M=/sys/kernel/kmemctl/mitigations/rstat-yield
 LP=/sys/kernel/livepatch/kmemctl
 SPIN=/sys/kernel/kmt_lockup/spin
 
 load_mod kmemctl probes=0 livepatch_stall_ms=1500
-[ "$(cat $M/state)" = off ] || skip "usercopy-fastpath: $(cat $M/reason)"
+[ "$(cat $M/state)" = off ] || skip "rstat-yield: $(cat $M/reason)"
 load_mod kmt_lockup
 
 # spin S: a task that stays in the kernel, preemption off, for S seconds.
@@ -39,7 +39,7 @@ case "$reason" in
 esac
 evread -N -n 10 >/tmp/ev.on
 log "event: $(cat /tmp/ev.on)"
-grep -q "type=livepatch-stall source=usercopy-fastpath .*threshold=1500000000 flags=1 pid=$spinner comm=sh" \
+grep -q "type=livepatch-stall source=rstat-yield .*threshold=1500000000 flags=1 pid=$spinner comm=sh" \
 	/tmp/ev.on || die "event: $(cat /tmp/ev.on)"
 wait $spinner
 wait_for 30 sh -c "[ \"\$(cat $M/state)\" = on ]"
@@ -57,7 +57,7 @@ case "$(cat $M/reason)" in
 esac
 write_fails $M/mode on "Device or resource busy"
 evread -N -n 10 >/tmp/ev.off
-grep -q "type=livepatch-stall source=usercopy-fastpath .*flags=0 pid=$spinner" /tmp/ev.off ||
+grep -q "type=livepatch-stall source=rstat-yield .*flags=0 pid=$spinner" /tmp/ev.off ||
 	die "removal event: $(cat /tmp/ev.off)"
 wait $spinner
 wait_for 30 sh -c "[ ! -d $LP ]"

@@ -8,21 +8,32 @@
  * live area are mapped (guard pages and freed areas have no PTE). For such a
  * copy the lookup's verdict is known, so it is skipped. Every other copy,
  * and every other check, is the kernel's: the rest is a copy of 6.1's
- * mm/usercopy.c (compat.h: HAVE_LP_USERCOPY_6_1). docs/mitigations.md has
- * the argument in full.
+ * mm/usercopy.c (compat.h: HAVE_USERCOPY_FASTPATH_6_1). docs/mitigations.md
+ * has the argument in full.
+ *
+ * The replacement is entered through an ftrace direct call rather than
+ * livepatch: the check runs on every usercopy, and livepatch's detour saves
+ * and restores a full pt_regs and runs its handler each time. Both
+ * versions judge every copy alike, so tasks need no consistent switch-over:
+ * the call site flips atomically. While on, the module holds a reference on
+ * itself; at unload it waits for every task to have left the replacement.
  */
+#include <linux/ftrace.h>
 #include <linux/highmem.h>
 #include <linux/jump_label.h>
 #include <linux/mm.h>
+#include <linux/module.h>
+#include <linux/rcupdate.h>
 #include <linux/sched/task_stack.h>
 #include <linux/thread_info.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/unwind_hints.h>
 
 #include "compat.h"
 #include "kmem.h"
 
-#ifdef HAVE_LP_USERCOPY_6_1
+#ifdef HAVE_USERCOPY_FASTPATH_6_1
 
 struct slab;
 
@@ -34,7 +45,8 @@ static void (*check_slab_object)(const void *ptr, unsigned long n, const struct 
 static void (*abort_copy)(const char *name, const char *detail, bool to_user, unsigned long offset,
 			  unsigned long len);
 static unsigned long text_start, text_end;
-static bool fastpath_on;
+static unsigned long check_object_size_addr;
+static bool redirected, ever_redirected;
 
 static int check_stack_object(const void *obj, unsigned long len)
 {
@@ -112,11 +124,11 @@ static bool within_mapped_page(unsigned long addr, unsigned long n)
 }
 
 /* Not inlined: the usercopy-vmalloc probe knows its lookups by this caller. */
-static noinline void lp_check_vmalloc_object(unsigned long addr, unsigned long n, bool to_user)
+static noinline void kmem_check_vmalloc_object(unsigned long addr, unsigned long n, bool to_user)
 {
 	struct vmap_area *area;
 
-	if (READ_ONCE(fastpath_on) && within_mapped_page(addr, n))
+	if (within_mapped_page(addr, n))
 		return;
 	area = find_area(addr);
 	if (!area) {
@@ -140,7 +152,7 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 		return;
 	}
 	if (is_vmalloc_addr(ptr) && !pagefault_disabled()) {
-		lp_check_vmalloc_object(addr, n, to_user);
+		kmem_check_vmalloc_object(addr, n, to_user);
 		return;
 	}
 	if (!virt_addr_valid(ptr))
@@ -155,7 +167,10 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 	}
 }
 
-static void lp_check_object_size(const void *ptr, unsigned long n, bool to_user)
+/* Entered from the trampoline below, in place of __check_object_size(). */
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
+
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
 {
 	if (static_key_enabled(&bypass_checks->key))
 		return;
@@ -175,34 +190,85 @@ static void lp_check_object_size(const void *ptr, unsigned long n, bool to_user)
 	check_kernel_text_object((unsigned long)ptr, n, to_user);
 }
 
-static const struct kmem_lp_func usercopy_funcs[] = {
-	{ "__check_object_size", lp_check_object_size },
-	{}
-};
+/*
+ * The call at __check_object_size()'s entry lands here with the return
+ * address into its body on top: dropping it leaves the stack as at the
+ * entry of a function called from __check_object_size()'s caller, and the
+ * replacement returns straight there.
+ */
+void kmem_usercopy_tramp(void);
+
+asm("	.pushsection .text, \"ax\", @progbits\n"
+"	.globl kmem_usercopy_tramp\n"
+"	.type kmem_usercopy_tramp, @function\n"
+"kmem_usercopy_tramp:\n"
+"	addq $8, %rsp\n"
+	UNWIND_HINT_FUNC
+"	jmp kmem_check_object_size\n"
+"	.size kmem_usercopy_tramp, .-kmem_usercopy_tramp\n"
+"	.popsection\n");
 
 static int usercopy_prepare(void)
 {
+	check_object_size_addr = kmem_symbol("__check_object_size");
 	bypass_checks = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
 	find_area = (void *)kmem_symbol("find_vmap_area");
 	check_slab_object = (void *)kmem_symbol("__check_heap_object");
 	abort_copy = (void *)kmem_symbol("usercopy_abort");
 	text_start = kmem_symbol("_stext");
 	text_end = kmem_symbol("_etext");
-	if (!bypass_checks || !find_area || !check_slab_object || !abort_copy || !text_start ||
-	    !text_end)
+	if (!check_object_size_addr || !bypass_checks || !find_area || !check_slab_object ||
+	    !abort_copy || !text_start || !text_end)
 		return -ENOENT;
 	return 0;
 }
 
-static void usercopy_set(bool on, const u64 *params)
+/* The module stays while the call site points into it. */
+static int usercopy_enable(void)
 {
-	WRITE_ONCE(fastpath_on, on);
+	int ret;
+
+	if (!try_module_get(THIS_MODULE))
+		return -ENODEV;
+	ret = register_ftrace_direct(check_object_size_addr, (unsigned long)kmem_usercopy_tramp);
+	if (ret) {
+		module_put(THIS_MODULE);
+		return ret;
+	}
+	redirected = true;
+	ever_redirected = true;
+	return 0;
 }
 
-const struct kmem_lp_fix kmem_lp_usercopy = {
-	.funcs = usercopy_funcs,
+static void usercopy_disable(void)
+{
+	int ret;
+
+	if (!redirected)
+		return;
+	ret = unregister_ftrace_direct(check_object_size_addr,
+				       (unsigned long)kmem_usercopy_tramp);
+	if (WARN_ON(ret))
+		return;
+	redirected = false;
+	module_put(THIS_MODULE);
+}
+
+const struct kmem_direct_fix kmem_usercopy_fastpath = {
 	.prepare = usercopy_prepare,
-	.set = usercopy_set,
+	.enable = usercopy_enable,
+	.disable = usercopy_disable,
 };
+
+/*
+ * At unload: a task preempted inside the trampoline or the replacement
+ * after the call site went back is still running module text. A task is
+ * out of it once it has switched out voluntarily or run in user space.
+ */
+void kmem_usercopy_exit(void)
+{
+	if (ever_redirected)
+		synchronize_rcu_tasks();
+}
 
 #endif
