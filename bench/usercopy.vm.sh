@@ -18,7 +18,7 @@ COPIES=1000
 
 load_mod kmemctl probes=0
 load_mod kmt_usercopy pages=32 copies=$COPIES
-load_mod kmt_vmalloc keep=$KEEP
+load_mod kmt_vmalloc keep=$KEEP churn_purge=${BENCH_PURGE:-1}
 
 # About the same bytes per size, and never fewer than 10 reads.
 reads_for() {
@@ -59,6 +59,6 @@ else
 	done
 fi
 
-unload_mod kmt_vmalloc keep=$KEEP
+unload_mod kmt_vmalloc keep=$KEEP churn_purge=${BENCH_PURGE:-1}
 unload_mod kmt_usercopy
 unload_mod kmemctl

@@ -9,7 +9,8 @@
  * /sys/kernel/kmt_vmalloc/purges (read-only) counts completed run writes.
  *
  * With `churn` set, a kthread repeats the same (KMT_CHURN_BATCH pairs, then a
- * purge) until `churn` is cleared or the module is unloaded.
+ * purge) until `churn` is cleared or the module is unloaded; with
+ * `churn_purge` cleared it leaves purging to the kernel's lazy threshold.
  *
  * `keep` (load time) holds that many one-page vmalloc() areas until unload,
  * as the vmap stacks of a host's threads do: the vmap-area tree then has a
@@ -37,6 +38,10 @@
 static unsigned long size = 4 * PAGE_SIZE;
 module_param(size, ulong, 0644);
 MODULE_PARM_DESC(size, "bytes per vmalloc(), 1..64 MiB (default 4 pages)");
+
+static bool churn_purge = true;
+module_param(churn_purge, bool, 0644);
+MODULE_PARM_DESC(churn_purge, "0: the churn kthread does not purge after each batch (default 1)");
 
 static unsigned int keep;
 module_param(keep, uint, 0444);
@@ -75,7 +80,8 @@ static int kmt_run(unsigned int n, bool stop_on_kthread)
 		}
 		cond_resched();
 	}
-	vm_unmap_aliases();
+	if (!stop_on_kthread || READ_ONCE(churn_purge))
+		vm_unmap_aliases();
 	return ret;
 }
 
