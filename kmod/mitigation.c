@@ -84,7 +84,7 @@ static const char *const rstat_symbols[] = {
 
 static const char *const usercopy_symbols[] = {
 	"__check_object_size", "find_vmap_area", "__check_heap_object", "usercopy_abort",
-	"bypass_usercopy_checks", "_stext", "_etext", NULL
+	"bypass_usercopy_checks", "_stext", "_etext", "init_mm", NULL
 };
 
 static const char *const quarantine_symbols[] = {

@@ -37,7 +37,8 @@
 
 struct slab;
 
-static struct static_key_false *bypass_checks;
+/* hardened_usercopy=off: its static key is read-only after boot, so read once */
+static bool checks_bypassed;
 static struct vmap_area *(*find_area)(unsigned long addr);
 static void (*check_slab_object)(const void *ptr, unsigned long n, const struct slab *slab,
 				 bool to_user);
@@ -45,6 +46,7 @@ static void (*check_slab_object)(const void *ptr, unsigned long n, const struct 
 static void (*abort_copy)(const char *name, const char *detail, bool to_user, unsigned long offset,
 			  unsigned long len);
 static unsigned long text_start, text_end;
+static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
 static bool redirected, ever_redirected;
 
@@ -112,24 +114,67 @@ static void check_bogus_address(unsigned long ptr, unsigned long n, bool to_user
 }
 
 /*
- * The fast path: [addr, addr + n) lies in one page, and that page is mapped.
- * vmalloc_to_page() walks the kernel page table without locks and knows
- * huge vmalloc mappings; n >= 1 and no wrap-around are checked before.
+ * Whether the kernel maps addr: vmalloc_to_page()'s lockless walk, huge
+ * leaves included, inlined because on this path a call and its return cost
+ * as much as the walk.
  */
-static bool within_mapped_page(unsigned long addr, unsigned long n)
+static __always_inline bool kernel_page_mapped(unsigned long addr)
+{
+	pgd_t *pgd = pgd_offset_pgd(kernel_pgd, addr);
+	p4d_t *p4d;
+	pud_t *pud;
+	pmd_t *pmd;
+
+	if (pgd_none(*pgd) || pgd_bad(*pgd))
+		return false;
+	p4d = p4d_offset(pgd, addr);
+	if (p4d_none(*p4d))
+		return false;
+	if (p4d_leaf(*p4d))
+		return p4d_present(*p4d);
+	if (p4d_bad(*p4d))
+		return false;
+	pud = pud_offset(p4d, addr);
+	if (pud_none(*pud))
+		return false;
+	if (pud_leaf(*pud))
+		return pud_present(*pud);
+	if (pud_bad(*pud))
+		return false;
+	pmd = pmd_offset(pud, addr);
+	if (pmd_none(*pmd))
+		return false;
+	if (pmd_leaf(*pmd))
+		return pmd_present(*pmd);
+	if (pmd_bad(*pmd))
+		return false;
+	return pte_present(*pte_offset_kernel(pmd, addr));
+}
+
+/*
+ * The fast path: [addr, addr + n) lies in one page, and that page is mapped;
+ * n >= 1 and no wrap-around are checked before.
+ */
+static __always_inline bool within_mapped_page(unsigned long addr, unsigned long n)
 {
 	if ((addr ^ (addr + n - 1)) & PAGE_MASK)
 		return false;
-	return vmalloc_to_page((const void *)addr);
+	return kernel_page_mapped(addr);
 }
 
-/* Not inlined: the usercopy-vmalloc probe knows its lookups by this caller. */
+/* is_vmalloc_addr(), inlined for the same reason. */
+static __always_inline bool in_vmalloc_range(const void *ptr)
+{
+	unsigned long addr = (unsigned long)kasan_reset_tag(ptr);
+
+	return addr >= VMALLOC_START && addr < VMALLOC_END;
+}
+
+/* 6.1's lookup. Not inlined: the usercopy-vmalloc probe knows its calls by this caller. */
 static noinline void kmem_check_vmalloc_object(unsigned long addr, unsigned long n, bool to_user)
 {
 	struct vmap_area *area;
 
-	if (within_mapped_page(addr, n))
-		return;
 	area = find_area(addr);
 	if (!area) {
 		abort_copy("vmalloc", "no area", to_user, 0, n);
@@ -151,8 +196,9 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 			abort_copy("kmap", NULL, to_user, offset, n);
 		return;
 	}
-	if (is_vmalloc_addr(ptr) && !pagefault_disabled()) {
-		kmem_check_vmalloc_object(addr, n, to_user);
+	if (in_vmalloc_range(ptr) && !pagefault_disabled()) {
+		if (!within_mapped_page(addr, n))
+			kmem_check_vmalloc_object(addr, n, to_user);
 		return;
 	}
 	if (!virt_addr_valid(ptr))
@@ -172,7 +218,7 @@ void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
 
 void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
 {
-	if (static_key_enabled(&bypass_checks->key))
+	if (checks_bypassed)
 		return;
 	if (!n)
 		return;
@@ -210,16 +256,22 @@ asm("	.pushsection .text, \"ax\", @progbits\n"
 
 static int usercopy_prepare(void)
 {
+	struct static_key_false *bypass_key;
+	struct mm_struct *kernel_mm;
+
 	check_object_size_addr = kmem_symbol("__check_object_size");
-	bypass_checks = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
+	bypass_key = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
 	find_area = (void *)kmem_symbol("find_vmap_area");
 	check_slab_object = (void *)kmem_symbol("__check_heap_object");
 	abort_copy = (void *)kmem_symbol("usercopy_abort");
 	text_start = kmem_symbol("_stext");
 	text_end = kmem_symbol("_etext");
-	if (!check_object_size_addr || !bypass_checks || !find_area || !check_slab_object ||
-	    !abort_copy || !text_start || !text_end)
+	kernel_mm = (struct mm_struct *)kmem_symbol("init_mm");
+	if (!check_object_size_addr || !bypass_key || !find_area || !check_slab_object ||
+	    !abort_copy || !text_start || !text_end || !kernel_mm)
 		return -ENOENT;
+	kernel_pgd = kernel_mm->pgd;
+	checks_bypassed = static_key_enabled(&bypass_key->key);
 	return 0;
 }
 
