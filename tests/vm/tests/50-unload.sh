@@ -10,9 +10,13 @@ load_mod kmt_usercopy
 load_mod kmt_vmalloc
 mkdir -p $G
 
-# Background load on every probed path, until told to stop.
-echo 1 >/sys/module/kmt_vmalloc/parameters/churn
+# Background load on every probed path, until told to stop. vmalloc churn
+# comes in small runs, each purged at once: on a KASAN_VMALLOC kernel a
+# purge flushes the TLB once per area, and the churn kthread's big batches
+# starve the guest.
 touch /tmp/load.run
+(while [ -e /tmp/load.run ]; do ioloop -n 5 -w 20 /sys/kernel/kmt_vmalloc/run >/dev/null; done) &
+l0=$!
 (while [ -e /tmp/load.run ]; do ioloop -n 20 -b 4096 /dev/kmt_usercopy >/dev/null; done) &
 l1=$!
 (while [ -e /tmp/load.run ]; do ioloop -n 20 -b 4096 $G/cpu.stat >/dev/null; done) &
@@ -39,8 +43,7 @@ for round in 1 2 3 4 5; do
 done
 
 rm /tmp/load.run
-wait $l1 $l2 $l3 || true
-echo 0 >/sys/module/kmt_vmalloc/parameters/churn
+wait $l0 $l1 $l2 $l3 || true
 rmdir $G
 unload_mod kmt_vmalloc
 unload_mod kmt_usercopy
