@@ -182,8 +182,11 @@ static void watch_fn(struct work_struct *work)
 	if (transition_done())
 		goto out;
 	busy_ms = jiffies_to_msecs(jiffies - watch.start);
+	/* Walking every task is for a stall's report, not for every tick. */
+	if (busy_ms < READ_ONCE(livepatch_stall_ms))
+		goto again;
 	find_waiting();
-	if (!watch.reported && busy_ms >= READ_ONCE(livepatch_stall_ms)) {
+	if (!watch.reported) {
 		watch.reported = true;
 		if (watch.waiting)
 			pr_warn("livepatch: %s stalled for %lu ms: %u tasks not switched, first %s:%d\n",
@@ -197,6 +200,7 @@ static void watch_fn(struct work_struct *work)
 				      (u64)READ_ONCE(livepatch_stall_ms) * NSEC_PER_MSEC,
 				      watch.patching, watch.pid, watch.comm);
 	}
+again:
 	schedule_delayed_work(&watch_work, WATCH_PERIOD);
 out:
 	mutex_unlock(&lp_lock);
@@ -209,9 +213,6 @@ static void watch_start(u16 source, bool patching)
 	watch.reported = false;
 	watch.source = source;
 	watch.start = jiffies;
-	watch.waiting = 0;
-	watch.pid = 0;
-	watch.comm[0] = '\0';
 	mod_delayed_work(system_wq, &watch_work, WATCH_PERIOD);
 }
 
