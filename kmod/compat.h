@@ -73,4 +73,26 @@
 #define HAVE_USERCOPY_FASTPATH_6_1
 #endif
 
+/*
+ * lp_kasan_purge.c replaces 6.1's __purge_vmap_area_lazy() with a copy of
+ * 6.1's purge and free-tree merge; later series restructured both
+ * (purge_vmap_node() in 6.9).
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_LIVEPATCH) && \
+	defined(CONFIG_KASAN_VMALLOC)
+#define HAVE_LP_KASAN_PURGE_6_1
+#endif
+
+/*
+ * kasan_quarantine.c replaces 6.1's kasan_quarantine_reduce() with a copy
+ * that shares the kernel's quarantine, whose layout it copies from 6.1's
+ * mm/kasan, and reads each object's cache through SLUB's struct slab.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_KASAN_GENERIC) && \
+	defined(CONFIG_SLUB) && defined(CONFIG_KPROBES)
+#define HAVE_KASAN_QUARANTINE_6_1
+#endif
+
 #endif

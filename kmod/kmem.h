@@ -96,6 +96,8 @@ void kmem_probe_detach(struct kprobe **kps, int num, struct kretprobe *rp);
 int kmem_probe_timed_enable(struct kmem_probe *probe);
 void kmem_probe_timed_disable(struct kmem_probe *probe);
 unsigned long kmem_probe_timed_missed(struct kmem_probe *probe);
+/* Registers an enabled probe's kprobes again, so they run before newer ones. */
+void kmem_probe_reattach(struct kmem_probe *probe);
 void kmem_kprobe_init(struct kprobe *kp, const char *symbol, kprobe_pre_handler_t pre);
 void kmem_kretprobe_init(struct kretprobe *rp, const char *symbol,
 			 kretprobe_handler_t entry, kretprobe_handler_t ret, size_t data_size);
@@ -126,10 +128,13 @@ struct kmem_lp_fix {
 	void (*set)(bool on, const u64 *params);
 };
 
-#define KMEM_LP_FUNCS 3	/* every fix's replacements together */
+#define KMEM_LP_FUNCS 4	/* every fix's replacements together */
 
 #ifdef HAVE_LP_RSTAT_6_1
 extern const struct kmem_lp_fix kmem_lp_rstat;
+#endif
+#ifdef HAVE_LP_KASAN_PURGE_6_1
+extern const struct kmem_lp_fix kmem_lp_kasan_purge;
 #endif
 
 /* Where the patch's last transition stands, for state and reason. */
@@ -163,20 +168,26 @@ static inline void kmem_livepatch_exit(void) {}
 #endif
 
 /*
- * A fix that redirects one function with an ftrace direct call
- * (usercopy_fastpath.c): on and off take effect at once.
+ * A fix that redirects one function without livepatch: an ftrace direct
+ * call (usercopy_fastpath.c) or, where ftrace cannot reach, a kprobe
+ * (kasan_quarantine.c). On and off take effect at once; while on, the
+ * module holds a reference on itself, and at unload it waits for every
+ * task to have left the replacement.
  */
 struct kmem_direct_fix {
 	int (*prepare)(void);	/* resolves symbols, at load */
-	int (*enable)(void);
-	void (*disable)(void);
+	/* params: the mitigation's, which the replacement may read at any time */
+	int (*enable)(const u64 *params);
+	int (*disable)(void);	/* on failure the replacement may still be reached */
+	/* appends fix-specific lines to the mitigation's stats, or NULL */
+	ssize_t (*stats)(char *buf, ssize_t len);
 };
 
 #ifdef HAVE_USERCOPY_FASTPATH_6_1
 extern const struct kmem_direct_fix kmem_usercopy_fastpath;
-void kmem_usercopy_exit(void);
-#else
-static inline void kmem_usercopy_exit(void) {}
+#endif
+#ifdef HAVE_KASAN_QUARANTINE_6_1
+extern const struct kmem_direct_fix kmem_kasan_quarantine;
 #endif
 
 /* mitigation.c */

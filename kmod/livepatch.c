@@ -36,7 +36,7 @@
 #define PATCH_DIR "/sys/kernel/livepatch/" KBUILD_MODNAME
 #define ENABLED_PATH PATCH_DIR "/enabled"
 #define TRANSITION_PATH PATCH_DIR "/transition"
-#define KMEM_LP_FIXES 1
+#define KMEM_LP_FIXES 2
 #define WATCH_PERIOD msecs_to_jiffies(500)
 
 static unsigned int livepatch_stall_ms = 10000;

@@ -87,7 +87,6 @@ static void __exit kmemctl_exit(void)
 	kobject_put(kmemctl_kobj);
 	kmem_events_exit();
 	kmem_livepatch_exit();
-	kmem_usercopy_exit();
 	pr_info("unloaded\n");
 }
 

@@ -16,7 +16,9 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/kernel.h>
+#include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/rcupdate.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/sysfs.h>
@@ -73,7 +75,11 @@ struct kmem_mitigation {
 };
 
 static const char *const flush_batch_symbols[] = {
-	"__purge_vmap_area_lazy", "kasan_release_vmalloc", "flush_tlb_kernel_range", NULL
+	"__purge_vmap_area_lazy", "purge_vmap_area_lock", "purge_vmap_area_root",
+	"purge_vmap_area_list", "free_vmap_area_lock", "free_vmap_area_root",
+	"free_vmap_area_list", "vmap_lazy_nr", "vmap_area_cachep", "init_mm",
+	"flush_tlb_kernel_range", "is_vmalloc_or_module_addr", "kasan_release_vmalloc",
+	"kasan_depopulate_vmalloc_pte", NULL
 };
 
 static const char *const rstat_symbols[] = {
@@ -88,7 +94,9 @@ static const char *const usercopy_symbols[] = {
 };
 
 static const char *const quarantine_symbols[] = {
-	"kasan_quarantine_reduce", "quarantine_max_size", "quarantine_batch_size", NULL
+	"kasan_quarantine_reduce", "global_quarantine", "quarantine_head", "quarantine_size",
+	"quarantine_max_size", "quarantine_batch_size", "quarantine_lock", "remove_cache_srcu",
+	"qlist_free_all", NULL
 };
 
 static const struct kmem_param no_params[] = { {} };
@@ -117,6 +125,9 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #endif
 		.symbols = flush_batch_symbols,
 		.params = no_params,
+#ifdef HAVE_LP_KASAN_PURGE_6_1
+		.fix = &kmem_lp_kasan_purge,
+#endif
 	},
 	[KMEMCTL_MIT_TLB_GEN] = {
 		.name = "tlb-gen",
@@ -162,10 +173,15 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #endif
 		.symbols = quarantine_symbols,
 		.params = quarantine_params,
+#ifdef HAVE_KASAN_QUARANTINE_6_1
+		.direct = &kmem_kasan_quarantine,
+#endif
 	},
 };
 
 static struct kobject *mitigations_kobj;
+/* a direct fix has been on: unload waits for tasks that may still be inside */
+static bool direct_used;
 
 static void mitigation_gate(struct kmem_mitigation *m)
 {
@@ -283,9 +299,18 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 	}
 	ret = 0;
 	if (m->direct && on) {
-		ret = m->direct->enable();
+		/* the module stays while the kernel may enter it */
+		if (!try_module_get(THIS_MODULE))
+			return -ENODEV;
+		ret = m->direct->enable(m->values);
+		if (ret)
+			module_put(THIS_MODULE);
+		else
+			direct_used = true;
 	} else if (m->direct) {
-		m->direct->disable();
+		ret = m->direct->disable();
+		if (!ret)
+			module_put(THIS_MODULE);
 	} else if (on) {
 		ret = kmem_livepatch_get(m->id);
 		if (!ret)
@@ -430,6 +455,8 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	mutex_lock(&m->lock);
 	len = sysfs_emit(buf, "enables %llu\ndisables %llu\ntrips %llu\n", m->enables,
 			 m->disables, m->trips);
+	if (m->direct && m->direct->stats && m->state != STATE_UNSUPPORTED)
+		len = m->direct->stats(buf, len);
 	mutex_unlock(&m->lock);
 	return len;
 }
@@ -512,4 +539,11 @@ void kmem_mitigations_exit(void)
 	for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
 		mitigation_free(&mitigations[i]);
 	kobject_put(mitigations_kobj);
+	/*
+	 * A task preempted inside a replacement after its redirect went
+	 * away still runs module text; it is out once it has switched out
+	 * voluntarily or run in user space.
+	 */
+	if (direct_used)
+		synchronize_rcu_tasks();
 }

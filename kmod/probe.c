@@ -236,6 +236,26 @@ static int probe_set_enabled(struct kmem_probe *probe, bool on)
 	return ret;
 }
 
+/*
+ * Kprobes on one address run newest first, and one whose handler moves the
+ * ip ends the chain; a fix that adds such a probe calls this afterwards.
+ */
+void kmem_probe_reattach(struct kmem_probe *probe)
+{
+	int ret;
+
+	mutex_lock(&probe->lock);
+	if (probe->enabled) {
+		probe->disable(probe);
+		ret = probe->enable(probe);
+		if (ret) {
+			pr_warn("probe %s: enable failed (%d)\n", probe->name, ret);
+			WRITE_ONCE(probe->enabled, false);
+		}
+	}
+	mutex_unlock(&probe->lock);
+}
+
 static ssize_t enabled_store(struct kobject *kobj, struct kobj_attribute *attr,
 			     const char *buf, size_t count)
 {

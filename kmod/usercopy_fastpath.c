@@ -15,8 +15,8 @@
  * livepatch: the check runs on every usercopy, and livepatch's detour saves
  * and restores a full pt_regs and runs its handler each time. Both
  * versions judge every copy alike, so tasks need no consistent switch-over:
- * the call site flips atomically. While on, the module holds a reference on
- * itself; at unload it waits for every task to have left the replacement.
+ * the call site flips atomically (mitigation.c keeps the module while it
+ * is on, and at unload waits for tasks still inside).
  */
 #include <linux/ftrace.h>
 #include <linux/highmem.h>
@@ -48,7 +48,7 @@ static void (*abort_copy)(const char *name, const char *detail, bool to_user, un
 static unsigned long text_start, text_end;
 static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
-static bool redirected, ever_redirected;
+static bool redirected;
 
 static int check_stack_object(const void *obj, unsigned long len)
 {
@@ -275,35 +275,27 @@ static int usercopy_prepare(void)
 	return 0;
 }
 
-/* The module stays while the call site points into it. */
-static int usercopy_enable(void)
+static int usercopy_enable(const u64 *params)
 {
 	int ret;
 
-	if (!try_module_get(THIS_MODULE))
-		return -ENODEV;
 	ret = register_ftrace_direct(check_object_size_addr, (unsigned long)kmem_usercopy_tramp);
-	if (ret) {
-		module_put(THIS_MODULE);
+	if (ret)
 		return ret;
-	}
 	redirected = true;
-	ever_redirected = true;
 	return 0;
 }
 
-static void usercopy_disable(void)
+static int usercopy_disable(void)
 {
 	int ret;
 
-	if (!redirected)
-		return;
 	ret = unregister_ftrace_direct(check_object_size_addr,
 				       (unsigned long)kmem_usercopy_tramp);
 	if (WARN_ON(ret))
-		return;
+		return ret;
 	redirected = false;
-	module_put(THIS_MODULE);
+	return 0;
 }
 
 const struct kmem_direct_fix kmem_usercopy_fastpath = {
@@ -311,16 +303,5 @@ const struct kmem_direct_fix kmem_usercopy_fastpath = {
 	.enable = usercopy_enable,
 	.disable = usercopy_disable,
 };
-
-/*
- * At unload: a task preempted inside the trampoline or the replacement
- * after the call site went back is still running module text. A task is
- * out of it once it has switched out voluntarily or run in user space.
- */
-void kmem_usercopy_exit(void)
-{
-	if (ever_redirected)
-		synchronize_rcu_tasks();
-}
 
 #endif

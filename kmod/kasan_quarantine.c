@@ -1,0 +1,291 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kasan-quarantine: generic KASAN holds freed slab objects in a quarantine
+ * of up to 1/32 of RAM, and kasan_quarantine_reduce(), called on blocking
+ * slab allocations, frees one batch of it at a time under a raw spinlock
+ * with irqs off for the batch's detach, then frees its objects. Both the
+ * fraction and the batch size are compiled in or computed. Here they are
+ * the mitigation's params:
+ *
+ *   max_fraction	the quarantine may hold 1/max_fraction of RAM
+ *   batch_bytes	one reduction frees at most this much; batches also
+ *			close at this size when objects enter the quarantine
+ *
+ * Objects enter the global quarantine 1 MiB at a time (each CPU's queue),
+ * so batches are never much smaller than 1 MiB; a batch_bytes below that
+ * is honoured by freeing the front of the oldest batch, walking that many
+ * bytes of its list under the quarantine lock.
+ *
+ * mm/kasan is built without ftrace and cannot be livepatched. While the
+ * mitigation is on, a kprobe on kasan_quarantine_reduce()'s first
+ * instruction sends the CPU to this file's copy of it instead; the copy
+ * shares the kernel's quarantine (its head, tail, batches, lock and SRCU)
+ * and frees through the kernel's own qlist_free_all(). The risks, and why
+ * each is bounded, are in docs/mitigations.md. The copy follows 6.1's
+ * mm/kasan/quarantine.c with SLUB (compat.h: HAVE_KASAN_QUARANTINE_6_1).
+ *
+ * Quarantined objects are poisoned and the list runs through them, so this
+ * file is built without KASAN instrumentation, as mm/kasan is.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kprobes.h>
+#include <linux/mm.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/srcu.h>
+#include <linux/sysfs.h>
+
+#include "compat.h"
+#include "kmem.h"
+
+#ifdef HAVE_KASAN_QUARANTINE_6_1
+
+/*
+ * mm/slab.h, SLUB: struct slab overlays the slab's struct page, and
+ * <linux/slub_def.h>, which gives struct kmem_cache, needs it and
+ * slab_address() defined first.
+ */
+struct slab {
+	unsigned long __page_flags;
+	union {
+		struct list_head slab_list;
+		struct rcu_head rcu_head;
+#ifdef CONFIG_SLUB_CPU_PARTIAL
+		struct {
+			struct slab *next;
+			int slabs;
+		};
+#endif
+	};
+	struct kmem_cache *slab_cache;
+	void *freelist;
+	union {
+		unsigned long counters;
+		struct {
+			unsigned inuse:16;
+			unsigned objects:15;
+			unsigned frozen:1;
+		};
+	};
+	unsigned int __unused;
+	atomic_t __page_refcount;
+#ifdef CONFIG_MEMCG
+	unsigned long memcg_data;
+#endif
+};
+
+/* mm/slab.h's own checks that the copy lines up with struct page */
+static_assert(offsetof(struct page, flags) == offsetof(struct slab, __page_flags));
+static_assert(offsetof(struct page, compound_head) == offsetof(struct slab, slab_list));
+static_assert(offsetof(struct page, rcu_head) == offsetof(struct slab, rcu_head));
+static_assert(offsetof(struct page, _refcount) == offsetof(struct slab, __page_refcount));
+#ifdef CONFIG_MEMCG
+static_assert(offsetof(struct page, memcg_data) == offsetof(struct slab, memcg_data));
+#endif
+static_assert(sizeof(struct slab) <= sizeof(struct page));
+
+static inline void *slab_address(const struct slab *slab)
+{
+	return folio_address((const struct folio *)slab);
+}
+
+#include <linux/slub_def.h>
+
+/* mm/kasan/quarantine.c */
+#define QUARANTINE_PERCPU_SIZE SZ_1M
+#define QUARANTINE_BATCHES (1024 > 4 * CONFIG_NR_CPUS ? 1024 : 4 * CONFIG_NR_CPUS)
+#define QUARANTINE_FRACTION 32
+
+/* mm/kasan/kasan.h */
+struct qlist_node {
+	struct qlist_node *next;
+};
+
+/* mm/kasan/quarantine.c */
+struct qlist_head {
+	struct qlist_node *head;
+	struct qlist_node *tail;
+	size_t bytes;
+	bool offline;
+};
+
+enum { PARAM_BATCH_BYTES, PARAM_MAX_FRACTION };
+
+static struct qlist_head *batches;
+static int *batch_head;
+static unsigned long *held_bytes, *max_bytes, *batch_bytes;
+static raw_spinlock_t *quarantine_lock;
+static struct srcu_struct *remove_cache_srcu;
+static void (*free_all)(struct qlist_head *q, struct kmem_cache *cache);
+static const u64 *params;
+static struct kprobe redirect_kp;
+
+static struct kmem_cache *qlink_cache(struct qlist_node *qlink)
+{
+	return ((struct slab *)virt_to_folio(qlink))->slab_cache;
+}
+
+/* The most the quarantine may hold, and the RAM share it derives from. */
+static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
+{
+	size_t percpu = (size_t)QUARANTINE_PERCPU_SIZE * num_online_cpus();
+
+	*share = (totalram_pages() << PAGE_SHIFT) / fraction;
+	return *share < percpu ? 0 : *share - percpu;
+}
+
+/* Moves the front of from to the empty to: at least one object, at most limit bytes. */
+static void qlist_move_front(struct qlist_head *from, struct qlist_head *to, size_t limit)
+{
+	struct qlist_node *last = from->head;
+	size_t bytes = qlink_cache(last)->size;
+
+	while (last->next) {
+		size_t next = qlink_cache(last->next)->size;
+
+		if (bytes + next > limit)
+			break;
+		bytes += next;
+		last = last->next;
+	}
+	to->head = from->head;
+	to->tail = last;
+	to->bytes = bytes;
+	from->head = last->next;
+	if (!from->head)
+		from->tail = NULL;
+	from->bytes -= bytes;
+	last->next = NULL;
+}
+
+static void qlist_move_all(struct qlist_head *from, struct qlist_head *to)
+{
+	to->head = from->head;
+	to->tail = from->tail;
+	to->bytes = from->bytes;
+	from->head = NULL;
+	from->tail = NULL;
+	from->bytes = 0;
+}
+
+/*
+ * kasan_quarantine_reduce() of 6.1, with the limit and the batch from
+ * params. Only called from the kprobe below, in its caller's context.
+ */
+static void kmem_quarantine_reduce(void)
+{
+	u64 fraction = READ_ONCE(params[PARAM_MAX_FRACTION]);
+	u64 batch = READ_ONCE(params[PARAM_BATCH_BYTES]);
+	struct qlist_head to_free = {};
+	struct qlist_head *oldest;
+	unsigned long limit, flags;
+	size_t share;
+	int srcu_idx;
+
+	limit = quarantine_limit(fraction, &share);
+	if (likely(READ_ONCE(*held_bytes) <= limit))
+		return;
+
+	/* kasan_quarantine_remove_cache() waits for to_free to be freed */
+	srcu_idx = srcu_read_lock(remove_cache_srcu);
+	raw_spin_lock_irqsave(quarantine_lock, flags);
+	WRITE_ONCE(*max_bytes, limit);
+	WRITE_ONCE(*batch_bytes, batch);
+	if (likely(*held_bytes > limit)) {
+		oldest = &batches[*batch_head];
+		if (oldest->bytes <= batch || !oldest->head) {
+			qlist_move_all(oldest, &to_free);
+			if (++*batch_head == QUARANTINE_BATCHES)
+				*batch_head = 0;
+		} else {
+			qlist_move_front(oldest, &to_free, batch);
+		}
+		WRITE_ONCE(*held_bytes, *held_bytes - to_free.bytes);
+	}
+	raw_spin_unlock_irqrestore(quarantine_lock, flags);
+
+	if (to_free.head)
+		free_all(&to_free, NULL);
+	srcu_read_unlock(remove_cache_srcu, srcu_idx);
+}
+
+static int redirect_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	instruction_pointer_set(regs, (unsigned long)kmem_quarantine_reduce);
+	/* resume at the new ip, skipping the probed instruction */
+	return 1;
+}
+
+/*
+ * Never called, since redirect_pre() skips the single-step; a post handler
+ * keeps the probe an int3, as an optimized probe's jump ignores the new ip.
+ */
+static void redirect_post(struct kprobe *kp, struct pt_regs *regs, unsigned long flags)
+{
+}
+
+static int quarantine_prepare(void)
+{
+	batches = (struct qlist_head *)kmem_symbol("global_quarantine");
+	batch_head = (int *)kmem_symbol("quarantine_head");
+	held_bytes = (unsigned long *)kmem_symbol("quarantine_size");
+	max_bytes = (unsigned long *)kmem_symbol("quarantine_max_size");
+	batch_bytes = (unsigned long *)kmem_symbol("quarantine_batch_size");
+	quarantine_lock = (raw_spinlock_t *)kmem_symbol("quarantine_lock");
+	remove_cache_srcu = (struct srcu_struct *)kmem_symbol("remove_cache_srcu");
+	free_all = (void *)kmem_symbol("qlist_free_all");
+	if (!batches || !batch_head || !held_bytes || !max_bytes ||
+	    !batch_bytes || !quarantine_lock || !remove_cache_srcu || !free_all)
+		return -ENOENT;
+	return 0;
+}
+
+static int quarantine_enable(const u64 *values)
+{
+	int ret;
+
+	params = values;
+	kmem_kprobe_init(&redirect_kp, "kasan_quarantine_reduce", redirect_pre);
+	redirect_kp.post_handler = redirect_post;
+	ret = register_kprobe(&redirect_kp);
+	if (ret)
+		return ret;
+	/* probes on one address run newest first: the timing probe must see the call */
+	kmem_probe_reattach(&kmem_probe_kasan_reduce);
+	return 0;
+}
+
+/* Puts back the limit and batch size the kernel's own reduction computes. */
+static int quarantine_disable(void)
+{
+	unsigned long flags, limit;
+	size_t share;
+
+	unregister_kprobe(&redirect_kp);
+	limit = quarantine_limit(QUARANTINE_FRACTION, &share);
+	raw_spin_lock_irqsave(quarantine_lock, flags);
+	WRITE_ONCE(*max_bytes, limit);
+	WRITE_ONCE(*batch_bytes, max_t(size_t, QUARANTINE_PERCPU_SIZE,
+				       2 * share / QUARANTINE_BATCHES));
+	raw_spin_unlock_irqrestore(quarantine_lock, flags);
+	return 0;
+}
+
+static ssize_t quarantine_stats(char *buf, ssize_t len)
+{
+	return len + sysfs_emit_at(buf, len,
+				   "held_bytes %lu\nmax_bytes %lu\nbatch_bytes %lu\nmissed %lu\n",
+				   READ_ONCE(*held_bytes), READ_ONCE(*max_bytes),
+				   READ_ONCE(*batch_bytes), redirect_kp.nmissed);
+}
+
+const struct kmem_direct_fix kmem_kasan_quarantine = {
+	.prepare = quarantine_prepare,
+	.enable = quarantine_enable,
+	.disable = quarantine_disable,
+	.stats = quarantine_stats,
+};
+
+#endif

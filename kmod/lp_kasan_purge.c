@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kasan-flush-batch: upstream's "mm/vmalloc: combine all TLB flush
+ * operations of KASAN shadow virtual address into one operation" (6.13,
+ * 6.12.4) for 6.1. With KASAN_VMALLOC, 6.1's __purge_vmap_area_lazy()
+ * calls kasan_release_vmalloc() for every area it purges, and each call
+ * ends in its own flush_tlb_kernel_range(): an IPI to every CPU per area,
+ * thousands per purge, all under free_vmap_area_lock.
+ *
+ * The replacement, with the mitigation on, depopulates the shadow of every
+ * area on the purge list first, then flushes the shadow of the list's
+ * whole range once, and only then returns the areas to the free tree, so
+ * no area can be reallocated while a stale shadow translation remains.
+ * Like upstream, each area releases the shadow pages that lie wholly
+ * inside it; a shadow page shared with a neighbour stays mapped, and is
+ * reused when that range is allocated again. Off, it is 6.1's code.
+ *
+ * mm/kasan is built without ftrace, so only the vmalloc side is patched;
+ * kasan_release_vmalloc()'s pieces are called through kallsyms. The free
+ * tree's merge helpers are inlined into the purge, so they are copied from
+ * 6.1's mm/vmalloc.c (compat.h: HAVE_LP_KASAN_PURGE_6_1).
+ */
+#include <linux/kasan.h>
+#include <linux/mm.h>
+#include <linux/rbtree_augmented.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/vmalloc.h>
+
+#include "compat.h"
+#include "kmem.h"
+
+#ifdef HAVE_LP_KASAN_PURGE_6_1
+
+/* mm/kasan/kasan.h: the memory one page of shadow describes */
+#define SHADOW_PAGE_SPAN ((1UL << KASAN_SHADOW_SCALE_SHIFT) << PAGE_SHIFT)
+
+static spinlock_t *purge_lock, *free_lock;
+static struct rb_root *purge_root, *free_root;
+static struct list_head *purge_list, *free_list;
+static atomic_long_t *lazy_nr;
+static struct kmem_cache **area_cache;
+static struct mm_struct *kernel_mm;
+static void (*flush_kernel_range)(unsigned long start, unsigned long end);
+static int (*vmalloc_or_module_addr)(const void *addr);
+static void (*release_shadow)(unsigned long start, unsigned long end,
+			      unsigned long free_start, unsigned long free_end);
+static pte_fn_t depopulate_pte;
+static bool batch_on;
+
+static __always_inline unsigned long va_size(struct vmap_area *va)
+{
+	return va->va_end - va->va_start;
+}
+
+RB_DECLARE_CALLBACKS_MAX(static, free_area_augment_cb, struct vmap_area, rb_node,
+			 unsigned long, subtree_max_size, va_size)
+
+static struct rb_node **find_va_links(struct vmap_area *va, struct rb_root *root,
+				      struct rb_node **parent)
+{
+	struct vmap_area *tmp_va;
+	struct rb_node **link = &root->rb_node;
+
+	if (unlikely(!*link)) {
+		*parent = NULL;
+		return link;
+	}
+	do {
+		tmp_va = rb_entry(*link, struct vmap_area, rb_node);
+		if (va->va_end <= tmp_va->va_start) {
+			link = &(*link)->rb_left;
+		} else if (va->va_start >= tmp_va->va_end) {
+			link = &(*link)->rb_right;
+		} else {
+			WARN(1, "vmalloc bug: 0x%lx-0x%lx overlaps with 0x%lx-0x%lx\n",
+			     va->va_start, va->va_end, tmp_va->va_start, tmp_va->va_end);
+			return NULL;
+		}
+	} while (*link);
+	*parent = &tmp_va->rb_node;
+	return link;
+}
+
+static struct list_head *get_va_next_sibling(struct rb_node *parent, struct rb_node **link)
+{
+	struct list_head *list;
+
+	if (unlikely(!parent))
+		return NULL;
+	list = &rb_entry(parent, struct vmap_area, rb_node)->list;
+	return &parent->rb_right == link ? list->next : list;
+}
+
+static void link_va(struct vmap_area *va, struct rb_root *root, struct rb_node *parent,
+		    struct rb_node **link, struct list_head *head)
+{
+	if (likely(parent)) {
+		head = &rb_entry(parent, struct vmap_area, rb_node)->list;
+		if (&parent->rb_right != link)
+			head = head->prev;
+	}
+	rb_link_node(&va->rb_node, parent, link);
+	/* propagation from the merged area fills it in */
+	rb_insert_augmented(&va->rb_node, root, &free_area_augment_cb);
+	va->subtree_max_size = 0;
+	list_add(&va->list, head);
+}
+
+static void unlink_va(struct vmap_area *va, struct rb_root *root)
+{
+	if (WARN_ON(RB_EMPTY_NODE(&va->rb_node)))
+		return;
+	rb_erase_augmented(&va->rb_node, root, &free_area_augment_cb);
+	list_del_init(&va->list);
+	RB_CLEAR_NODE(&va->rb_node);
+}
+
+/* 6.1's merge_or_add_vmap_area_augment(), for the free tree. */
+static struct vmap_area *merge_or_add(struct vmap_area *va, struct rb_root *root,
+				      struct list_head *head)
+{
+	struct vmap_area *sibling;
+	struct list_head *next;
+	struct rb_node **link;
+	struct rb_node *parent;
+	bool merged = false;
+
+	link = find_va_links(va, root, &parent);
+	if (!link)
+		return NULL;
+	next = get_va_next_sibling(parent, link);
+	if (unlikely(!next))
+		goto insert;
+	if (next != head) {
+		sibling = list_entry(next, struct vmap_area, list);
+		if (sibling->va_start == va->va_end) {
+			sibling->va_start = va->va_start;
+			kmem_cache_free(*area_cache, va);
+			va = sibling;
+			merged = true;
+		}
+	}
+	if (next->prev != head) {
+		sibling = list_entry(next->prev, struct vmap_area, list);
+		if (sibling->va_end == va->va_start) {
+			/* unlink "next" before growing "previous", as 6.1 does */
+			if (merged)
+				unlink_va(va, root);
+			sibling->va_end = va->va_end;
+			kmem_cache_free(*area_cache, va);
+			va = sibling;
+			merged = true;
+		}
+	}
+insert:
+	if (!merged)
+		link_va(va, root, parent, link, head);
+	free_area_augment_cb_propagate(&va->rb_node, NULL);
+	return va;
+}
+
+static unsigned long lazy_max_pages(void)
+{
+	return fls(num_online_cpus()) * (32UL * 1024 * 1024 / PAGE_SIZE);
+}
+
+/* The shadow pages wholly inside [start, end), as upstream's page-range release. */
+static void depopulate_shadow(unsigned long start, unsigned long end)
+{
+	unsigned long first = ALIGN(start, SHADOW_PAGE_SPAN);
+	unsigned long last = ALIGN_DOWN(end, SHADOW_PAGE_SPAN);
+	unsigned long shadow_first, shadow_last;
+
+	if (last <= first)
+		return;
+	shadow_first = (unsigned long)kasan_mem_to_shadow((void *)first);
+	shadow_last = (unsigned long)kasan_mem_to_shadow((void *)last);
+	apply_to_existing_page_range(kernel_mm, shadow_first, shadow_last - shadow_first,
+				     depopulate_pte, NULL);
+}
+
+/* Every area's shadow, then one flush over the shadow of [start, end). */
+static void release_list_shadow(struct list_head *list, unsigned long start, unsigned long end)
+{
+	unsigned long first = ALIGN(start, SHADOW_PAGE_SPAN);
+	unsigned long last = ALIGN_DOWN(end, SHADOW_PAGE_SPAN);
+	struct vmap_area *va;
+
+	list_for_each_entry(va, list, list) {
+		if (vmalloc_or_module_addr((void *)va->va_start))
+			depopulate_shadow(va->va_start, va->va_end);
+		/* the areas are this task's alone until they are merged */
+		cond_resched();
+	}
+	if (last > first)
+		flush_kernel_range((unsigned long)kasan_mem_to_shadow((void *)first),
+				   (unsigned long)kasan_mem_to_shadow((void *)last));
+}
+
+static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
+{
+	/* pairs with purge_set() */
+	bool batch = smp_load_acquire(&batch_on);
+	unsigned long resched_threshold, first, last;
+	struct list_head local_purge_list;
+	struct vmap_area *va, *n_va;
+
+	spin_lock(purge_lock);
+	*purge_root = RB_ROOT;
+	list_replace_init(purge_list, &local_purge_list);
+	spin_unlock(purge_lock);
+
+	if (unlikely(list_empty(&local_purge_list)))
+		return false;
+
+	first = list_first_entry(&local_purge_list, struct vmap_area, list)->va_start;
+	last = list_last_entry(&local_purge_list, struct vmap_area, list)->va_end;
+	flush_kernel_range(min(start, first), max(end, last));
+	if (batch)
+		release_list_shadow(&local_purge_list, first, last);
+	resched_threshold = lazy_max_pages() << 1;
+
+	spin_lock(free_lock);
+	list_for_each_entry_safe(va, n_va, &local_purge_list, list) {
+		unsigned long nr = (va->va_end - va->va_start) >> PAGE_SHIFT;
+		unsigned long orig_start = va->va_start;
+		unsigned long orig_end = va->va_end;
+
+		va = merge_or_add(va, free_root, free_list);
+		if (!va)
+			continue;
+		if (!batch && vmalloc_or_module_addr((void *)orig_start))
+			release_shadow(orig_start, orig_end, va->va_start, va->va_end);
+		atomic_long_sub(nr, lazy_nr);
+		if (atomic_long_read(lazy_nr) < resched_threshold)
+			cond_resched_lock(free_lock);
+	}
+	spin_unlock(free_lock);
+	return true;
+}
+
+static const struct kmem_lp_func purge_funcs[] = {
+	{ "__purge_vmap_area_lazy", lp_purge_vmap_area_lazy },
+	{}
+};
+
+static int purge_prepare(void)
+{
+	purge_lock = (spinlock_t *)kmem_symbol("purge_vmap_area_lock");
+	purge_root = (struct rb_root *)kmem_symbol("purge_vmap_area_root");
+	purge_list = (struct list_head *)kmem_symbol("purge_vmap_area_list");
+	free_lock = (spinlock_t *)kmem_symbol("free_vmap_area_lock");
+	free_root = (struct rb_root *)kmem_symbol("free_vmap_area_root");
+	free_list = (struct list_head *)kmem_symbol("free_vmap_area_list");
+	lazy_nr = (atomic_long_t *)kmem_symbol("vmap_lazy_nr");
+	area_cache = (struct kmem_cache **)kmem_symbol("vmap_area_cachep");
+	kernel_mm = (struct mm_struct *)kmem_symbol("init_mm");
+	flush_kernel_range = (void *)kmem_symbol("flush_tlb_kernel_range");
+	vmalloc_or_module_addr = (void *)kmem_symbol("is_vmalloc_or_module_addr");
+	release_shadow = (void *)kmem_symbol("kasan_release_vmalloc");
+	depopulate_pte = (pte_fn_t)kmem_symbol("kasan_depopulate_vmalloc_pte");
+	if (!purge_lock || !purge_root || !purge_list || !free_lock || !free_root ||
+	    !free_list || !lazy_nr || !area_cache || !kernel_mm || !flush_kernel_range ||
+	    !vmalloc_or_module_addr || !release_shadow || !depopulate_pte)
+		return -ENOENT;
+	return 0;
+}
+
+static void purge_set(bool on, const u64 *params)
+{
+	/* pairs with lp_purge_vmap_area_lazy(): each purge reads it once */
+	smp_store_release(&batch_on, on);
+}
+
+const struct kmem_lp_fix kmem_lp_kasan_purge = {
+	.funcs = purge_funcs,
+	.prepare = purge_prepare,
+	.set = purge_set,
+};
+
+#endif

@@ -1,0 +1,82 @@
+#!/bin/sh
+# kasan-quarantine on a generic KASAN kernel. kmt_kasan churns kmalloc/kfree
+# through the quarantine; the kasan-reduce probe (a kretprobe on
+# kasan_quarantine_reduce, re-registered in front of the redirect) times
+# each reduction, and the stats file reads the kernel's own quarantine
+# counters. A small batch_bytes shortens the longest reduction, a larger
+# max_fraction holds less, a use-after-free is still reported, and off puts
+# the kernel's limits back.
+. /tests/lib.sh
+
+M=/sys/kernel/kmemctl/mitigations/kasan-quarantine
+R=/sys/kernel/kmemctl/probes/kasan-reduce
+K=/sys/kernel/kmt_kasan
+CHURN=$((16 << 20))
+
+load_mod kmemctl
+case "$(cat $M/state)" in
+off) ;;
+native | unsupported) skip "kasan-quarantine: $(cat $M/reason)" ;;
+*) die "kasan-quarantine state at load: $(cat $M/state)" ;;
+esac
+# small objects: a 1 MiB batch is thousands of frees
+load_mod kmt_kasan size=32
+
+stat() {
+	sed -n "s/^$1 //p" $M/stats
+}
+
+# reduce_run: churn, then "<reductions> <longest ns> <bytes held>".
+reduce_run() {
+	write_ok $R/reset 1
+	write_ok $K/churn $CHURN
+	echo "$(cat $R/count) $(cat $R/max_ns) $(stat held_bytes)"
+}
+
+# Fill the quarantine to its limit first.
+write_ok $K/churn $((28 << 20))
+off_limit=$(stat max_bytes)
+off_batch=$(stat batch_bytes)
+set -- $(reduce_run)
+log "off: $1 reductions, longest $(($2 / 1000)) us, $(($3 >> 10)) KiB held of $((off_limit >> 10)) KiB, batch $((off_batch >> 10)) KiB"
+assert_ge "$3" $((off_limit / 2)) "bytes held with kasan-quarantine off"
+off_max=$2
+off_held=$3
+
+write_ok $M/params "batch_bytes=16384"
+write_ok $M/mode on
+assert_eq "$(cat $M/state)" on "state after mode on"
+set -- $(reduce_run)
+log "on, batch_bytes=16384: $1 reductions, longest $(($2 / 1000)) us, $(($3 >> 10)) KiB held"
+assert_ge "$1" 1 "reductions with kasan-quarantine on"
+assert_eq "$(stat batch_bytes)" 16384 "the kernel's batch size"
+[ $(($2 * 2)) -le "$off_max" ] ||
+	die "longest reduction $2 ns with batch_bytes=16384, $off_max ns with the default"
+assert_ge "$3" $((off_held / 2)) "bytes held with the default fraction"
+
+write_ok $M/params "max_fraction=128"
+set -- $(reduce_run)
+limit=$(stat max_bytes)
+log "on, max_fraction=128: $1 reductions, $(($3 >> 10)) KiB held of $((limit >> 10)) KiB"
+[ $((limit * 3)) -le "$off_limit" ] || die "limit $limit with max_fraction=128, $off_limit at 32"
+[ "$3" -le $((limit + (1 << 20))) ] || die "$3 bytes held over a limit of $limit"
+[ $(($3 * 2)) -le "$off_held" ] || die "$3 bytes held with max_fraction=128, $off_held at 32"
+
+# A use-after-free after 1 MiB of churn, well inside the smaller
+# quarantine, is still caught.
+dmesg_mark
+expect_splat_begin
+write_ok $K/uaf $((1 << 20))
+expect_splat_end
+dmesg_since_mark | grep -q "BUG: KASAN: use-after-free in uaf_store" ||
+	die "no KASAN use-after-free report with kasan-quarantine on"
+
+write_ok $M/mode off
+assert_eq "$(stat max_bytes)" "$off_limit" "the kernel's limit after mode off"
+assert_eq "$(stat batch_bytes)" "$off_batch" "the kernel's batch size after mode off"
+set -- $(reduce_run)
+log "off again: $1 reductions, $(($3 >> 10)) KiB held"
+assert_ge "$3" $((off_limit / 2)) "bytes held after mode off"
+check_dmesg_clean
+unload_mod kmt_kasan
+unload_mod kmemctl
