@@ -25,8 +25,11 @@
 
 #include "kmem.h"
 
-/* Records copied out per ring_lock hold, bounding time with irqs off. */
-#define READ_BATCH 16
+/*
+ * Records copied out per ring_lock hold, bounding time with irqs off; the
+ * batch is on the stack, which KASAN's redzones grow past 1 KiB at 16.
+ */
+#define READ_BATCH 8
 
 static struct kmemctl_event *ring;
 static u64 next_seq = 1;	/* seq of the next event queued */

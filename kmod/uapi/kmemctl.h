@@ -23,7 +23,9 @@
  *		(separated by newlines or spaces) and is all-or-nothing: an
  *		unknown key or a value out of range fails with EINVAL, keeps
  *		every old value and says why in dmesg.
- *     stats	"key value" lines of counters
+ *     stats	"key value" lines of counters: enables, disables, trips;
+ *		kasan-quarantine adds the kernel's held_bytes, max_bytes
+ *		and batch_bytes, and missed (redirects the kprobe missed)
  *
  *   probes/<id>/	one directory per probe, on every kernel:
  *     enabled	0 | 1; writing 1 to an unsupported probe fails with
