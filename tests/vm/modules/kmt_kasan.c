@@ -22,16 +22,17 @@
 #include <linux/moduleparam.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
+#include <linux/sizes.h>
 #include <linux/slab.h>
 #include <linux/sysfs.h>
 
-#define KMT_MAX_CHURN (1UL << 30)
+#define KMT_MAX_CHURN SZ_1G
 
 static unsigned int size = 1024;
 module_param(size, uint, 0444);
 MODULE_PARM_DESC(size, "bytes per kmalloc() of churn, 8..65536 (default 1024)");
 
-static DEFINE_MUTEX(kmt_lock);	/* the counters */
+static DEFINE_MUTEX(kmt_lock); /* the counters */
 static u64 kmt_allocs, kmt_sum_ns, kmt_max_ns;
 static struct kobject *kmt_kobj;
 
@@ -58,8 +59,8 @@ static int kmt_churn(unsigned long bytes)
 	return 0;
 }
 
-static ssize_t churn_store(struct kobject *kobj, struct kobj_attribute *attr,
-			   const char *buf, size_t count)
+static ssize_t churn_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			   size_t count)
 {
 	unsigned long bytes;
 	int ret;
@@ -70,8 +71,8 @@ static ssize_t churn_store(struct kobject *kobj, struct kobj_attribute *attr,
 	return ret ? ret : count;
 }
 
-static ssize_t uaf_store(struct kobject *kobj, struct kobj_attribute *attr,
-			 const char *buf, size_t count)
+static ssize_t uaf_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			 size_t count)
 {
 	unsigned long bytes;
 	char *p;
@@ -105,8 +106,8 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	return len;
 }
 
-static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
-			   const char *buf, size_t count)
+static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			   size_t count)
 {
 	mutex_lock(&kmt_lock);
 	kmt_allocs = 0;
@@ -122,11 +123,7 @@ static struct kobj_attribute stats_attr = __ATTR_RO(stats);
 static struct kobj_attribute reset_attr = __ATTR_WO(reset);
 
 static struct attribute *kmt_attrs[] = {
-	&churn_attr.attr,
-	&uaf_attr.attr,
-	&stats_attr.attr,
-	&reset_attr.attr,
-	NULL,
+	&churn_attr.attr, &uaf_attr.attr, &stats_attr.attr, &reset_attr.attr, NULL,
 };
 
 static const struct attribute_group kmt_group = {
