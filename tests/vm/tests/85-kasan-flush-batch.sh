@@ -3,7 +3,9 @@
 # probe (a kprobe on flush_tlb_kernel_range, not the fix): the kernel's own
 # test_vmalloc passes and fails alike with the mitigation on and off, and
 # a purge that flushed once per freed area when off flushes at most twice
-# when on: the shadow once, the freed range once.
+# when on: the shadow once, the freed range once. test_vmalloc also runs
+# with kasan-quarantine on (small batches, a smaller quarantine), with the
+# same results.
 . /tests/lib.sh
 
 M=/sys/kernel/kmemctl/mitigations/kasan-flush-batch
@@ -73,6 +75,18 @@ log "all cases, on: $(tr '\n' ';' </tmp/all.on)"
 if ! cmp -s /tmp/all.off /tmp/all.on; then
 	diff /tmp/all.off /tmp/all.on || true
 	die "test_vmalloc results differ with kasan-flush-batch on"
+fi
+
+Q=/sys/kernel/kmemctl/mitigations/kasan-quarantine
+if [ "$(cat $Q/state)" = off ]; then
+	write_ok $Q/params "batch_bytes=16384 max_fraction=128"
+	write_ok $Q/mode on
+	all_results >/tmp/all.quarantine
+	write_ok $Q/mode off
+	if ! cmp -s /tmp/all.off /tmp/all.quarantine; then
+		diff /tmp/all.off /tmp/all.quarantine || true
+		die "test_vmalloc results differ with kasan-quarantine on"
+	fi
 fi
 check_dmesg_clean
 unload_mod kmemctl
