@@ -161,7 +161,7 @@ static void test_fixture(void **state)
 	assert_true(f.cmdline_disable);
 	assert_false(f.kasan);
 	assert_int_equal(f.n_kconfig, 11);
-	assert_string_equal(f.module_version, "");
+	assert_string_equal(f.module_version, "0.1.0");
 
 	cfg.host_id = strdup("bad/id");
 	assert_int_equal(facts_collect(&rfs, &cfg, &f), -EINVAL);

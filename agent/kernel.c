@@ -1,0 +1,395 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /sys/kernel/kmemctl/: reading mitigations and probes, setting modes,
+ * params and probe switches. Ids come from policies and the control
+ * socket, so each is checked before it becomes part of a path.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernel.h"
+#include "macro.h"
+#include "policydoc.h"
+
+#define SYSFS "/sys/kernel/kmemctl"
+#define FILE_MAX 4096
+
+static const char *const state_names[] = {
+	[KERNEL_STATE_UNKNOWN] = "unknown",
+	[KERNEL_STATE_UNSUPPORTED] = "unsupported",
+	[KERNEL_STATE_NATIVE] = "native",
+	[KERNEL_STATE_OFF] = "off",
+	[KERNEL_STATE_ON] = "on",
+	[KERNEL_STATE_TRIPPED] = "tripped",
+	[KERNEL_STATE_TRANSITION] = "transition",
+};
+
+const char *kernel_state_name(enum kernel_state s)
+{
+	return (size_t)s < ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
+}
+
+static int path_of(char *buf, size_t size, const char *dir, const char *id, const char *file)
+{
+	if (!policy_id_valid(id))
+		return -EINVAL;
+	if ((size_t)snprintf(buf, size, SYSFS "/%s/%s/%s", dir, id, file) >= size)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* One line of a sysfs file, without its newline. */
+static int read_line(const struct rootfs *rfs, const char *dir, const char *id, const char *file,
+		     char *buf, size_t size)
+{
+	char path[256];
+	ssize_t n;
+	int r;
+
+	r = path_of(path, sizeof(path), dir, id, file);
+	if (r < 0)
+		return r;
+	n = rootfs_read(rfs, path, buf, size);
+	if (n < 0)
+		return (int)n;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[--n] = '\0';
+	return strchr(buf, '\n') ? -EBADMSG : 0;
+}
+
+static int parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return -EBADMSG;
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	return errno || *end ? -EBADMSG : 0;
+}
+
+static int read_u64(const struct rootfs *rfs, const char *dir, const char *id, const char *file,
+		    uint64_t *v)
+{
+	char buf[32];
+	int r = read_line(rfs, dir, id, file, buf, sizeof(buf));
+
+	return r < 0 ? r : parse_u64(buf, v);
+}
+
+static int write_file(const struct rootfs *rfs, const char *dir, const char *id, const char *file,
+		      const char *s)
+{
+	char path[256];
+	int r = path_of(path, sizeof(path), dir, id, file);
+
+	return r < 0 ? r : rootfs_write(rfs, path, s);
+}
+
+int kernel_abi(const struct rootfs *rfs)
+{
+	char buf[16];
+	uint64_t v;
+	ssize_t n;
+
+	n = rootfs_read(rfs, SYSFS "/abi", buf, sizeof(buf));
+	if (n < 0)
+		return (int)n;
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+	if (parse_u64(buf, &v) < 0 || v > 1000)
+		return -EBADMSG;
+	return (int)v;
+}
+
+static int cmp_ids(const void *a, const void *b)
+{
+	return strcmp(a, b);
+}
+
+int kernel_ids(const struct rootfs *rfs, const char *dir, char ids[][KERNEL_ID_MAX + 1], size_t max,
+	       size_t *n)
+{
+	char path[128];
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (strcmp(dir, "mitigations") && strcmp(dir, "probes"))
+		return -EINVAL;
+	snprintf(path, sizeof(path), SYSFS "/%s", dir);
+	fd = rootfs_open(rfs, path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return negative_errno();
+	}
+	*n = 0;
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		if (!policy_id_valid(de->d_name) || *n == max) {
+			closedir(d);
+			return -EBADMSG;
+		}
+		strcpy(ids[(*n)++], de->d_name);
+	}
+	closedir(d);
+	qsort(ids, *n, sizeof(ids[0]), cmp_ids);
+	return 0;
+}
+
+int kernel_parse_kv(const char *text, char sep, struct kernel_kv *kv, size_t max, size_t *n)
+{
+	const char *line = text, *eol, *mid;
+	char value[32];
+	size_t klen, vlen;
+
+	*n = 0;
+	for (; *line; line = *eol ? eol + 1 : eol) {
+		eol = strchrnul(line, '\n');
+		if (eol == line)
+			continue;
+		mid = memchr(line, sep, (size_t)(eol - line));
+		if (!mid || *n == max)
+			return -EBADMSG;
+		klen = (size_t)(mid - line);
+		vlen = (size_t)(eol - mid - 1);
+		if (!klen || klen > KERNEL_ID_MAX || !vlen || vlen >= sizeof(value))
+			return -EBADMSG;
+		memcpy(kv[*n].key, line, klen);
+		kv[*n].key[klen] = '\0';
+		memcpy(value, mid + 1, vlen);
+		value[vlen] = '\0';
+		if (!policy_id_valid(kv[*n].key) || parse_u64(value, &kv[*n].value) < 0)
+			return -EBADMSG;
+		(*n)++;
+	}
+	return 0;
+}
+
+/* "<upper_bound> <count>" lines; the bound names the bucket (lib/hist.h). */
+int kernel_parse_hist(const char *text, struct hist *h)
+{
+	struct kernel_kv kv[HIST_BUCKETS];
+	uint64_t upper;
+	unsigned int b;
+	size_t n, i;
+	int r;
+
+	memset(h->buckets, 0, sizeof(h->buckets));
+	r = kernel_parse_kv(text, ' ', kv, HIST_BUCKETS, &n);
+	if (r < 0)
+		return r;
+	for (i = 0; i < n; i++) {
+		if (parse_u64(kv[i].key, &upper) < 0)
+			return -EBADMSG;
+		for (b = 0; b < HIST_BUCKETS && hist_upper(b) != upper; b++)
+			;
+		if (b == HIST_BUCKETS || h->buckets[b])
+			return -EBADMSG;
+		h->buckets[b] = kv[i].value;
+	}
+	return 0;
+}
+
+static enum kernel_state parse_state(const char *s)
+{
+	size_t i;
+
+	for (i = KERNEL_STATE_UNSUPPORTED; i < ARRAY_SIZE(state_names); i++)
+		if (!strcmp(s, state_names[i]))
+			return (enum kernel_state)i;
+	return KERNEL_STATE_UNKNOWN;
+}
+
+int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kernel_mitigation *m)
+{
+	_cleanup_free_ char *text = malloc(FILE_MAX);
+	char buf[32], path[256];
+	ssize_t n;
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	*m = (struct kernel_mitigation){ 0 };
+	r = read_line(rfs, "mitigations", id, "state", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	m->state = parse_state(buf);
+	if (m->state == KERNEL_STATE_UNKNOWN)
+		return -EBADMSG;
+	strcpy(m->id, id);
+	r = read_line(rfs, "mitigations", id, "mode", buf, sizeof(buf));
+	if (r < 0)
+		return r;
+	if (strcmp(buf, "on") && strcmp(buf, "off"))
+		return -EBADMSG;
+	m->on = !strcmp(buf, "on");
+	r = read_line(rfs, "mitigations", id, "reason", m->reason, sizeof(m->reason));
+	if (r < 0)
+		return r == -EFBIG ? -EBADMSG : r;
+	path_of(path, sizeof(path), "mitigations", id, "params");
+	n = rootfs_read(rfs, path, text, FILE_MAX);
+	if (n < 0)
+		return (int)n;
+	r = kernel_parse_kv(text, '=', m->params, KERNEL_MAX_KV, &m->nparams);
+	if (r < 0)
+		return r;
+	path_of(path, sizeof(path), "mitigations", id, "stats");
+	n = rootfs_read(rfs, path, text, FILE_MAX);
+	if (n < 0)
+		return (int)n;
+	return kernel_parse_kv(text, ' ', m->stats, KERNEL_MAX_KV, &m->nstats);
+}
+
+int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on)
+{
+	return write_file(rfs, "mitigations", id, "mode", on ? "on" : "off");
+}
+
+int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
+		      size_t n)
+{
+	char buf[1024];
+	size_t len = 0, i;
+
+	if (!n)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (!policy_id_valid(kv[i].key))
+			return -EINVAL;
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s=%llu\n", kv[i].key,
+					(unsigned long long)kv[i].value);
+		if (len >= sizeof(buf))
+			return -E2BIG;
+	}
+	return write_file(rfs, "mitigations", id, "params", buf);
+}
+
+static int read_hist(const struct rootfs *rfs, const char *id, const char *file, char *text,
+		     struct hist *h)
+{
+	char path[256];
+	ssize_t n;
+	int r;
+
+	r = path_of(path, sizeof(path), "probes", id, file);
+	if (r < 0)
+		return r;
+	n = rootfs_read(rfs, path, text, FILE_MAX);
+	if (n < 0)
+		return (int)n;
+	return kernel_parse_hist(text, h);
+}
+
+/*
+ * The files are read one by one while the probe keeps counting: count,
+ * sum and max may run ahead of the buckets. The buckets' total is taken
+ * as the count, so a histogram always adds up.
+ */
+static void settle(struct hist *h)
+{
+	uint64_t total = 0;
+	unsigned int b;
+
+	for (b = 0; b < HIST_BUCKETS; b++)
+		total += h->buckets[b];
+	h->count = total;
+}
+
+/* The "<name>_hist" file of a probe with a secondary histogram, if any. */
+static int find_second(const struct rootfs *rfs, const char *id, char *name, size_t size)
+{
+	char path[256];
+	struct dirent *de;
+	size_t len;
+	DIR *d;
+	int fd, r;
+
+	r = path_of(path, sizeof(path), "probes", id, "");
+	if (r < 0)
+		return r;
+	fd = rootfs_open(rfs, path, O_RDONLY | O_DIRECTORY);
+	if (fd < 0)
+		return fd;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return negative_errno();
+	}
+	name[0] = '\0';
+	while ((de = readdir(d))) {
+		len = strlen(de->d_name);
+		if (len > 5 && len - 5 < size && !strcmp(de->d_name + len - 5, "_hist")) {
+			memcpy(name, de->d_name, len - 5);
+			name[len - 5] = '\0';
+			break;
+		}
+	}
+	closedir(d);
+	return 0;
+}
+
+int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_probe *p)
+{
+	_cleanup_free_ char *text = malloc(FILE_MAX);
+	char file[KERNEL_ID_MAX + 8];
+	uint64_t enabled;
+	int r;
+
+	if (!text)
+		return -ENOMEM;
+	*p = (struct kernel_probe){ 0 };
+	r = read_u64(rfs, "probes", id, "enabled", &enabled);
+	if (r < 0)
+		return r;
+	if (enabled > 1)
+		return -EBADMSG;
+	strcpy(p->id, id);
+	p->enabled = enabled;
+	r = read_line(rfs, "probes", id, "reason", p->reason, sizeof(p->reason));
+	if (r < 0)
+		return r == -EFBIG ? -EBADMSG : r;
+	p->supported = !strcmp(p->reason, "ok");
+	if ((r = read_u64(rfs, "probes", id, "threshold_ns", &p->threshold_ns)) < 0 ||
+	    (r = read_u64(rfs, "probes", id, "missed", &p->missed)) < 0 ||
+	    (r = read_u64(rfs, "probes", id, "sum_ns", &p->hist.sum_ns)) < 0 ||
+	    (r = read_u64(rfs, "probes", id, "max_ns", &p->hist.max_ns)) < 0 ||
+	    (r = read_hist(rfs, id, "hist", text, &p->hist)) < 0)
+		return r;
+	settle(&p->hist);
+	r = find_second(rfs, id, p->second, sizeof(p->second));
+	if (r < 0 || !p->second[0])
+		return r;
+	if (!policy_id_valid(p->second))
+		return -EBADMSG;
+	snprintf(file, sizeof(file), "%s_hist", p->second);
+	r = read_hist(rfs, id, file, text, &p->hist2);
+	if (r < 0)
+		return r;
+	snprintf(file, sizeof(file), "%s_max", p->second);
+	r = read_u64(rfs, "probes", id, file, &p->hist2.max_ns);
+	settle(&p->hist2);
+	return r;
+}
+
+int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns)
+{
+	char buf[32];
+	int r = 0;
+
+	if (threshold_ns >= 0) {
+		snprintf(buf, sizeof(buf), "%lld", (long long)threshold_ns);
+		r = write_file(rfs, "probes", id, "threshold_ns", buf);
+	}
+	if (!r && enabled >= 0)
+		r = write_file(rfs, "probes", id, "enabled", enabled ? "1" : "0");
+	return r;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmemctl.ko's sysfs interface, /sys/kernel/kmemctl/ (kmod/uapi/kmemctl.h),
+ * read and written through a root prefix. In the agent only the root
+ * parent calls these, as OpenBSD bgpd's kroute.c alone touches the kernel.
+ *
+ * Reads check what the module wrote: a file whose content is not what the
+ * ABI says gives -EBADMSG, so a module of another ABI or a corrupted
+ * fixture is an error, never a wrong number.
+ */
+#ifndef KMEM_AGENT_KERNEL_H
+#define KMEM_AGENT_KERNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hist.h"
+#include "rootfs.h"
+
+#define KERNEL_ID_MAX 32
+#define KERNEL_MAX_IDS 16
+#define KERNEL_MAX_KV 16
+#define KERNEL_REASON_MAX 192
+
+enum kernel_state {
+	KERNEL_STATE_UNKNOWN,
+	KERNEL_STATE_UNSUPPORTED,
+	KERNEL_STATE_NATIVE,
+	KERNEL_STATE_OFF,
+	KERNEL_STATE_ON,
+	KERNEL_STATE_TRIPPED,
+	KERNEL_STATE_TRANSITION,
+};
+
+struct kernel_kv {
+	char key[KERNEL_ID_MAX + 1];
+	uint64_t value;
+};
+
+struct kernel_mitigation {
+	char id[KERNEL_ID_MAX + 1];
+	enum kernel_state state;
+	bool on; /* mode */
+	char reason[KERNEL_REASON_MAX];
+	struct kernel_kv params[KERNEL_MAX_KV];
+	size_t nparams;
+	struct kernel_kv stats[KERNEL_MAX_KV];
+	size_t nstats;
+};
+
+struct kernel_probe {
+	char id[KERNEL_ID_MAX + 1];
+	bool enabled;
+	bool supported;
+	char reason[KERNEL_REASON_MAX];
+	uint64_t threshold_ns;
+	uint64_t missed;
+	struct hist hist;
+	/* the secondary histogram (<name>_hist), if the probe has one */
+	char second[KERNEL_ID_MAX + 1];
+	struct hist hist2;
+};
+
+/* The module's ABI version, or -ENOENT when it is not loaded. */
+int kernel_abi(const struct rootfs *rfs);
+
+/* The ids under mitigations/ or probes/ (dir), sorted. */
+int kernel_ids(const struct rootfs *rfs, const char *dir, char ids[][KERNEL_ID_MAX + 1], size_t max,
+	       size_t *n);
+
+int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kernel_mitigation *m);
+int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on);
+/* One write, all-or-nothing as the module takes it. */
+int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
+		      size_t n);
+
+int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_probe *p);
+/* enabled, threshold_ns: -1 leaves it as it is */
+int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns);
+
+const char *kernel_state_name(enum kernel_state s);
+
+/* Parsers of the files' contents, for the tests. */
+int kernel_parse_kv(const char *text, char sep, struct kernel_kv *kv, size_t max, size_t *n);
+int kernel_parse_hist(const char *text, struct hist *h);
+
+#endif

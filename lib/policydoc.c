@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Policy documents, parsed with jansson and checked field by field.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "macro.h"
+#include "policydoc.h"
+
+static void jsonp(json_t **j)
+{
+	json_decref(*j);
+}
+
+_printf_(3, 4) static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+bool policy_id_valid(const char *id)
+{
+	size_t n = strlen(id), i;
+
+	if (!n || n > POLICY_ID_MAX || id[0] == '-')
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((id[i] >= 'a' && id[i] <= 'z') || (id[i] >= '0' && id[i] <= '9') ||
+		      id[i] == '-' || id[i] == '_'))
+			return false;
+	return true;
+}
+
+/* Only the keys in allowed (NULL-terminated) may appear in obj. */
+static int check_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
+		      size_t errlen)
+{
+	const char *key, *const *a;
+	json_t *v;
+
+	json_object_foreach(obj, key, v)
+	{
+		for (a = allowed; *a; a++)
+			if (!strcmp(key, *a))
+				break;
+		if (!*a)
+			return fail(err, errlen, "%s: unknown key \"%s\"", where, key);
+	}
+	return 0;
+}
+
+static int parse_mitigation(const char *id, json_t *obj, struct policy_mitigation *m, char *err,
+			    size_t errlen)
+{
+	static const char *const keys[] = { "mode", "params", NULL };
+	json_t *mode, *params, *v;
+	const char *key, *s;
+	char where[64];
+	json_int_t n;
+	int r;
+
+	if (!json_is_object(obj))
+		return fail(err, errlen, "mitigations.%s: not an object", id);
+	snprintf(where, sizeof(where), "mitigations.%s", id);
+	r = check_keys(obj, keys, where, err, errlen);
+	if (r < 0)
+		return r;
+	strcpy(m->id, id);
+	mode = json_object_get(obj, "mode");
+	if (mode) {
+		s = json_string_value(mode);
+		if (s && !strcmp(s, "on"))
+			m->mode = POLICY_MODE_ON;
+		else if (s && !strcmp(s, "off"))
+			m->mode = POLICY_MODE_OFF;
+		else
+			return fail(err, errlen, "mitigations.%s.mode: want \"on\" or \"off\"", id);
+	}
+	params = json_object_get(obj, "params");
+	if (!params)
+		return 0;
+	if (!json_is_object(params))
+		return fail(err, errlen, "mitigations.%s.params: not an object", id);
+	json_object_foreach(params, key, v)
+	{
+		if (!policy_id_valid(key))
+			return fail(err, errlen, "mitigations.%s.params: bad key \"%s\"", id, key);
+		if (m->nparams == POLICY_MAX_PARAMS)
+			return fail(err, errlen, "mitigations.%s.params: more than %d", id,
+				    POLICY_MAX_PARAMS);
+		if (!json_is_integer(v) || (n = json_integer_value(v)) < 0)
+			return fail(err, errlen,
+				    "mitigations.%s.params.%s: want a non-negative integer", id,
+				    key);
+		strcpy(m->params[m->nparams].key, key);
+		m->params[m->nparams++].value = (uint64_t)n;
+	}
+	return 0;
+}
+
+static int parse_probe(const char *id, json_t *obj, struct policy_probe *p, char *err,
+		       size_t errlen)
+{
+	static const char *const keys[] = { "enabled", "threshold_ns", NULL };
+	char where[64];
+	json_t *v;
+	int r;
+
+	if (!json_is_object(obj))
+		return fail(err, errlen, "probes.%s: not an object", id);
+	snprintf(where, sizeof(where), "probes.%s", id);
+	r = check_keys(obj, keys, where, err, errlen);
+	if (r < 0)
+		return r;
+	strcpy(p->id, id);
+	p->enabled = -1;
+	p->threshold_ns = -1;
+	v = json_object_get(obj, "enabled");
+	if (v && !json_is_boolean(v))
+		return fail(err, errlen, "probes.%s.enabled: want true or false", id);
+	if (v)
+		p->enabled = json_is_true(v);
+	v = json_object_get(obj, "threshold_ns");
+	if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
+		return fail(err, errlen, "probes.%s.threshold_ns: want a non-negative integer", id);
+	if (v)
+		p->threshold_ns = json_integer_value(v);
+	return 0;
+}
+
+int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "mitigations", "probes", NULL };
+	_cleanup_(jsonp) json_t *root = NULL;
+	json_error_t jerr;
+	const char *id;
+	json_t *section, *v;
+	int r;
+
+	*doc = (struct policy_doc){ 0 };
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return fail(err, errlen, "not JSON: %s at line %d column %d", jerr.text, jerr.line,
+			    jerr.column);
+	if (!json_is_object(root))
+		return fail(err, errlen, "the document is not a JSON object");
+	r = check_keys(root, keys, "document", err, errlen);
+	if (r < 0)
+		return r;
+	section = json_object_get(root, "mitigations");
+	if (section && !json_is_object(section))
+		return fail(err, errlen, "mitigations: not an object");
+	json_object_foreach(section, id, v)
+	{
+		if (!policy_id_valid(id))
+			return fail(err, errlen, "mitigations: bad id \"%s\"", id);
+		if (doc->nmitigations == POLICY_MAX_ENTRIES)
+			return fail(err, errlen, "mitigations: more than %d", POLICY_MAX_ENTRIES);
+		r = parse_mitigation(id, v, &doc->mitigations[doc->nmitigations++], err, errlen);
+		if (r < 0)
+			return r;
+	}
+	section = json_object_get(root, "probes");
+	if (section && !json_is_object(section))
+		return fail(err, errlen, "probes: not an object");
+	json_object_foreach(section, id, v)
+	{
+		if (!policy_id_valid(id))
+			return fail(err, errlen, "probes: bad id \"%s\"", id);
+		if (doc->nprobes == POLICY_MAX_ENTRIES)
+			return fail(err, errlen, "probes: more than %d", POLICY_MAX_ENTRIES);
+		r = parse_probe(id, v, &doc->probes[doc->nprobes++], err, errlen);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The policy document: what a signed policy asks of a host's kmemctl.ko
+ * (docs/policy.md). It travels as JSON inside PolicyPayload.document_json;
+ * kmemd checks it when an operator submits it and the agent checks it
+ * again before applying anything.
+ *
+ * Validation is strict where a typo would silently do nothing (unknown
+ * keys, values of the wrong type, out-of-range numbers) and lenient where
+ * the fleet is mixed: a mitigation or probe id this build does not know is
+ * kept, since a newer module may have it, and the agent reports what it
+ * could not apply. Ids and param keys may only use [a-z0-9_-], so none can
+ * name a path outside the module's sysfs directory.
+ */
+#ifndef KMEMCTL_POLICYDOC_H
+#define KMEMCTL_POLICYDOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define POLICY_ID_MAX 32
+#define POLICY_MAX_ENTRIES 16
+#define POLICY_MAX_PARAMS 8
+
+enum policy_mode { POLICY_MODE_KEEP, POLICY_MODE_OFF, POLICY_MODE_ON };
+
+struct policy_param {
+	char key[POLICY_ID_MAX + 1];
+	uint64_t value;
+};
+
+struct policy_mitigation {
+	char id[POLICY_ID_MAX + 1];
+	enum policy_mode mode;
+	struct policy_param params[POLICY_MAX_PARAMS];
+	size_t nparams;
+};
+
+struct policy_probe {
+	char id[POLICY_ID_MAX + 1];
+	int enabled; /* -1: keep */
+	int64_t threshold_ns; /* -1: keep */
+};
+
+struct policy_doc {
+	struct policy_mitigation mitigations[POLICY_MAX_ENTRIES];
+	size_t nmitigations;
+	struct policy_probe probes[POLICY_MAX_ENTRIES];
+	size_t nprobes;
+};
+
+/*
+ * Parses and checks a document. On error returns -EINVAL (or -ENOMEM) and
+ * writes a one-line reason naming the offending key to err.
+ */
+int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char *err,
+		     size_t errlen);
+
+/* true when id is a valid mitigation, probe or param name */
+bool policy_id_valid(const char *id);
+
+#endif
