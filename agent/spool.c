@@ -1,0 +1,255 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reports waiting for kmemd, on disk (spool.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "spool.h"
+
+#define NAME_DIGITS 20
+#define SUFFIX ".report"
+#define TMP_SUFFIX ".tmp"
+
+static void name_of(char *buf, size_t size, uint64_t seq, const char *suffix)
+{
+	snprintf(buf, size, "%0*llu%s", NAME_DIGITS, (unsigned long long)seq, suffix);
+}
+
+/* "<20 digits>.report" → seq; -EINVAL for any other name. */
+static int parse_name(const char *name, const char *suffix, uint64_t *seq)
+{
+	uint64_t v = 0;
+	int i;
+
+	if (strlen(name) != NAME_DIGITS + strlen(suffix) || strcmp(name + NAME_DIGITS, suffix))
+		return -EINVAL;
+	for (i = 0; i < NAME_DIGITS; i++) {
+		if (name[i] < '0' || name[i] > '9' || v > (UINT64_MAX - 9) / 10)
+			return -EINVAL;
+		v = v * 10 + (uint64_t)(name[i] - '0');
+	}
+	*seq = v;
+	return 0;
+}
+
+static int push(struct spool *s, uint64_t seq, uint64_t size)
+{
+	struct spool_entry *e;
+
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 64;
+
+		e = realloc(s->entries, cap * sizeof(*e));
+		if (!e)
+			return -ENOMEM;
+		s->entries = e;
+		s->cap = cap;
+	}
+	s->entries[s->n++] = (struct spool_entry){ .seq = seq, .size = size };
+	s->bytes += size;
+	return 0;
+}
+
+/* Removes the n oldest entries and their files. */
+static int remove_oldest(struct spool *s, size_t n)
+{
+	char name[64];
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < n; i++) {
+		name_of(name, sizeof(name), s->entries[i].seq, SUFFIX);
+		if (unlinkat(s->dirfd, name, 0) < 0 && errno != ENOENT && !r)
+			r = negative_errno();
+		s->bytes -= s->entries[i].size;
+	}
+	memmove(s->entries, s->entries + n, (s->n - n) * sizeof(*s->entries));
+	s->n -= n;
+	return r;
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	const struct spool_entry *x = a, *y = b;
+
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Drops the oldest reports until extra more bytes fit. */
+static int make_room(struct spool *s, uint64_t extra)
+{
+	size_t n = 0;
+	uint64_t bytes = s->bytes;
+
+	while (n < s->n && bytes + extra > s->max_bytes)
+		bytes -= s->entries[n++].size;
+	s->dropped += n;
+	return n ? remove_oldest(s, n) : 0;
+}
+
+static int load(struct spool *s)
+{
+	struct dirent *de;
+	struct stat st;
+	uint64_t seq;
+	DIR *d;
+	int fd, r = 0;
+
+	fd = openat(s->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return negative_errno();
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return negative_errno();
+	}
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* a write the previous run did not finish */
+		if (de->d_name[0] == '.' && !parse_name(de->d_name + 1, TMP_SUFFIX, &seq)) {
+			unlinkat(s->dirfd, de->d_name, 0);
+			continue;
+		}
+		if (parse_name(de->d_name, SUFFIX, &seq) < 0 ||
+		    fstatat(s->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_size == 0 ||
+		    (uint64_t)st.st_size > s->max_bytes) {
+			s->skipped++;
+			continue;
+		}
+		r = push(s, seq, (uint64_t)st.st_size);
+		if (r < 0)
+			break;
+	}
+	closedir(d);
+	if (r < 0)
+		return r;
+	if (s->n)
+		qsort(s->entries, s->n, sizeof(*s->entries), cmp_entry);
+	/* the bound may have been lowered since */
+	return make_room(s, 0);
+}
+
+int spool_open(struct spool *s, const char *dir, uint64_t max_bytes)
+{
+	int r;
+
+	*s = (struct spool){ .dirfd = -1, .max_bytes = max_bytes };
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return negative_errno();
+	s->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (s->dirfd < 0)
+		return negative_errno();
+	r = load(s);
+	if (r < 0)
+		spool_close(s);
+	return r;
+}
+
+void spool_close(struct spool *s)
+{
+	if (s->dirfd >= 0)
+		close(s->dirfd);
+	free(s->entries);
+	*s = (struct spool){ .dirfd = -1 };
+}
+
+static int write_all(int fd, const uint8_t *p, size_t len)
+{
+	ssize_t n;
+
+	while (len) {
+		n = write(fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int spool_add(struct spool *s, uint64_t seq, const void *data, size_t len)
+{
+	char tmp[64], name[64];
+	int fd, r;
+
+	if (!len || (s->n && seq <= s->entries[s->n - 1].seq))
+		return -EINVAL;
+	if (len > s->max_bytes) {
+		s->dropped++;
+		return -EFBIG;
+	}
+	r = make_room(s, len);
+	if (r < 0)
+		return r;
+	tmp[0] = '.';
+	name_of(tmp + 1, sizeof(tmp) - 1, seq, TMP_SUFFIX);
+	name_of(name, sizeof(name), seq, SUFFIX);
+	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return negative_errno();
+	r = write_all(fd, data, len);
+	if (!r && fsync(fd) < 0)
+		r = negative_errno();
+	close(fd);
+	if (!r && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
+		r = negative_errno();
+	if (r < 0) {
+		unlinkat(s->dirfd, tmp, 0);
+		return r;
+	}
+	return push(s, seq, len);
+}
+
+int spool_oldest(struct spool *s, uint64_t *seq, void **data, size_t *len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ uint8_t *buf = NULL;
+	char name[64];
+	size_t got = 0;
+	ssize_t n;
+
+	if (!s->n)
+		return -ENOENT;
+	name_of(name, sizeof(name), s->entries[0].seq, SUFFIX);
+	fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return negative_errno();
+	buf = malloc(s->entries[0].size);
+	if (!buf)
+		return -ENOMEM;
+	while (got < s->entries[0].size) {
+		n = read(fd, buf + got, s->entries[0].size - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return negative_errno();
+		if (n == 0)
+			return -EIO;
+		got += (size_t)n;
+	}
+	*seq = s->entries[0].seq;
+	*len = got;
+	*data = TAKE_PTR(buf);
+	return 0;
+}
+
+int spool_ack(struct spool *s, uint64_t acked)
+{
+	size_t n = 0;
+
+	while (n < s->n && s->entries[n].seq <= acked)
+		n++;
+	return n ? remove_oldest(s, n) : 0;
+}
