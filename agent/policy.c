@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Signed policies: the checks before one runs, and applying it with an
+ * intent journal (policy.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "macro.h"
+#include "policy.h"
+
+#define INTENT "intent"
+#define INTENT_TMP ".intent.tmp"
+
+_printf_(3, 4) static void say(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+int policy_check(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
+		 const struct policy_version *cur, Kmemctl__V1__PolicyPayload **payload,
+		 struct policy_doc *doc, char *why, size_t whylen)
+{
+	Kmemctl__V1__PolicyPayload *p = NULL;
+	char err[256];
+	int r;
+
+	/* an empty message decodes as a SignedPolicy with every field empty */
+	r = len ? policy_verify(kr, buf, len, now, &p) : -EBADMSG;
+	switch (r) {
+	case 0:
+		break;
+	case -ENOKEY:
+		say(why, whylen, "signed by a key that is not pinned here");
+		return r;
+	case -EKEYEXPIRED:
+		say(why, whylen, "expired");
+		return r;
+	case -ETIME:
+		say(why, whylen, "issued more than %d s in the future", SIGN_MAX_SKEW_S);
+		return r;
+	default:
+		say(why, whylen, "not a validly signed policy (signature or encoding)");
+		return -EBADMSG;
+	}
+	if (cur->name[0] && !strcmp(cur->name, p->name) && p->version < cur->version) {
+		say(why, whylen, "%s version %llu is older than version %llu, which runs here",
+		    p->name, (unsigned long long)p->version, (unsigned long long)cur->version);
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+		return -ESTALE;
+	}
+	r = policy_doc_parse(p->document_json, strlen(p->document_json), doc, err, sizeof(err));
+	if (r < 0) {
+		say(why, whylen, "%s version %llu: %s", p->name, (unsigned long long)p->version,
+		    err);
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+		return r;
+	}
+	*payload = p;
+	return 0;
+}
+
+static int sync_dir(int dirfd)
+{
+	return fsync(dirfd) < 0 ? negative_errno() : 0;
+}
+
+/* The intent is on disk before the change starts. */
+static int journal_begin(int dirfd, const char *id, const char *what)
+{
+	char line[128];
+	int fd, r = 0, n;
+	ssize_t got;
+
+	n = snprintf(line, sizeof(line), "%s %s\n", id, what);
+	fd = openat(dirfd, INTENT_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0)
+		return negative_errno();
+	got = write(fd, line, (size_t)n);
+	if (got < 0)
+		r = negative_errno();
+	else if (got != n)
+		r = -EIO;
+	else if (fsync(fd) < 0)
+		r = negative_errno();
+	close(fd);
+	if (!r && renameat(dirfd, INTENT_TMP, dirfd, INTENT) < 0)
+		r = negative_errno();
+	return r ? r : sync_dir(dirfd);
+}
+
+static int journal_end(int dirfd)
+{
+	if (unlinkat(dirfd, INTENT, 0) < 0 && errno != ENOENT)
+		return negative_errno();
+	return sync_dir(dirfd);
+}
+
+int policy_recover(int state_dirfd, char *id, size_t idlen)
+{
+	char line[128];
+	size_t n;
+	int fd, r;
+	ssize_t got;
+
+	fd = openat(state_dirfd, INTENT, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	got = read(fd, line, sizeof(line) - 1);
+	close(fd);
+	r = journal_end(state_dirfd);
+	if (r < 0)
+		return r;
+	if (got <= 0)
+		return -EBADMSG;
+	line[got] = '\0';
+	n = strcspn(line, " \n");
+	if (n >= idlen)
+		return -EBADMSG;
+	memcpy(id, line, n);
+	id[n] = '\0';
+	return policy_id_valid(id) ? 1 : -EBADMSG;
+}
+
+static bool listed(const char *const *ids, const char *id)
+{
+	for (; ids && *ids; ids++)
+		if (!strcmp(*ids, id))
+			return true;
+	return false;
+}
+
+/*
+ * Ends the journal entry of a change whose write returned change_result,
+ * and records the outcome: 0, or journal_end()'s error.
+ */
+static int journaled(int dirfd, int change_result, struct policy_outcome *o)
+{
+	int r = journal_end(dirfd);
+
+	if (change_result < 0) {
+		o->result = POLICY_FAILED;
+		say(o->why, sizeof(o->why), "the module refused it (%s)", strerror(-change_result));
+		return change_result;
+	}
+	o->result = POLICY_APPLIED;
+	return r;
+}
+
+static int apply_mitigation(const struct rootfs *rfs, int dirfd, const struct policy_mitigation *m,
+			    const char *const *quarantined, struct policy_outcome *o)
+{
+	struct kernel_mitigation km;
+	struct kernel_kv kv[POLICY_MAX_PARAMS];
+	bool on = m->mode == POLICY_MODE_ON, differ = false;
+	size_t i, j;
+	int r;
+
+	if (listed(quarantined, m->id)) {
+		o->result = POLICY_SKIPPED;
+		say(o->why, sizeof(o->why), "quarantined: a change to it was cut short");
+		return 0;
+	}
+	r = kernel_read_mitigation(rfs, m->id, &km);
+	if (r == -ENOENT) {
+		o->result = POLICY_SKIPPED;
+		say(o->why, sizeof(o->why), "this kmemctl.ko has no such mitigation");
+		return 0;
+	}
+	if (r < 0) {
+		o->result = POLICY_FAILED;
+		say(o->why, sizeof(o->why), "reading it failed (%s)", strerror(-r));
+		return 0;
+	}
+	if (on && (km.state == KERNEL_STATE_UNSUPPORTED || km.state == KERNEL_STATE_NATIVE)) {
+		o->result = POLICY_SKIPPED;
+		say(o->why, sizeof(o->why), "%s", km.reason);
+		return 0;
+	}
+	for (i = 0; i < m->nparams; i++) {
+		for (j = 0; j < km.nparams && strcmp(km.params[j].key, m->params[i].key); j++)
+			;
+		if (j == km.nparams) {
+			o->result = POLICY_FAILED;
+			say(o->why, sizeof(o->why), "no param \"%s\" here", m->params[i].key);
+			return 0;
+		}
+		differ |= km.params[j].value != m->params[i].value;
+		strcpy(kv[i].key, m->params[i].key);
+		kv[i].value = m->params[i].value;
+	}
+	if (differ) {
+		r = journal_begin(dirfd, m->id, "params");
+		if (r < 0)
+			return r;
+		r = journaled(dirfd, kernel_set_params(rfs, m->id, kv, m->nparams), o);
+		if (o->result == POLICY_FAILED)
+			return 0;
+		if (r < 0)
+			return r;
+	}
+	if (m->mode != POLICY_MODE_KEEP && km.on != on) {
+		r = journal_begin(dirfd, m->id, on ? "mode on" : "mode off");
+		if (r < 0)
+			return r;
+		r = journaled(dirfd, kernel_set_mode(rfs, m->id, on), o);
+		if (o->result == POLICY_FAILED)
+			return 0;
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void apply_probe(const struct rootfs *rfs, const struct policy_probe *p,
+			struct policy_outcome *o)
+{
+	struct kernel_probe kp;
+	int r;
+
+	r = kernel_read_probe(rfs, p->id, &kp);
+	if (r < 0) {
+		o->result = r == -ENOENT ? POLICY_SKIPPED : POLICY_FAILED;
+		say(o->why, sizeof(o->why), "%s",
+		    r == -ENOENT ? "this kmemctl.ko has no such probe" : strerror(-r));
+		return;
+	}
+	if (p->enabled == 1 && !kp.supported) {
+		o->result = POLICY_SKIPPED;
+		say(o->why, sizeof(o->why), "%s", kp.reason);
+		return;
+	}
+	if ((p->enabled < 0 || (bool)p->enabled == kp.enabled) &&
+	    (p->threshold_ns < 0 || (uint64_t)p->threshold_ns == kp.threshold_ns))
+		return;
+	r = kernel_set_probe(rfs, p->id, p->enabled, p->threshold_ns);
+	o->result = r < 0 ? POLICY_FAILED : POLICY_APPLIED;
+	if (r < 0)
+		say(o->why, sizeof(o->why), "the module refused it (%s)", strerror(-r));
+}
+
+int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_doc *doc,
+		 const char *const *quarantined, struct policy_outcome *out, size_t *nout)
+{
+	struct policy_outcome *o;
+	size_t i;
+	int r;
+
+	*nout = 0;
+	for (i = 0; i < doc->nmitigations; i++) {
+		o = &out[(*nout)++];
+		*o = (struct policy_outcome){ .result = POLICY_UNCHANGED };
+		strcpy(o->id, doc->mitigations[i].id);
+		r = apply_mitigation(rfs, state_dirfd, &doc->mitigations[i], quarantined, o);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < doc->nprobes; i++) {
+		o = &out[(*nout)++];
+		*o = (struct policy_outcome){ .result = POLICY_UNCHANGED };
+		strcpy(o->id, doc->probes[i].id);
+		apply_probe(rfs, &doc->probes[i], o);
+	}
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Accepting and applying signed policies, in the root parent.
+ *
+ * policy_check() decides whether a bundle may run here: signature by a
+ * pinned key, not expired, not issued in the future, not older than the
+ * bundle that runs now, and a valid document. policy_apply() then sets
+ * params and modes through kernel.c, one mitigation at a time, each change
+ * preceded by an intent written to a journal in the state directory and
+ * followed by its removal. An intent still there at the next start means
+ * the agent or the host died during that change: policy_recover() names
+ * it, and the caller quarantines it (turns it off and does not retry it
+ * for that policy version).
+ */
+#ifndef KMEM_AGENT_POLICY_H
+#define KMEM_AGENT_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "kernel.h"
+#include "policydoc.h"
+#include "sign.h"
+
+#define POLICY_WHY_MAX 192
+
+struct policy_version {
+	char name[128];
+	uint64_t version; /* 0 with name "": no policy yet */
+};
+
+/*
+ * 0 with *payload (free with kmemctl__v1__policy_payload__free_unpacked)
+ * and *doc set, or a negative errno with a one-line reason in why:
+ * -EBADMSG, -ENOKEY, -EKEYEXPIRED, -ETIME (policy_verify()), -ESTALE
+ * (older than cur), -EINVAL (the document).
+ */
+int policy_check(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
+		 const struct policy_version *cur, Kmemctl__V1__PolicyPayload **payload,
+		 struct policy_doc *doc, char *why, size_t whylen);
+
+enum policy_result {
+	POLICY_UNCHANGED, /* already as asked */
+	POLICY_APPLIED,
+	POLICY_SKIPPED, /* not applied: unknown here, unsupported, native, quarantined */
+	POLICY_FAILED, /* the module refused a write */
+};
+
+struct policy_outcome {
+	char id[POLICY_ID_MAX + 1];
+	enum policy_result result;
+	char why[POLICY_WHY_MAX];
+};
+
+/*
+ * Applies doc's mitigations and probes. quarantined: ids not to touch
+ * (NULL-terminated, or NULL). One outcome per entry of doc, in its order,
+ * mitigations first. Returns 0, or a negative errno when the journal could
+ * not be written (then nothing further was changed).
+ */
+int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_doc *doc,
+		 const char *const *quarantined, struct policy_outcome *out, size_t *nout);
+
+/*
+ * At start: 1 with id set when a change was under way when the previous
+ * run ended (the journal is then cleared), 0 when none was.
+ */
+int policy_recover(int state_dirfd, char *id, size_t idlen);
+
+#endif
