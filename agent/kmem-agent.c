@@ -1,20 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmem-agent: process setup, the report timer and the event loop.
+ * kmem-agent: the root parent, privilege separation and the report timer.
  *
- * Each interval the agent collects host facts through the root prefix,
- * encodes a Report and sends it to kmemd with its host certificate.
+ * The parent keeps root and does only what needs it: it reads the host
+ * through the root prefix, builds each interval's report, and applies
+ * signed policies to kmemctl.ko. Everything that talks to the network runs
+ * in a child under the agent's own user (session.c); the two speak over a
+ * checked channel (privsep.c), and the child can ask nothing of the parent
+ * but to consider a policy, which the parent verifies against its own
+ * pinned keys.
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <systemd/sd-daemon.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent.h"
 #include "conf.h"
@@ -23,18 +33,25 @@
 #include "facts.h"
 #include "log.h"
 #include "macro.h"
+#include "policy.h"
+#include "privsep.h"
 #include "rootfs.h"
+#include "session.h"
 #include "uplink.h"
 
 struct agent {
 	const struct agent_config *cfg;
 	struct rootfs rfs;
 	struct event_base *base;
-	struct event *timer;
-	struct uplink *up;
+	struct event *timer, *rd, *chld;
+	int fd, state_dirfd;
+	struct privsep_peer child;
+	struct keyring keys;
+	struct policy_version policy;
 	uint64_t seq;
 	bool once;
 	int exit_code;
+	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
 };
 
 static void usage(FILE *out)
@@ -57,37 +74,13 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, void *arg)
-{
-	struct agent *a = arg;
-
-	switch (res) {
-	case UPLINK_ACKED:
-		log_debug("report %llu acknowledged", (unsigned long long)rr->acked_seq);
-		sd_notifyf(0, "STATUS=report %llu acknowledged", (unsigned long long)rr->acked_seq);
-		a->exit_code = EXIT_OK;
-		break;
-	case UPLINK_REFUSED:
-		log_warning("kmemd refused report %llu: %s", (unsigned long long)a->seq,
-			    rr && rr->reason ? rr->reason : "no reason given");
-		a->exit_code = EXIT_REFUSED;
-		break;
-	case UPLINK_UNREACHABLE:
-		log_warning("kmemd at '%s' is unreachable", a->cfg->server);
-		a->exit_code = EXIT_UNREACHABLE;
-		break;
-	}
-	if (a->once)
-		event_base_loopexit(a->base, NULL);
-}
-
+/* The report, encoded behind its seq, as the child takes it. */
 static int send_report(struct agent *a)
 {
 	Kmemctl__V1__KconfigEntry kv[FACTS_KCONFIG_MAX], *kvp[FACTS_KCONFIG_MAX];
 	Kmemctl__V1__HostFacts__LabelsEntry *lv, **lvp;
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
 	Kmemctl__V1__HostFacts hf;
-	_cleanup_free_ uint8_t *buf = NULL;
 	struct facts f;
 	size_t len, nl = a->cfg->labels.n ?: 1;
 	int r;
@@ -106,20 +99,21 @@ static int send_report(struct agent *a)
 	rep.seq = ++a->seq;
 	rep.unix_ms = now_ms();
 	rep.facts = &hf;
+	rep.policy_name = a->policy.name;
+	rep.policy_version = a->policy.version;
 	len = kmemctl__v1__report__get_packed_size(&rep);
-	buf = malloc(len);
-	if (buf)
-		kmemctl__v1__report__pack(&rep, buf);
+	if (len + sizeof(rep.seq) > PRIVSEP_MAX_PAYLOAD) {
+		r = -EMSGSIZE;
+	} else {
+		memcpy(a->buf, &rep.seq, sizeof(rep.seq));
+		kmemctl__v1__report__pack(&rep, a->buf + sizeof(rep.seq));
+		r = privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
+	}
 	free(lv);
 	free(lvp);
-	if (!buf)
-		return -ENOMEM;
-	r = uplink_send(a->up, buf, len);
-	if (r == -EBUSY)
-		log_warning("report %llu skipped: the previous one is still in flight",
-			    (unsigned long long)a->seq);
-	else if (r < 0)
-		log_error_errno(r, "sending report %llu failed: %m", (unsigned long long)a->seq);
+	if (r < 0)
+		log_error_errno(r, "handing report %llu to the network child failed: %m",
+				(unsigned long long)rep.seq);
 	return r;
 }
 
@@ -135,6 +129,114 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+static void on_result(struct agent *a, const struct privsep_result *res)
+{
+	switch (res->outcome) {
+	case UPLINK_ACKED:
+		log_debug("report %llu acknowledged (%llu spooled, %llu dropped)",
+			  (unsigned long long)res->acked_seq, (unsigned long long)res->spooled,
+			  (unsigned long long)res->dropped);
+		sd_notifyf(0, "STATUS=report %llu acknowledged",
+			   (unsigned long long)res->acked_seq);
+		a->exit_code = EXIT_OK;
+		break;
+	case UPLINK_REFUSED:
+		a->exit_code = EXIT_REFUSED;
+		break;
+	default:
+		sd_notifyf(0, "STATUS=kmemd unreachable; %llu reports spooled",
+			   (unsigned long long)res->spooled);
+		a->exit_code = EXIT_UNREACHABLE;
+		break;
+	}
+	if (a->once)
+		event_base_loopexit(a->base, NULL);
+}
+
+static const char *const result_names[] = {
+	[POLICY_UNCHANGED] = "unchanged",
+	[POLICY_APPLIED] = "applied",
+	[POLICY_SKIPPED] = "skipped",
+	[POLICY_FAILED] = "failed",
+};
+
+/* A bundle kmemd sent: the parent trusts it only once it verifies. */
+static void on_policy(struct agent *a, const uint8_t *buf, size_t len)
+{
+	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
+	Kmemctl__V1__PolicyPayload *p = NULL;
+	struct policy_doc doc;
+	char why[POLICY_WHY_MAX];
+	size_t n, i;
+	int r;
+
+	r = policy_check(&a->keys, buf, len, time(NULL), &a->policy, &p, &doc, why, sizeof(why));
+	if (r < 0) {
+		log_warning("policy from kmemd refused: %s", why);
+		return;
+	}
+	log_notice("policy %s version %llu accepted (signed by %s)", p->name,
+		   (unsigned long long)p->version, p->signer);
+	r = policy_apply(&a->rfs, a->state_dirfd, &doc, NULL, out, &n);
+	for (i = 0; i < n; i++)
+		log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
+			       "policy %s: %s %s%s%s", p->name, out[i].id,
+			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
+	if (r < 0)
+		log_error_errno(r, "policy %s stopped: writing the journal failed: %m", p->name);
+	else {
+		snprintf(a->policy.name, sizeof(a->policy.name), "%s", p->name);
+		a->policy.version = p->version;
+	}
+	kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+}
+
+static void on_child(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	struct privsep_result res;
+	enum privsep_type type;
+	ssize_t n;
+
+	(void)what;
+	for (;;) {
+		n = privsep_recv(fd, PRIVSEP_PARENT, &a->child, &type, a->buf, PRIVSEP_MAX_PAYLOAD);
+		if (n == -EAGAIN)
+			return;
+		if (n == -EBADMSG || n == -EPERM) {
+			log_error_errno((int)n, "message from the network child refused: %m");
+			continue;
+		}
+		if (n < 0 || type == 0) {
+			log_error_errno((int)n, "the network child's channel is gone: %m");
+			a->exit_code = EXIT_ERROR;
+			event_base_loopexit(a->base, NULL);
+			return;
+		}
+		if (type == PRIVSEP_RESULT) {
+			memcpy(&res, a->buf, sizeof(res));
+			on_result(a, &res);
+		} else if (type == PRIVSEP_POLICY) {
+			on_policy(a, a->buf, (size_t)n);
+		}
+	}
+}
+
+static void on_sigchld(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	int status;
+
+	(void)fd;
+	(void)what;
+	if (waitpid(a->child.pid, &status, WNOHANG) != a->child.pid)
+		return;
+	log_error("the network child exited (status %d)", status);
+	a->child.pid = 0;
+	a->exit_code = EXIT_ERROR;
+	event_base_loopexit(a->base, NULL);
+}
+
 static int loop(struct agent *a)
 {
 	struct timeval tv = { .tv_sec = (time_t)(a->cfg->interval_ms / 1000),
@@ -146,11 +248,15 @@ static int loop(struct agent *a)
 	if (r < 0)
 		return r;
 	a->timer = event_new(a->base, -1, a->once ? 0 : EV_PERSIST, on_timer, a);
-	if (!a->timer) {
+	a->rd = event_new(a->base, a->fd, EV_READ | EV_PERSIST, on_child, a);
+	a->chld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
+	if (!a->timer || !a->rd || !a->chld) {
 		r = -ENOMEM;
 		goto out;
 	}
 	event_add(a->timer, &tv);
+	event_add(a->rd, NULL);
+	event_add(a->chld, NULL);
 	event_active(a->timer, EV_TIMEOUT, 0);
 	sd_notify(0, "READY=1");
 	if (event_base_dispatch(a->base) < 0)
@@ -159,12 +265,95 @@ out:
 	shutdown_signals_free(&sigs);
 	if (a->timer)
 		event_free(a->timer);
+	if (a->rd)
+		event_free(a->rd);
+	if (a->chld)
+		event_free(a->chld);
 	return r;
+}
+
+/* Who the network child runs as: the configured user when root, else us. */
+static int child_user(const struct agent_config *cfg, uid_t *uid, gid_t *gid)
+{
+	struct passwd *pw;
+
+	if (geteuid() != 0) {
+		*uid = geteuid();
+		*gid = getegid();
+		log_notice("not running as root: the network child keeps uid %u", (unsigned)*uid);
+		return 0;
+	}
+	pw = getpwnam(cfg->user);
+	if (!pw)
+		return log_error_errno(-ESRCH, "user '%s' for the network child does not exist",
+				       cfg->user);
+	if (pw->pw_uid == 0)
+		return log_error_errno(-EPERM, "the network child may not run as root ('%s')",
+				       cfg->user);
+	*uid = pw->pw_uid;
+	*gid = pw->pw_gid;
+	return 0;
+}
+
+/* state_dir for the parent, and its spool/ owned by the child's user. */
+static int prepare_state(struct agent *a, uid_t uid, gid_t gid, char *spool, size_t len)
+{
+	snprintf(spool, len, "%s/spool", a->cfg->state_dir);
+	if (mkdir(a->cfg->state_dir, 0755) < 0 && errno != EEXIST)
+		return log_error_errno(negative_errno(), "creating '%s' failed: %m",
+				       a->cfg->state_dir);
+	a->state_dirfd = open(a->cfg->state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (a->state_dirfd < 0)
+		return log_error_errno(negative_errno(), "opening '%s' failed: %m",
+				       a->cfg->state_dir);
+	if (mkdir(spool, 0700) < 0 && errno != EEXIST)
+		return log_error_errno(negative_errno(), "creating '%s' failed: %m", spool);
+	if (geteuid() == 0 && chown(spool, uid, gid) < 0)
+		return log_error_errno(negative_errno(), "handing '%s' to uid %u failed: %m", spool,
+				       (unsigned)uid);
+	return 0;
+}
+
+static int start_child(struct agent *a, uid_t uid, gid_t gid, const char *spool)
+{
+	struct privsep_peer parent = { .pid = getpid(), .uid = geteuid() };
+	int fds[2], r;
+	pid_t pid;
+
+	r = privsep_pair(fds);
+	if (r < 0)
+		return log_error_errno(r, "creating the child's channel failed: %m");
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		r = negative_errno();
+		close(fds[0]);
+		close(fds[1]);
+		return log_error_errno(r, "fork failed: %m");
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		/* nothing of the parent's root view stays in the child */
+		rootfs_close(&a->rfs);
+		if (a->state_dirfd >= 0)
+			close(a->state_dirfd);
+		r = session_main(a->cfg, fds[1], &parent, spool, a->once, uid, gid);
+		_exit(r < 0 ? EXIT_ERROR : EXIT_OK);
+	}
+	close(fds[1]);
+	a->fd = fds[0];
+	a->child = (struct privsep_peer){ .pid = pid, .uid = uid };
+	return 0;
 }
 
 static int run(const struct agent_config *cfg, const char *root, bool once)
 {
-	struct agent a = { .cfg = cfg, .once = once, .exit_code = EXIT_UNREACHABLE };
+	struct agent a = {
+		.cfg = cfg, .once = once, .exit_code = EXIT_UNREACHABLE, .fd = -1, .state_dirfd = -1
+	};
+	char spool[4096] = "";
+	uid_t uid = 0;
+	gid_t gid = 0;
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
@@ -172,17 +361,36 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (r < 0)
 		return log_error_errno(r, "cannot open root '%s': %m", root ? root : "/"),
 		       EXIT_ERROR;
-	a.base = event_base_new();
-	if (!a.base || uplink_new(a.base, cfg, on_done, &a, &a.up) < 0) {
+	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
+	if (!a.buf || child_user(cfg, &uid, &gid) < 0 ||
+	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
 	}
-	if (loop(&a) < 0)
+	r = keyring_load_dir(&a.keys, cfg->keys_dir);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "pinned keys in '%s' unreadable, every policy is refused: %m",
+				  cfg->keys_dir);
+	if (start_child(&a, uid, gid, spool) < 0) {
+		a.exit_code = EXIT_ERROR;
+		goto out;
+	}
+	a.base = event_base_new();
+	if (!a.base || loop(&a) < 0)
 		a.exit_code = EXIT_ERROR;
 out:
-	uplink_free(a.up);
+	if (a.child.pid > 0) {
+		kill(a.child.pid, SIGTERM);
+		waitpid(a.child.pid, NULL, 0);
+	}
+	if (a.fd >= 0)
+		close(a.fd);
+	if (a.state_dirfd >= 0)
+		close(a.state_dirfd);
 	if (a.base)
 		event_base_free(a.base);
+	keyring_free(&a.keys);
+	free(a.buf);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);
 }

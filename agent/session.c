@@ -1,0 +1,286 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The network child: everything that speaks to kmemd, as bgpd's
+ * session.c. It runs as the agent's own user with no capabilities, gets
+ * encoded reports from the root parent, keeps them in the spool until
+ * kmemd acknowledges them, sends them oldest first, backs off with jitter
+ * while kmemd is away, and passes back to the parent only kmemd's answers:
+ * results and signed policies, which the parent verifies itself.
+ */
+#include <errno.h>
+#include <event2/event.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "macro.h"
+#include "privsep.h"
+#include "session.h"
+#include "spool.h"
+#include "uplink.h"
+
+#define BACKOFF_MIN_MS 1000
+#define BACKOFF_MAX_MS 60000
+
+struct session {
+	const struct agent_config *cfg;
+	struct event_base *base;
+	struct event *rd, *retry;
+	struct uplink *up;
+	struct spool spool;
+	bool once, spooling;
+	int fd;
+	struct privsep_peer parent;
+	uint64_t in_flight_seq;
+	unsigned int failures;
+	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
+};
+
+int session_drop_privileges(uid_t uid, gid_t gid)
+{
+	if (geteuid() != 0)
+		return 0;
+	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return negative_errno();
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return negative_errno();
+	/* a root that cannot come back */
+	if (setuid(0) == 0 && uid != 0)
+		return -EPERM;
+	return 0;
+}
+
+static void tell_parent(struct session *s, const struct privsep_result *res)
+{
+	int r = privsep_send(s->fd, PRIVSEP_RESULT, res, sizeof(*res));
+
+	if (r < 0)
+		log_error_errno(r, "telling the parent failed: %m");
+}
+
+static void pump(struct session *s);
+
+static void on_retry(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	pump(arg);
+}
+
+/* The next attempt after a failure: doubling, capped, with ±25% jitter. */
+static void back_off(struct session *s)
+{
+	unsigned int shift = s->failures < 6 ? s->failures : 6;
+	uint64_t ms = (uint64_t)BACKOFF_MIN_MS << shift;
+	struct timeval tv;
+
+	if (ms > BACKOFF_MAX_MS)
+		ms = BACKOFF_MAX_MS;
+	ms = ms * 3 / 4 + (uint64_t)random() % (ms / 2 + 1);
+	s->failures++;
+	tv.tv_sec = (time_t)(ms / 1000);
+	tv.tv_usec = (suseconds_t)(ms % 1000) * 1000;
+	evtimer_add(s->retry, &tv);
+}
+
+static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, void *arg)
+{
+	struct session *s = arg;
+	struct privsep_result out = { .seq = s->in_flight_seq, .outcome = res };
+	_cleanup_free_ uint8_t *pol = NULL;
+	size_t len;
+	int r;
+
+	if (rr) {
+		out.acked_seq = rr->acked_seq;
+		out.interval_s = rr->report_interval_s;
+	}
+	switch (res) {
+	case UPLINK_ACKED:
+		s->failures = 0;
+		if (s->spooling)
+			spool_ack(&s->spool, rr->acked_seq);
+		break;
+	case UPLINK_REFUSED:
+		log_warning("kmemd refused report %llu: %s", (unsigned long long)s->in_flight_seq,
+			    rr && rr->reason ? rr->reason : "no reason given");
+		/* resending a malformed report cannot help */
+		if (s->spooling && rr && rr->status == KMEMCTL__V1__STATUS__STATUS_MALFORMED) {
+			spool_ack(&s->spool, s->in_flight_seq);
+			s->spool.dropped++;
+		}
+		break;
+	case UPLINK_UNREACHABLE:
+		log_warning("kmemd at '%s' is unreachable", s->cfg->server);
+		break;
+	}
+	if (rr && rr->policy) {
+		len = kmemctl__v1__signed_policy__get_packed_size(rr->policy);
+		pol = len && len <= PRIVSEP_MAX_POLICY ? malloc(len) : NULL;
+		if (pol) {
+			kmemctl__v1__signed_policy__pack(rr->policy, pol);
+			r = privsep_send(s->fd, PRIVSEP_POLICY, pol, len);
+			if (r < 0)
+				log_error_errno(r, "passing kmemd's policy on failed: %m");
+		} else {
+			log_warning("kmemd sent a policy of %zu bytes; dropped", len);
+		}
+	}
+	if (s->spooling) {
+		out.spooled = s->spool.n;
+		out.dropped = s->spool.dropped;
+	}
+	tell_parent(s, &out);
+	if (s->once)
+		return;
+	if (res == UPLINK_ACKED)
+		pump(s);
+	else
+		back_off(s);
+}
+
+/* Sends the oldest spooled report unless one is in flight or a retry waits. */
+static void pump(struct session *s)
+{
+	_cleanup_free_ void *data = NULL;
+	size_t len;
+	int r;
+
+	if (evtimer_pending(s->retry, NULL))
+		return;
+	r = spool_oldest(&s->spool, &s->in_flight_seq, &data, &len);
+	if (r == -ENOENT)
+		return;
+	if (r < 0) {
+		log_error_errno(r, "spooled report %llu is unreadable, dropped: %m",
+				(unsigned long long)s->spool.entries[0].seq);
+		spool_ack(&s->spool, s->spool.entries[0].seq);
+		s->spool.dropped++;
+		pump(s);
+		return;
+	}
+	r = uplink_send(s->up, data, len);
+	if (r == -EBUSY)
+		return;
+	if (r < 0) {
+		log_error_errno(r, "sending report %llu failed: %m",
+				(unsigned long long)s->in_flight_seq);
+		back_off(s);
+	}
+}
+
+static void on_report(struct session *s, const uint8_t *p, size_t len)
+{
+	uint64_t seq;
+	int r;
+
+	if (len <= sizeof(seq)) {
+		log_error("the parent sent a report without a body");
+		return;
+	}
+	memcpy(&seq, p, sizeof(seq));
+	p += sizeof(seq);
+	len -= sizeof(seq);
+	if (!s->spooling) {
+		s->in_flight_seq = seq;
+		r = uplink_send(s->up, p, len);
+		if (r < 0) {
+			struct privsep_result out = { .seq = seq, .outcome = UPLINK_UNREACHABLE };
+
+			log_error_errno(r, "sending report %llu failed: %m",
+					(unsigned long long)seq);
+			tell_parent(s, &out);
+		}
+		return;
+	}
+	r = spool_add(&s->spool, seq, p, len);
+	if (r < 0)
+		log_error_errno(r, "spooling report %llu failed: %m", (unsigned long long)seq);
+	pump(s);
+}
+
+static void on_parent(evutil_socket_t fd, short what, void *arg)
+{
+	struct session *s = arg;
+	enum privsep_type type;
+	ssize_t n;
+
+	(void)what;
+	for (;;) {
+		n = privsep_recv(fd, PRIVSEP_CHILD, &s->parent, &type, s->buf, PRIVSEP_MAX_PAYLOAD);
+		if (n == -EAGAIN)
+			return;
+		if (n == -EBADMSG || n == -EPERM) {
+			log_error_errno((int)n, "message from the parent refused: %m");
+			continue;
+		}
+		/* the parent is gone: so is the reason to run */
+		if (n < 0 || type == 0) {
+			event_base_loopexit(s->base, NULL);
+			return;
+		}
+		if (type == PRIVSEP_REPORT)
+			on_report(s, s->buf, (size_t)n);
+	}
+}
+
+int session_main(const struct agent_config *cfg, int fd, const struct privsep_peer *parent,
+		 const char *spool_dir, bool once, uid_t uid, gid_t gid)
+{
+	struct session s = { .cfg = cfg, .once = once, .fd = fd, .parent = *parent };
+	int r = -ENOMEM;
+
+	srandom((unsigned int)getpid());
+	s.buf = malloc(PRIVSEP_MAX_PAYLOAD);
+	s.base = event_base_new();
+	if (!s.buf || !s.base)
+		goto out;
+	/* the host key is read while still root, then never again */
+	r = uplink_new(s.base, cfg, on_done, &s, &s.up);
+	if (r < 0)
+		goto out;
+	r = session_drop_privileges(uid, gid);
+	if (r < 0) {
+		log_error_errno(r, "dropping privileges to uid %u failed: %m", (unsigned)uid);
+		goto out;
+	}
+	if (!once) {
+		r = spool_open(&s.spool, spool_dir, cfg->spool_max);
+		if (r < 0) {
+			log_error_errno(r, "opening the spool '%s' failed: %m", spool_dir);
+			goto out;
+		}
+		s.spooling = true;
+		if (s.spool.skipped)
+			log_warning("spool '%s': %llu files that are not reports were skipped",
+				    spool_dir, (unsigned long long)s.spool.skipped);
+	}
+	s.rd = event_new(s.base, fd, EV_READ | EV_PERSIST, on_parent, &s);
+	s.retry = evtimer_new(s.base, on_retry, &s);
+	if (!s.rd || !s.retry) {
+		r = -ENOMEM;
+		goto out;
+	}
+	event_add(s.rd, NULL);
+	/* what a previous run left */
+	if (s.spooling)
+		pump(&s);
+	r = event_base_dispatch(s.base) < 0 ? -EIO : 0;
+out:
+	if (s.rd)
+		event_free(s.rd);
+	if (s.retry)
+		event_free(s.retry);
+	uplink_free(s.up);
+	if (s.spooling)
+		spool_close(&s.spool);
+	if (s.base)
+		event_base_free(s.base);
+	free(s.buf);
+	return r;
+}
