@@ -50,6 +50,7 @@ struct agent {
 	struct policy_version policy;
 	uint64_t seq;
 	bool once;
+	bool disabled; /* kmemctl.disable=1: apply nothing, report only */
 	int exit_code;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
 };
@@ -160,11 +161,17 @@ static const char *const result_names[] = {
 	[POLICY_FAILED] = "failed",
 };
 
-/* A bundle kmemd sent: the parent trusts it only once it verifies. */
-static void on_policy(struct agent *a, const uint8_t *buf, size_t len)
+/*
+ * Verifies and applies a bundle, from kmemd or stored; stores it as last
+ * known good when it came from kmemd and was applied.
+ */
+static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const char *from)
 {
 	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
+	char store[POLICY_MAX_ENTRIES][POLICY_ID_MAX + 1];
+	const char *quarantined[POLICY_MAX_ENTRIES + 1];
 	Kmemctl__V1__PolicyPayload *p = NULL;
+	struct policy_version v;
 	struct policy_doc doc;
 	char why[POLICY_WHY_MAX];
 	size_t n, i;
@@ -172,23 +179,81 @@ static void on_policy(struct agent *a, const uint8_t *buf, size_t len)
 
 	r = policy_check(&a->keys, buf, len, time(NULL), &a->policy, &p, &doc, why, sizeof(why));
 	if (r < 0) {
-		log_warning("policy from kmemd refused: %s", why);
-		return;
+		log_warning("policy from %s refused: %s", from, why);
+		return r;
 	}
-	log_notice("policy %s version %llu accepted (signed by %s)", p->name,
-		   (unsigned long long)p->version, p->signer);
-	r = policy_apply(&a->rfs, a->state_dirfd, &doc, NULL, out, &n);
+	snprintf(v.name, sizeof(v.name), "%s", p->name);
+	v.version = p->version;
+	if (a->disabled) {
+		log_notice("policy %s version %llu from %s not applied: kmemctl.disable=1", v.name,
+			   (unsigned long long)v.version, from);
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+		return 0;
+	}
+	log_notice("policy %s version %llu from %s accepted (signed by %s)", v.name,
+		   (unsigned long long)v.version, from, p->signer);
+	kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+	r = policy_quarantine_list(a->state_dirfd, &v, store, quarantined, ARRAY_SIZE(quarantined));
+	if (r < 0)
+		log_warning_errno(r, "reading the quarantine failed, applying without it: %m");
+	if (r < 0)
+		quarantined[0] = NULL;
+	r = policy_apply(&a->rfs, a->state_dirfd, &doc, quarantined, out, &n);
 	for (i = 0; i < n; i++)
 		log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
-			       "policy %s: %s %s%s%s", p->name, out[i].id,
+			       "policy %s: %s %s%s%s", v.name, out[i].id,
 			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
 	if (r < 0)
-		log_error_errno(r, "policy %s stopped: writing the journal failed: %m", p->name);
-	else {
-		snprintf(a->policy.name, sizeof(a->policy.name), "%s", p->name);
-		a->policy.version = p->version;
+		return log_error_errno(r, "policy %s stopped: writing the journal failed: %m",
+				       v.name);
+	a->policy = v;
+	if (strcmp(from, "disk")) {
+		r = policy_store(a->state_dirfd, buf, len);
+		if (r < 0)
+			log_warning_errno(r, "storing policy %s as last known good failed: %m",
+					  v.name);
 	}
-	kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+	return 0;
+}
+
+/*
+ * At start: a change the previous run died in is quarantined (turned off,
+ * not retried under that policy version); then the last known good policy
+ * runs until kmemd sends another.
+ */
+static void start_policy(struct agent *a)
+{
+	Kmemctl__V1__PolicyPayload *p = NULL;
+	_cleanup_free_ uint8_t *buf = NULL;
+	struct policy_version none = { 0 }, v = { 0 };
+	char id[POLICY_ID_MAX + 1], why[POLICY_WHY_MAX];
+	struct policy_doc doc;
+	size_t len = 0;
+	int r, cut;
+
+	r = policy_load(a->state_dirfd, &buf, &len);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "the stored policy is unreadable: %m");
+	if (r == 0 &&
+	    policy_check(&a->keys, buf, len, time(NULL), &none, &p, &doc, why, sizeof(why)) == 0) {
+		snprintf(v.name, sizeof(v.name), "%s", p->name);
+		v.version = p->version;
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+	}
+	cut = policy_recover(a->state_dirfd, id, sizeof(id));
+	if (cut < 0)
+		log_warning_errno(cut, "an unreadable intent was left by the previous run: %m");
+	if (cut == 1) {
+		log_warning("a change to %s was cut short by the previous run: quarantined", id);
+		r = kernel_set_mode(&a->rfs, id, false);
+		if (r < 0 && r != -ENOENT)
+			log_warning_errno(r, "turning %s off failed: %m", id);
+		r = policy_quarantine_add(a->state_dirfd, id, &v);
+		if (r < 0)
+			log_error_errno(r, "recording the quarantine of %s failed: %m", id);
+	}
+	if (buf)
+		run_policy(a, buf, len, "disk");
 }
 
 static void on_child(evutil_socket_t fd, short what, void *arg)
@@ -217,7 +282,7 @@ static void on_child(evutil_socket_t fd, short what, void *arg)
 			memcpy(&res, a->buf, sizeof(res));
 			on_result(a, &res);
 		} else if (type == PRIVSEP_POLICY) {
-			on_policy(a, a->buf, (size_t)n);
+			run_policy(a, a->buf, (size_t)n, "kmemd");
 		}
 	}
 }
@@ -270,6 +335,14 @@ out:
 	if (a->chld)
 		event_free(a->chld);
 	return r;
+}
+
+static bool cmdline_disabled(const struct rootfs *rfs)
+{
+	char cmdline[4096];
+
+	return rootfs_read(rfs, "/proc/cmdline", cmdline, sizeof(cmdline)) >= 0 &&
+	       facts_cmdline_disable(cmdline);
 }
 
 /* Who the network child runs as: the configured user when root, else us. */
@@ -371,6 +444,11 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "pinned keys in '%s' unreadable, every policy is refused: %m",
 				  cfg->keys_dir);
+	a.disabled = cmdline_disabled(&a.rfs);
+	if (a.disabled)
+		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
+	if (!once)
+		start_policy(&a);
 	if (start_child(&a, uid, gid, spool) < 0) {
 		a.exit_code = EXIT_ERROR;
 		goto out;

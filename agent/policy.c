@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
@@ -15,6 +16,9 @@
 
 #define INTENT "intent"
 #define INTENT_TMP ".intent.tmp"
+#define QUARANTINE "quarantine"
+#define STORED "policy.signed"
+#define STORED_TMP ".policy.signed.tmp"
 
 _printf_(3, 4) static void say(char *why, size_t len, const char *fmt, ...)
 {
@@ -73,28 +77,40 @@ static int sync_dir(int dirfd)
 	return fsync(dirfd) < 0 ? negative_errno() : 0;
 }
 
-/* The intent is on disk before the change starts. */
-static int journal_begin(int dirfd, const char *id, const char *what)
+/* name holds data, durably: written to tmp, synced, renamed over name. */
+static int replace_file(int dirfd, const char *tmp, const char *name, const void *data, size_t len)
 {
-	char line[128];
-	int fd, r = 0, n;
+	int fd, r = 0;
 	ssize_t got;
 
-	n = snprintf(line, sizeof(line), "%s %s\n", id, what);
-	fd = openat(dirfd, INTENT_TMP, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return negative_errno();
-	got = write(fd, line, (size_t)n);
+	got = write(fd, data, len);
 	if (got < 0)
 		r = negative_errno();
-	else if (got != n)
+	else if ((size_t)got != len)
 		r = -EIO;
 	else if (fsync(fd) < 0)
 		r = negative_errno();
 	close(fd);
-	if (!r && renameat(dirfd, INTENT_TMP, dirfd, INTENT) < 0)
+	if (!r && renameat(dirfd, tmp, dirfd, name) < 0)
 		r = negative_errno();
-	return r ? r : sync_dir(dirfd);
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	return sync_dir(dirfd);
+}
+
+/* The intent is on disk before the change starts. */
+static int journal_begin(int dirfd, const char *id, const char *what)
+{
+	char line[128];
+	int n;
+
+	n = snprintf(line, sizeof(line), "%s %s\n", id, what);
+	return replace_file(dirfd, INTENT_TMP, INTENT, line, (size_t)n);
 }
 
 static int journal_end(int dirfd)
@@ -269,5 +285,97 @@ int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_
 		strcpy(o->id, doc->probes[i].id);
 		apply_probe(rfs, &doc->probes[i], o);
 	}
+	return 0;
+}
+
+int policy_quarantine_add(int state_dirfd, const char *id, const struct policy_version *v)
+{
+	char line[256];
+	int fd, n, r = 0;
+
+	if (!policy_id_valid(id) || strpbrk(v->name, " \n"))
+		return -EINVAL;
+	n = snprintf(line, sizeof(line), "%s %s %llu\n", id, v->name[0] ? v->name : "-",
+		     (unsigned long long)v->version);
+	fd = openat(state_dirfd, QUARANTINE, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW,
+		    0600);
+	if (fd < 0)
+		return negative_errno();
+	if (write(fd, line, (size_t)n) != n || fsync(fd) < 0)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
+int policy_quarantine_list(int state_dirfd, const struct policy_version *v,
+			   char store[][POLICY_ID_MAX + 1], const char **ids, size_t max)
+{
+	char line[256], id[POLICY_ID_MAX + 2], name[130];
+	unsigned long long version;
+	size_t n = 0;
+	FILE *f;
+	int fd;
+
+	ids[0] = NULL;
+	fd = openat(state_dirfd, QUARANTINE, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : negative_errno();
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return negative_errno();
+	}
+	/* lines that do not parse are not this version's, whatever they were */
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%33s %129s %llu", id, name, &version) != 3 ||
+		    !policy_id_valid(id) || version != v->version ||
+		    strcmp(name, v->name[0] ? v->name : "-"))
+			continue;
+		if (n + 1 == max)
+			break;
+		strcpy(store[n], id);
+		ids[n] = store[n];
+		ids[++n] = NULL;
+	}
+	fclose(f);
+	return (int)n;
+}
+
+int policy_store(int state_dirfd, const uint8_t *buf, size_t len)
+{
+	return replace_file(state_dirfd, STORED_TMP, STORED, buf, len);
+}
+
+int policy_load(int state_dirfd, uint8_t **buf, size_t *len)
+{
+	_cleanup_free_ uint8_t *data = NULL;
+	struct stat st;
+	size_t got = 0;
+	ssize_t n;
+	int fd;
+
+	fd = openat(state_dirfd, STORED, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return negative_errno();
+	if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (1 << 20)) {
+		close(fd);
+		return -EBADMSG;
+	}
+	data = malloc((size_t)st.st_size);
+	if (!data) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while (got < (size_t)st.st_size) {
+		n = read(fd, data + got, (size_t)st.st_size - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	close(fd);
+	if (got != (size_t)st.st_size)
+		return -EIO;
+	*buf = TAKE_PTR(data);
+	*len = got;
 	return 0;
 }

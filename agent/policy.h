@@ -68,4 +68,22 @@ int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_
  */
 int policy_recover(int state_dirfd, char *id, size_t idlen);
 
+/*
+ * Quarantine: mitigations whose change a dead run left half done, per
+ * policy version. They are not touched again until a new version of the
+ * policy arrives (the operator's next decision).
+ */
+int policy_quarantine_add(int state_dirfd, const char *id, const struct policy_version *v);
+/* The ids quarantined under v, NULL-terminated in ids (max entries incl. the NULL). */
+int policy_quarantine_list(int state_dirfd, const struct policy_version *v,
+			   char store[][POLICY_ID_MAX + 1], const char **ids, size_t max);
+
+/*
+ * Last known good: the bundle that runs, as kmemd sent it, applied again
+ * at start when kmemd cannot be reached (and verified again: keys rotate).
+ */
+int policy_store(int state_dirfd, const uint8_t *buf, size_t len);
+/* -ENOENT when none was stored; *buf is malloc'ed. */
+int policy_load(int state_dirfd, uint8_t **buf, size_t *len);
+
 #endif

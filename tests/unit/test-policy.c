@@ -235,12 +235,72 @@ static void test_recover(void **state)
 	close(dirfd);
 }
 
+static void test_quarantine(void **state)
+{
+	struct policy_version v3 = { .name = "fleet", .version = 3 };
+	struct policy_version v4 = { .name = "fleet", .version = 4 };
+	struct policy_version other = { .name = "other", .version = 3 };
+	struct policy_version none = { 0 }, spaced = { .name = "a b", .version = 1 };
+	char store[4][POLICY_ID_MAX + 1];
+	const char *ids[4];
+	int dirfd = open_state(), fd;
+
+	(void)state;
+	assert_int_equal(policy_quarantine_list(dirfd, &v3, store, ids, 4), 0);
+	assert_null(ids[0]);
+	assert_int_equal(policy_quarantine_add(dirfd, "rstat-yield", &v3), 0);
+	assert_int_equal(policy_quarantine_add(dirfd, "usercopy-fastpath", &v4), 0);
+	assert_int_equal(policy_quarantine_add(dirfd, "tlb-gen", &none), 0);
+	assert_int_equal(policy_quarantine_add(dirfd, "../x", &v3), -EINVAL);
+	assert_int_equal(policy_quarantine_add(dirfd, "x", &spaced), -EINVAL);
+	/* a damaged line is nobody's */
+	fd = openat(dirfd, "quarantine", O_WRONLY | O_APPEND);
+	assert_int_equal(write(fd, "garbage\n../y fleet 3\nz fleet x\n", 31), 31);
+	close(fd);
+	assert_int_equal(policy_quarantine_add(dirfd, "kasan-quarantine", &v3), 0);
+
+	assert_int_equal(policy_quarantine_list(dirfd, &v3, store, ids, 4), 2);
+	assert_string_equal(ids[0], "rstat-yield");
+	assert_string_equal(ids[1], "kasan-quarantine");
+	assert_null(ids[2]);
+	assert_int_equal(policy_quarantine_list(dirfd, &v4, store, ids, 4), 1);
+	assert_string_equal(ids[0], "usercopy-fastpath");
+	assert_int_equal(policy_quarantine_list(dirfd, &other, store, ids, 4), 0);
+	assert_int_equal(policy_quarantine_list(dirfd, &none, store, ids, 4), 1);
+	assert_string_equal(ids[0], "tlb-gen");
+	/* room for one id and the NULL */
+	assert_int_equal(policy_quarantine_list(dirfd, &v3, store, ids, 2), 1);
+	assert_null(ids[1]);
+	close(dirfd);
+}
+
+static void test_store(void **state)
+{
+	int dirfd = open_state(), fd;
+	uint8_t *buf;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(policy_load(dirfd, &buf, &len), -ENOENT);
+	assert_int_equal(policy_store(dirfd, (const uint8_t *)"bundle", 6), 0);
+	assert_int_equal(policy_store(dirfd, (const uint8_t *)"newer bundle", 12), 0);
+	assert_int_equal(policy_load(dirfd, &buf, &len), 0);
+	assert_int_equal(len, 12);
+	assert_memory_equal(buf, "newer bundle", 12);
+	free(buf);
+	assert_int_equal(faccessat(dirfd, ".policy.signed.tmp", F_OK, 0), -1);
+	fd = openat(dirfd, "policy.signed", O_WRONLY | O_TRUNC);
+	close(fd);
+	assert_int_equal(policy_load(dirfd, &buf, &len), -EBADMSG);
+	close(dirfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_check),
-		cmocka_unit_test(test_apply),
-		cmocka_unit_test(test_recover),
+		cmocka_unit_test(test_check),	cmocka_unit_test(test_apply),
+		cmocka_unit_test(test_recover), cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_store),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
