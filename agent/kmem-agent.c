@@ -31,12 +31,16 @@
 #include "evloop.h"
 #include "exit-codes.h"
 #include "facts.h"
+#include "guard.h"
+#include "kmsg.h"
 #include "log.h"
 #include "macro.h"
 #include "policy.h"
 #include "privsep.h"
 #include "rootfs.h"
 #include "session.h"
+#include "spool.h"
+#include "statefile.h"
 #include "uplink.h"
 
 struct agent {
@@ -51,6 +55,10 @@ struct agent {
 	uint64_t seq;
 	bool once;
 	bool disabled; /* kmemctl.disable=1: apply nothing, report only */
+	struct guard guard;
+	struct kmsg_parser kmsg;
+	int kmsg_fd;
+	struct event *kmsg_ev, *kmsg_quiet;
 	int exit_code;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
 };
@@ -73,6 +81,60 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Report seqs go on across restarts: kmemd tells gaps from duplicates by
+ * them, and the spool keeps reports in seq order.
+ */
+static void load_seq(struct agent *a, const char *spool)
+{
+	_cleanup_free_ uint8_t *data = NULL;
+	char text[32];
+	size_t len;
+	char *end;
+	int r;
+
+	r = statefile_read(a->state_dirfd, "seq", sizeof(text) - 1, &data, &len);
+	/* no seq stored yet, yet reports may be spooled (an upgrade) */
+	if (r == -ENOENT) {
+		r = spool_newest_seq(spool, &a->seq);
+		if (r >= 0 || r == -ENOENT)
+			return;
+	}
+	if (r == 0) {
+		memcpy(text, data, len);
+		text[len] = '\0';
+		errno = 0;
+		a->seq = strtoull(text, &end, 10);
+		if (!errno && end != text && *end == '\n')
+			return;
+		r = -EBADMSG;
+	}
+	/* a seq far above any earlier one keeps the order kmemd sees */
+	a->seq = (uint64_t)now_ms();
+	log_warning_errno(r, "the stored report seq is unreadable, going on from %llu: %m",
+			  (unsigned long long)a->seq);
+}
+
+static void store_seq(struct agent *a)
+{
+	char text[32];
+	int n, r;
+
+	n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)a->seq);
+	r = statefile_replace(a->state_dirfd, "seq", text, (size_t)n);
+	if (r < 0)
+		log_warning_errno(r, "storing report seq %llu failed: %m",
+				  (unsigned long long)a->seq);
 }
 
 /* The report, encoded behind its seq, as the child takes it. */
@@ -98,6 +160,8 @@ static int send_report(struct agent *a)
 	}
 	facts_to_pb(&f, a->cfg, &hf, kv, kvp, lv, lvp);
 	rep.seq = ++a->seq;
+	if (!a->once)
+		store_seq(a);
 	rep.unix_ms = now_ms();
 	rep.facts = &hf;
 	rep.policy_name = a->policy.name;
@@ -203,6 +267,15 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 		log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
 			       "policy %s: %s %s%s%s", v.name, out[i].id,
 			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
+	/* outcomes list the mitigations first, in the document's order */
+	for (i = 0; i < doc.nmitigations && i < n; i++) {
+		if (out[i].result != POLICY_APPLIED)
+			continue;
+		if (doc.mitigations[i].mode == POLICY_MODE_ON)
+			guard_arm(&a->guard, out[i].id, mono_ms());
+		else if (doc.mitigations[i].mode == POLICY_MODE_OFF)
+			guard_disarm(&a->guard, out[i].id);
+	}
 	if (r < 0)
 		return log_error_errno(r, "policy %s stopped: writing the journal failed: %m",
 				       v.name);
@@ -256,6 +329,96 @@ static void start_policy(struct agent *a)
 		run_policy(a, buf, len, "disk");
 }
 
+static const char *const kind_names[] = {
+	[KMSG_SOFT_LOCKUP] = "soft lockup",
+	[KMSG_HARD_LOCKUP] = "hard lockup",
+	[KMSG_RCU_STALL] = "RCU stall",
+	[KMSG_HUNG_TASK] = "hung task",
+};
+
+/* A report the kernel printed: logged, and the guard's to judge. */
+static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
+{
+	char ids[GUARD_MAX][POLICY_ID_MAX + 1];
+	size_t n, i;
+	int r;
+
+	log_warning("kernel reported a %s on cpu %d, task %s:%d, at %s", kind_names[ev->kind],
+		    ev->cpu, ev->comm[0] ? ev->comm : "?", ev->pid,
+		    ev->nstack ? ev->stack[0] : "?");
+	n = guard_trip(&a->guard, ev->kind, mono_ms(), ids, GUARD_MAX);
+	for (i = 0; i < n; i++) {
+		r = kernel_set_mode(&a->rfs, ids[i], false);
+		if (r < 0) {
+			log_error_errno(r, "guard: reverting %s after a %s failed: %m", ids[i],
+					kind_names[ev->kind]);
+			continue;
+		}
+		log_warning("guard: %s reverted: a %s within %llu s of enabling it", ids[i],
+			    kind_names[ev->kind], (unsigned long long)(a->guard.window_ms / 1000));
+		r = policy_quarantine_add(a->state_dirfd, ids[i], &a->policy);
+		if (r < 0)
+			log_error_errno(r, "recording the quarantine of %s failed: %m", ids[i]);
+	}
+}
+
+/* A report that ends without "</TASK>" is handed out after a quiet second. */
+static void on_kmsg_quiet(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	struct kmsg_event ev;
+
+	(void)fd;
+	(void)what;
+	if (kmsg_parser_flush(&a->kmsg, &ev) == 1)
+		on_kernel_event(a, &ev);
+}
+
+static void on_kmsg(evutil_socket_t fd, short what, void *arg)
+{
+	static const struct timeval quiet = { .tv_sec = 1 };
+	struct agent *a = arg;
+	struct kmsg_event ev;
+	char rec[8192];
+	ssize_t n;
+
+	(void)what;
+	for (;;) {
+		n = read(fd, rec, sizeof(rec));
+		if (n < 0 && errno == EPIPE)
+			continue; /* the kernel overwrote records; the seq gap counts them */
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		if (kmsg_parser_feed(&a->kmsg, rec, (size_t)n, &ev) == 1)
+			on_kernel_event(a, &ev);
+	}
+	if (n < 0 && errno != EAGAIN) {
+		log_error_errno(negative_errno(),
+				"reading /dev/kmsg failed, no longer watching: %m");
+		event_del(a->kmsg_ev);
+	}
+	if (a->kmsg.open)
+		evtimer_add(a->kmsg_quiet, &quiet);
+}
+
+/* /dev/kmsg from now on: what came before this start is not news. */
+static void watch_kmsg(struct agent *a)
+{
+	kmsg_parser_init(&a->kmsg, 0);
+	a->kmsg_fd = rootfs_open(&a->rfs, "/dev/kmsg", O_RDONLY | O_NONBLOCK);
+	if (a->kmsg_fd < 0) {
+		log_warning_errno(a->kmsg_fd, "/dev/kmsg unreadable, lockups go unseen: %m");
+		return;
+	}
+	lseek(a->kmsg_fd, 0, SEEK_END);
+	a->kmsg_ev = event_new(a->base, a->kmsg_fd, EV_READ | EV_PERSIST, on_kmsg, a);
+	a->kmsg_quiet = evtimer_new(a->base, on_kmsg_quiet, a);
+	if (a->kmsg_ev && a->kmsg_quiet)
+		event_add(a->kmsg_ev, NULL);
+}
+
 static void on_child(evutil_socket_t fd, short what, void *arg)
 {
 	struct agent *a = arg;
@@ -273,7 +436,10 @@ static void on_child(evutil_socket_t fd, short what, void *arg)
 			continue;
 		}
 		if (n < 0 || type == 0) {
-			log_error_errno((int)n, "the network child's channel is gone: %m");
+			if (n < 0)
+				log_error_errno((int)n, "the network child's channel broke: %m");
+			else
+				log_error("the network child closed its channel");
 			a->exit_code = EXIT_ERROR;
 			event_base_loopexit(a->base, NULL);
 			return;
@@ -322,6 +488,8 @@ static int loop(struct agent *a)
 	event_add(a->timer, &tv);
 	event_add(a->rd, NULL);
 	event_add(a->chld, NULL);
+	if (!a->once)
+		watch_kmsg(a);
 	event_active(a->timer, EV_TIMEOUT, 0);
 	sd_notify(0, "READY=1");
 	if (event_base_dispatch(a->base) < 0)
@@ -334,6 +502,12 @@ out:
 		event_free(a->rd);
 	if (a->chld)
 		event_free(a->chld);
+	if (a->kmsg_ev)
+		event_free(a->kmsg_ev);
+	if (a->kmsg_quiet)
+		event_free(a->kmsg_quiet);
+	if (a->kmsg_fd >= 0)
+		close(a->kmsg_fd);
 	return r;
 }
 
@@ -444,11 +618,14 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "pinned keys in '%s' unreadable, every policy is refused: %m",
 				  cfg->keys_dir);
+	guard_init(&a.guard, cfg->guard_window_ms);
 	a.disabled = cmdline_disabled(&a.rfs);
 	if (a.disabled)
 		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
-	if (!once)
+	if (!once) {
+		load_seq(&a, spool);
 		start_policy(&a);
+	}
 	if (start_child(&a, uid, gid, spool) < 0) {
 		a.exit_code = EXIT_ERROR;
 		goto out;

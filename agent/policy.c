@@ -8,17 +8,15 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "macro.h"
 #include "policy.h"
+#include "statefile.h"
 
 #define INTENT "intent"
-#define INTENT_TMP ".intent.tmp"
 #define QUARANTINE "quarantine"
 #define STORED "policy.signed"
-#define STORED_TMP ".policy.signed.tmp"
 
 _printf_(3, 4) static void say(char *why, size_t len, const char *fmt, ...)
 {
@@ -77,32 +75,6 @@ static int sync_dir(int dirfd)
 	return fsync(dirfd) < 0 ? negative_errno() : 0;
 }
 
-/* name holds data, durably: written to tmp, synced, renamed over name. */
-static int replace_file(int dirfd, const char *tmp, const char *name, const void *data, size_t len)
-{
-	int fd, r = 0;
-	ssize_t got;
-
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return negative_errno();
-	got = write(fd, data, len);
-	if (got < 0)
-		r = negative_errno();
-	else if ((size_t)got != len)
-		r = -EIO;
-	else if (fsync(fd) < 0)
-		r = negative_errno();
-	close(fd);
-	if (!r && renameat(dirfd, tmp, dirfd, name) < 0)
-		r = negative_errno();
-	if (r < 0) {
-		unlinkat(dirfd, tmp, 0);
-		return r;
-	}
-	return sync_dir(dirfd);
-}
-
 /* The intent is on disk before the change starts. */
 static int journal_begin(int dirfd, const char *id, const char *what)
 {
@@ -110,7 +82,7 @@ static int journal_begin(int dirfd, const char *id, const char *what)
 	int n;
 
 	n = snprintf(line, sizeof(line), "%s %s\n", id, what);
-	return replace_file(dirfd, INTENT_TMP, INTENT, line, (size_t)n);
+	return statefile_replace(dirfd, INTENT, line, (size_t)n);
 }
 
 static int journal_end(int dirfd)
@@ -343,39 +315,10 @@ int policy_quarantine_list(int state_dirfd, const struct policy_version *v,
 
 int policy_store(int state_dirfd, const uint8_t *buf, size_t len)
 {
-	return replace_file(state_dirfd, STORED_TMP, STORED, buf, len);
+	return statefile_replace(state_dirfd, STORED, buf, len);
 }
 
 int policy_load(int state_dirfd, uint8_t **buf, size_t *len)
 {
-	_cleanup_free_ uint8_t *data = NULL;
-	struct stat st;
-	size_t got = 0;
-	ssize_t n;
-	int fd;
-
-	fd = openat(state_dirfd, STORED, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return negative_errno();
-	if (fstat(fd, &st) < 0 || st.st_size <= 0 || st.st_size > (1 << 20)) {
-		close(fd);
-		return -EBADMSG;
-	}
-	data = malloc((size_t)st.st_size);
-	if (!data) {
-		close(fd);
-		return -ENOMEM;
-	}
-	while (got < (size_t)st.st_size) {
-		n = read(fd, data + got, (size_t)st.st_size - got);
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	close(fd);
-	if (got != (size_t)st.st_size)
-		return -EIO;
-	*buf = TAKE_PTR(data);
-	*len = got;
-	return 0;
+	return statefile_read(state_dirfd, STORED, 1 << 20, buf, len);
 }

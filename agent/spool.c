@@ -253,3 +253,20 @@ int spool_ack(struct spool *s, uint64_t acked)
 		n++;
 	return n ? remove_oldest(s, n) : 0;
 }
+
+int spool_newest_seq(const char *dir, uint64_t *seq)
+{
+	struct dirent *de;
+	uint64_t v;
+	DIR *d;
+
+	*seq = 0;
+	d = opendir(dir);
+	if (!d)
+		return negative_errno();
+	while ((de = readdir(d)))
+		if (!parse_name(de->d_name, SUFFIX, &v) && v > *seq)
+			*seq = v;
+	closedir(d);
+	return 0;
+}

@@ -50,4 +50,7 @@ int spool_oldest(struct spool *s, uint64_t *seq, void **data, size_t *len);
 /* Removes every report with seq <= acked. */
 int spool_ack(struct spool *s, uint64_t acked);
 
+/* The highest seq spooled in dir, 0 for none, without opening the spool. */
+int spool_newest_seq(const char *dir, uint64_t *seq);
+
 #endif

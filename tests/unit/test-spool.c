@@ -124,6 +124,7 @@ static void test_foreign_files(void **state)
 	_cleanup_free_ char *path = NULL;
 	struct spool s;
 	struct stat st;
+	uint64_t seq;
 
 	(void)setup(state);
 	assert_int_equal(spool_open(&s, dir, 1000), 0);
@@ -152,6 +153,17 @@ static void test_foreign_files(void **state)
 	/* seq 3 is the newest report, so 4 may follow */
 	assert_int_equal(spool_add(&s, 4, "four", 4), 0);
 	spool_close(&s);
+	/*
+	 * What a restart without its stored seq goes on from: every name that
+	 * looks like a report counts (the directory 8 too), since going on
+	 * past one is always safe.
+	 */
+	assert_int_equal(spool_newest_seq(dir, &seq), 0);
+	assert_int_equal(seq, 8);
+	free(path);
+	assert_true(asprintf(&path, "%s/nowhere", dir) > 0);
+	assert_int_equal(spool_newest_seq(path, &seq), -ENOENT);
+	assert_int_equal(seq, 0);
 }
 
 /* A report that vanished or shrank under the spool is an error, not garbage. */
