@@ -41,6 +41,7 @@
 #include "session.h"
 #include "spool.h"
 #include "statefile.h"
+#include "states.h"
 #include "uplink.h"
 
 struct agent {
@@ -59,6 +60,13 @@ struct agent {
 	struct kmsg_parser kmsg;
 	int kmsg_fd;
 	struct event *kmsg_ev, *kmsg_quiet;
+	struct states *states; /* the last report's */
+	/* who set each mode the agent touched; the rest is the module's default */
+	struct {
+		char id[POLICY_ID_MAX + 1];
+		Kmemctl__V1__ModeSource source;
+	} sources[POLICY_MAX_ENTRIES];
+	size_t nsources;
 	int exit_code;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
 };
@@ -89,6 +97,31 @@ static uint64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void set_source(struct agent *a, const char *id, Kmemctl__V1__ModeSource source)
+{
+	size_t i;
+
+	for (i = 0; i < a->nsources && strcmp(a->sources[i].id, id); i++)
+		;
+	if (i == a->nsources) {
+		if (i == POLICY_MAX_ENTRIES || !policy_id_valid(id))
+			return;
+		strcpy(a->sources[a->nsources++].id, id);
+	}
+	a->sources[i].source = source;
+}
+
+static Kmemctl__V1__ModeSource source_of(const char *id, void *arg)
+{
+	struct agent *a = arg;
+	size_t i;
+
+	for (i = 0; i < a->nsources; i++)
+		if (!strcmp(a->sources[i].id, id))
+			return a->sources[i].source;
+	return KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_DEFAULT;
 }
 
 /*
@@ -166,6 +199,16 @@ static int send_report(struct agent *a)
 	rep.facts = &hf;
 	rep.policy_name = a->policy.name;
 	rep.policy_version = a->policy.version;
+	r = states_collect(&a->rfs, a->states, source_of, a);
+	if (r >= 0) {
+		rep.n_mitigations = a->states->n;
+		rep.mitigations = a->states->pbp;
+	} else if (r != -ENOENT) {
+		log_warning_errno(r, "reading kmemctl.ko's mitigations failed: %m");
+	}
+	if (a->states->unreadable)
+		log_warning("%zu mitigations of kmemctl.ko did not parse; left out of the report",
+			    a->states->unreadable);
 	len = kmemctl__v1__report__get_packed_size(&rep);
 	if (len + sizeof(rep.seq) > PRIVSEP_MAX_PAYLOAD) {
 		r = -EMSGSIZE;
@@ -225,6 +268,14 @@ static const char *const result_names[] = {
 	[POLICY_FAILED] = "failed",
 };
 
+static bool listed(const char *const *ids, const char *id)
+{
+	for (; *ids; ids++)
+		if (!strcmp(*ids, id))
+			return true;
+	return false;
+}
+
 /*
  * Verifies and applies a bundle, from kmemd or stored; stores it as last
  * known good when it came from kmemd and was applied.
@@ -269,6 +320,10 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
 	/* outcomes list the mitigations first, in the document's order */
 	for (i = 0; i < doc.nmitigations && i < n; i++) {
+		if (listed(quarantined, out[i].id))
+			set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
+		else if (out[i].result == POLICY_APPLIED || out[i].result == POLICY_UNCHANGED)
+			set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_POLICY);
 		if (out[i].result != POLICY_APPLIED)
 			continue;
 		if (doc.mitigations[i].mode == POLICY_MODE_ON)
@@ -324,6 +379,7 @@ static void start_policy(struct agent *a)
 		r = policy_quarantine_add(a->state_dirfd, id, &v);
 		if (r < 0)
 			log_error_errno(r, "recording the quarantine of %s failed: %m", id);
+		set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
 	}
 	if (buf)
 		run_policy(a, buf, len, "disk");
@@ -356,6 +412,7 @@ static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
 		}
 		log_warning("guard: %s reverted: a %s within %llu s of enabling it", ids[i],
 			    kind_names[ev->kind], (unsigned long long)(a->guard.window_ms / 1000));
+		set_source(a, ids[i], KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_GUARD);
 		r = policy_quarantine_add(a->state_dirfd, ids[i], &a->policy);
 		if (r < 0)
 			log_error_errno(r, "recording the quarantine of %s failed: %m", ids[i]);
@@ -609,7 +666,8 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		return log_error_errno(r, "cannot open root '%s': %m", root ? root : "/"),
 		       EXIT_ERROR;
 	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
-	if (!a.buf || child_user(cfg, &uid, &gid) < 0 ||
+	a.states = malloc(sizeof(*a.states));
+	if (!a.buf || !a.states || child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
@@ -645,6 +703,7 @@ out:
 	if (a.base)
 		event_base_free(a.base);
 	keyring_free(&a.keys);
+	free(a.states);
 	free(a.buf);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);

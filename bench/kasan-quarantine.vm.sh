@@ -14,6 +14,13 @@ CHURN=$((${BENCH_CHURN:-16} << 20))
 SIZE=${BENCH_SIZE:-32}
 
 load_mod kmemctl
+# one online CPU, as in tests/vm/tests/84-kasan-quarantine.sh: a reduction
+# spanning the other vCPU's turn under single-threaded TCG lasts that turn
+C=/sys/devices/system/cpu/cpu1/online
+if [ -w $C ]; then
+	write_ok $C 0
+	trap 'echo 1 >$C' EXIT
+fi
 [ "$(cat $M/state)" = off ] || skip "kasan-quarantine: $(cat $M/reason)"
 load_mod kmt_kasan size="$SIZE"
 # up to the quarantine's limit, so every run reduces
