@@ -106,6 +106,21 @@ int kernel_abi(const struct rootfs *rfs)
 	return (int)v;
 }
 
+/* A directory under the root prefix, for readdir(). */
+static int open_dir(const struct rootfs *rfs, const char *path, DIR **d)
+{
+	int fd = rootfs_open(rfs, path, O_RDONLY | O_DIRECTORY);
+
+	if (fd < 0)
+		return fd;
+	*d = fdopendir(fd);
+	if (!*d) {
+		close(fd);
+		return negative_errno();
+	}
+	return 0;
+}
+
 static int cmp_ids(const void *a, const void *b)
 {
 	return strcmp(a, b);
@@ -117,19 +132,14 @@ int kernel_ids(const struct rootfs *rfs, const char *dir, char ids[][KERNEL_ID_M
 	char path[128];
 	struct dirent *de;
 	DIR *d;
-	int fd;
+	int r;
 
 	if (strcmp(dir, "mitigations") && strcmp(dir, "probes"))
 		return -EINVAL;
 	snprintf(path, sizeof(path), SYSFS "/%s", dir);
-	fd = rootfs_open(rfs, path, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return fd;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return negative_errno();
-	}
+	r = open_dir(rfs, path, &d);
+	if (r < 0)
+		return r;
 	*n = 0;
 	while ((de = readdir(d))) {
 		if (de->d_name[0] == '.')
@@ -311,19 +321,14 @@ static int find_second(const struct rootfs *rfs, const char *id, char *name, siz
 	struct dirent *de;
 	size_t len;
 	DIR *d;
-	int fd, r;
+	int r;
 
 	r = path_of(path, sizeof(path), "probes", id, "");
 	if (r < 0)
 		return r;
-	fd = rootfs_open(rfs, path, O_RDONLY | O_DIRECTORY);
-	if (fd < 0)
-		return fd;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return negative_errno();
-	}
+	r = open_dir(rfs, path, &d);
+	if (r < 0)
+		return r;
 	name[0] = '\0';
 	while ((de = readdir(d))) {
 		len = strlen(de->d_name);

@@ -13,10 +13,11 @@
 
 #include "macro.h"
 #include "spool.h"
+#include "statefile.h"
 
 #define NAME_DIGITS 20
 #define SUFFIX ".report"
-#define TMP_SUFFIX ".tmp"
+#define TMP_SUFFIX SUFFIX ".tmp"
 
 static void name_of(char *buf, size_t size, uint64_t seq, const char *suffix)
 {
@@ -163,26 +164,10 @@ void spool_close(struct spool *s)
 	*s = (struct spool){ .dirfd = -1 };
 }
 
-static int write_all(int fd, const uint8_t *p, size_t len)
-{
-	ssize_t n;
-
-	while (len) {
-		n = write(fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return negative_errno();
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 int spool_add(struct spool *s, uint64_t seq, const void *data, size_t len)
 {
-	char tmp[64], name[64];
-	int fd, r;
+	char name[64];
+	int r;
 
 	if (!len || (s->n && seq <= s->entries[s->n - 1].seq))
 		return -EINVAL;
@@ -193,55 +178,30 @@ int spool_add(struct spool *s, uint64_t seq, const void *data, size_t len)
 	r = make_room(s, len);
 	if (r < 0)
 		return r;
-	tmp[0] = '.';
-	name_of(tmp + 1, sizeof(tmp) - 1, seq, TMP_SUFFIX);
 	name_of(name, sizeof(name), seq, SUFFIX);
-	fd = openat(s->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return negative_errno();
-	r = write_all(fd, data, len);
-	if (!r && fsync(fd) < 0)
-		r = negative_errno();
-	close(fd);
-	if (!r && renameat(s->dirfd, tmp, s->dirfd, name) < 0)
-		r = negative_errno();
-	if (r < 0) {
-		unlinkat(s->dirfd, tmp, 0);
-		return r;
-	}
-	return push(s, seq, len);
+	r = statefile_replace(s->dirfd, name, data, len);
+	return r < 0 ? r : push(s, seq, len);
 }
 
 int spool_oldest(struct spool *s, uint64_t *seq, void **data, size_t *len)
 {
-	_cleanup_close_ int fd = -1;
-	_cleanup_free_ uint8_t *buf = NULL;
+	uint8_t *buf;
 	char name[64];
-	size_t got = 0;
-	ssize_t n;
+	int r;
 
 	if (!s->n)
 		return -ENOENT;
 	name_of(name, sizeof(name), s->entries[0].seq, SUFFIX);
-	fd = openat(s->dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return negative_errno();
-	buf = malloc(s->entries[0].size);
-	if (!buf)
-		return -ENOMEM;
-	while (got < s->entries[0].size) {
-		n = read(fd, buf + got, s->entries[0].size - got);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return negative_errno();
-		if (n == 0)
-			return -EIO;
-		got += (size_t)n;
+	r = statefile_read(s->dirfd, name, s->max_bytes, &buf, len);
+	if (r < 0)
+		return r;
+	/* changed under the spool since it was written */
+	if (*len != s->entries[0].size) {
+		free(buf);
+		return -EIO;
 	}
 	*seq = s->entries[0].seq;
-	*len = got;
-	*data = TAKE_PTR(buf);
+	*data = buf;
 	return 0;
 }
 

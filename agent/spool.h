@@ -8,7 +8,7 @@
  * kmemd learns how many reports it will never see.
  *
  * A file written in part (the agent died mid-write) never shows: reports
- * are written to a temporary name and renamed. Files that are not reports
+ * are written to a temporary name and renamed (statefile.c). Files that are not reports
  * (foreign names, empty or oversized files) are skipped at load and
  * counted, never deleted.
  */

@@ -136,7 +136,7 @@ static void test_foreign_files(void **state)
 	put_file("00000000000000000004.report", "");
 	put_file("99999999999999999999.report", "seq overflow");
 	/* a write the agent never finished */
-	put_file(".00000000000000000007.tmp", "half");
+	put_file(".00000000000000000007.report.tmp", "half");
 	assert_true(asprintf(&path, "%s/00000000000000000008.report", dir) > 0);
 	assert_int_equal(mkdir(path, 0700), 0);
 
@@ -148,7 +148,7 @@ static void test_foreign_files(void **state)
 	assert_true(asprintf(&path, "%s/notes.txt", dir) > 0);
 	assert_int_equal(stat(path, &st), 0);
 	free(path);
-	assert_true(asprintf(&path, "%s/.00000000000000000007.tmp", dir) > 0);
+	assert_true(asprintf(&path, "%s/.00000000000000000007.report.tmp", dir) > 0);
 	assert_int_equal(stat(path, &st), -1);
 	/* seq 3 is the newest report, so 4 may follow */
 	assert_int_equal(spool_add(&s, 4, "four", 4), 0);
