@@ -42,6 +42,7 @@
 #include "spool.h"
 #include "statefile.h"
 #include "states.h"
+#include "telemetry.h"
 #include "uplink.h"
 
 struct agent {
@@ -61,6 +62,7 @@ struct agent {
 	int kmsg_fd;
 	struct event *kmsg_ev, *kmsg_quiet;
 	struct states *states; /* the last report's */
+	struct telemetry *telemetry;
 	/* who set each mode the agent touched; the rest is the module's default */
 	struct {
 		char id[POLICY_ID_MAX + 1];
@@ -209,6 +211,16 @@ static int send_report(struct agent *a)
 	if (a->states->unreadable)
 		log_warning("%zu mitigations of kmemctl.ko did not parse; left out of the report",
 			    a->states->unreadable);
+	r = telemetry_probes(&a->rfs, a->telemetry, rep.unix_ms);
+	if (r >= 0) {
+		rep.n_probes = a->telemetry->n;
+		rep.probes = a->telemetry->samplesp;
+	} else if (r != -ENOENT) {
+		log_warning_errno(r, "reading kmemctl.ko's probes failed: %m");
+	}
+	if (a->telemetry->unreadable)
+		log_warning("%zu probes of kmemctl.ko did not parse; left out of the report",
+			    a->telemetry->unreadable);
 	len = kmemctl__v1__report__get_packed_size(&rep);
 	if (len + sizeof(rep.seq) > PRIVSEP_MAX_PAYLOAD) {
 		r = -EMSGSIZE;
@@ -667,7 +679,10 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		       EXIT_ERROR;
 	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
 	a.states = malloc(sizeof(*a.states));
-	if (!a.buf || !a.states || child_user(cfg, &uid, &gid) < 0 ||
+	a.telemetry = malloc(sizeof(*a.telemetry));
+	if (a.telemetry)
+		telemetry_init(a.telemetry);
+	if (!a.buf || !a.states || !a.telemetry || child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
@@ -704,6 +719,7 @@ out:
 		event_base_free(a.base);
 	keyring_free(&a.keys);
 	free(a.states);
+	free(a.telemetry);
 	free(a.buf);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);
