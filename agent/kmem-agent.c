@@ -30,6 +30,7 @@
 #include "conf.h"
 #include "evloop.h"
 #include "exit-codes.h"
+#include "events.h"
 #include "facts.h"
 #include "guard.h"
 #include "kmsg.h"
@@ -63,6 +64,8 @@ struct agent {
 	struct event *kmsg_ev, *kmsg_quiet;
 	struct states *states; /* the last report's */
 	struct telemetry *telemetry;
+	struct events *events; /* until a report carries them */
+	uint64_t started_ms; /* monotonic */
 	/* who set each mode the agent touched; the rest is the module's default */
 	struct {
 		char id[POLICY_ID_MAX + 1];
@@ -221,6 +224,10 @@ static int send_report(struct agent *a)
 	if (a->telemetry->unreadable)
 		log_warning("%zu probes of kmemctl.ko did not parse; left out of the report",
 			    a->telemetry->unreadable);
+	a->events->counters.uptime_ms = mono_ms() - a->started_ms;
+	rep.counters = &a->events->counters;
+	rep.n_events = a->events->n;
+	rep.events = a->events->pbp;
 	len = kmemctl__v1__report__get_packed_size(&rep);
 	if (len + sizeof(rep.seq) > PRIVSEP_MAX_PAYLOAD) {
 		r = -EMSGSIZE;
@@ -229,6 +236,9 @@ static int send_report(struct agent *a)
 		kmemctl__v1__report__pack(&rep, a->buf + sizeof(rep.seq));
 		r = privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
 	}
+	/* the child keeps the report until kmemd has it */
+	if (r == 0)
+		events_clear(a->events);
 	free(lv);
 	free(lvp);
 	if (r < 0)
@@ -251,6 +261,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 
 static void on_result(struct agent *a, const struct privsep_result *res)
 {
+	a->events->counters.reports_dropped = res->dropped;
 	switch (res->outcome) {
 	case UPLINK_ACKED:
 		log_debug("report %llu acknowledged (%llu spooled, %llu dropped)",
@@ -307,6 +318,8 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 	r = policy_check(&a->keys, buf, len, time(NULL), &a->policy, &p, &doc, why, sizeof(why));
 	if (r < 0) {
 		log_warning("policy from %s refused: %s", from, why);
+		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_POLICY_REFUSED, "", why,
+			   now_ms());
 		return r;
 	}
 	snprintf(v.name, sizeof(v.name), "%s", p->name);
@@ -392,6 +405,8 @@ static void start_policy(struct agent *a)
 		if (r < 0)
 			log_error_errno(r, "recording the quarantine of %s failed: %m", id);
 		set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
+		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_QUARANTINE, id,
+			   "a change to it was cut short by the previous run", now_ms());
 	}
 	if (buf)
 		run_policy(a, buf, len, "disk");
@@ -414,6 +429,7 @@ static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
 	log_warning("kernel reported a %s on cpu %d, task %s:%d, at %s", kind_names[ev->kind],
 		    ev->cpu, ev->comm[0] ? ev->comm : "?", ev->pid,
 		    ev->nstack ? ev->stack[0] : "?");
+	events_add_kmsg(a->events, ev, now_ms());
 	n = guard_trip(&a->guard, ev->kind, mono_ms(), ids, GUARD_MAX);
 	for (i = 0; i < n; i++) {
 		r = kernel_set_mode(&a->rfs, ids[i], false);
@@ -425,6 +441,8 @@ static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
 		log_warning("guard: %s reverted: a %s within %llu s of enabling it", ids[i],
 			    kind_names[ev->kind], (unsigned long long)(a->guard.window_ms / 1000));
 		set_source(a, ids[i], KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_GUARD);
+		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_GUARD_REVERT, ids[i],
+			   kind_names[ev->kind], now_ms());
 		r = policy_quarantine_add(a->state_dirfd, ids[i], &a->policy);
 		if (r < 0)
 			log_error_errno(r, "recording the quarantine of %s failed: %m", ids[i]);
@@ -682,7 +700,11 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	a.telemetry = malloc(sizeof(*a.telemetry));
 	if (a.telemetry)
 		telemetry_init(a.telemetry);
-	if (!a.buf || !a.states || !a.telemetry || child_user(cfg, &uid, &gid) < 0 ||
+	a.events = malloc(sizeof(*a.events));
+	if (a.events)
+		events_init(a.events);
+	a.started_ms = mono_ms();
+	if (!a.buf || !a.states || !a.telemetry || !a.events || child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
@@ -720,6 +742,7 @@ out:
 	keyring_free(&a.keys);
 	free(a.states);
 	free(a.telemetry);
+	free(a.events);
 	free(a.buf);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What happened on the host between two reports: kernel reports from
+ * /dev/kmsg, the agent's own acts (guard reverts, quarantines, refused
+ * policies), as KernelEvent messages, and the running counters
+ * (proto/kmemctl/v1/telemetry.proto). Events wait here until a report
+ * carries them; past EVENTS_MAX the oldest are kept and the rest counted
+ * as dropped, so a storm of lockup reports cannot grow the agent. The
+ * counters run from the agent's start; mitigation_trips counts the
+ * guard's reverts.
+ */
+#ifndef KMEM_AGENT_EVENTS_H
+#define KMEM_AGENT_EVENTS_H
+
+#include <stdint.h>
+
+#include "kmemctl/v1/telemetry.pb-c.h"
+#include "kmsg.h"
+#include "policydoc.h"
+
+#define EVENTS_MAX 64
+
+struct events {
+	struct {
+		Kmemctl__V1__KernelEvent pb;
+		char comm[KMSG_COMM_MAX];
+		char stack[KMSG_STACK_MAX][KMSG_FRAME_MAX];
+		char *stackp[KMSG_STACK_MAX];
+		char mitigation[POLICY_ID_MAX + 1];
+		char message[KMSG_MESSAGE_MAX];
+	} slot[EVENTS_MAX];
+	Kmemctl__V1__KernelEvent *pbp[EVENTS_MAX];
+	size_t n;
+	Kmemctl__V1__Counters counters;
+};
+
+void events_init(struct events *e);
+/* A kernel report; counted by kind whether or not it still fits. */
+void events_add_kmsg(struct events *e, const struct kmsg_event *ev, int64_t unix_ms);
+/* One of the agent's own acts, on mitigation (may be ""), with a message. */
+void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitigation,
+		const char *message, int64_t unix_ms);
+/* The events have been handed on: the queue empties, the counters stay. */
+void events_clear(struct events *e);
+
+#endif
