@@ -13,6 +13,7 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "kernel.h"
 #include "macro.h"
 
@@ -20,26 +21,13 @@ static char root[4096];
 
 static int setup(void **state)
 {
-	_cleanup_free_ char *cmd = NULL;
-
 	(void)state;
-	snprintf(root, sizeof(root), "%s/kernel-root", getenv("KMEM_TEST_TMP"));
-	if (asprintf(&cmd, "rm -rf '%s' && cp -a '%s/../fixtures/host-6.1' '%s'", root,
-		     getenv("KMEM_TEST_DATA"), root) < 0)
-		return -1;
-	return system(cmd) == 0 ? 0 : -1;
+	return fixture_copy("kernel-root", root, sizeof(root));
 }
 
 static void put(const char *path, const char *text)
 {
-	_cleanup_free_ char *full = NULL;
-	FILE *f;
-
-	assert_true(asprintf(&full, "%s%s", root, path) > 0);
-	f = fopen(full, "we");
-	assert_non_null(f);
-	fputs(text, f);
-	fclose(f);
+	fixture_put(root, path, text);
 }
 
 static void get(const char *path, char *buf, size_t size)

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "macro.h"
 #include "policy.h"
 
@@ -27,11 +28,9 @@ static int setup(void **state)
 	_cleanup_free_ char *cmd = NULL;
 
 	(void)state;
-	snprintf(root, sizeof(root), "%s/policy-root", getenv("KMEM_TEST_TMP"));
 	snprintf(statedir, sizeof(statedir), "%s/policy-state", getenv("KMEM_TEST_TMP"));
-	if (asprintf(&cmd, "rm -rf '%s' '%s' && cp -a '%s/../fixtures/host-6.1' '%s' && mkdir '%s'",
-		     root, statedir, getenv("KMEM_TEST_DATA"), root, statedir) < 0 ||
-	    system(cmd) != 0)
+	if (fixture_copy("policy-root", root, sizeof(root)) < 0 ||
+	    asprintf(&cmd, "rm -rf '%s' && mkdir '%s'", statedir, statedir) < 0 || system(cmd) != 0)
 		return -1;
 	if (sign_keygen(&key) < 0 || sign_keygen(&other_key) < 0 || keyring_add(&kr, key) < 0)
 		return -1;
