@@ -38,6 +38,7 @@
 #include "macro.h"
 #include "policy.h"
 #include "privsep.h"
+#include "procstat.h"
 #include "rootfs.h"
 #include "session.h"
 #include "spool.h"
@@ -181,6 +182,7 @@ static int send_report(struct agent *a)
 	Kmemctl__V1__KconfigEntry kv[FACTS_KCONFIG_MAX], *kvp[FACTS_KCONFIG_MAX];
 	Kmemctl__V1__HostFacts__LabelsEntry *lv, **lvp;
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__Pressure pressure = KMEMCTL__V1__PRESSURE__INIT;
 	Kmemctl__V1__HostFacts hf;
 	struct facts f;
 	size_t len, nl = a->cfg->labels.n ?: 1;
@@ -224,6 +226,15 @@ static int send_report(struct agent *a)
 	if (a->telemetry->unreadable)
 		log_warning("%zu probes of kmemctl.ko did not parse; left out of the report",
 			    a->telemetry->unreadable);
+	r = procstat_tlb_shootdowns(&a->rfs, &a->events->counters.tlb_shootdowns);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "reading the TLB row of /proc/interrupts failed: %m");
+	r = procstat_memory_pressure(&a->rfs, &pressure.memory_some_avg10,
+				     &pressure.memory_full_avg10);
+	if (r == 0)
+		rep.pressure = &pressure;
+	else if (r != -ENOENT && r != -EOPNOTSUPP)
+		log_warning_errno(r, "reading /proc/pressure/memory failed: %m");
 	a->events->counters.uptime_ms = mono_ms() - a->started_ms;
 	rep.counters = &a->events->counters;
 	rep.n_events = a->events->n;
