@@ -184,31 +184,6 @@ int kernel_parse_kv(const char *text, char sep, struct kernel_kv *kv, size_t max
 	return 0;
 }
 
-/* "<upper_bound> <count>" lines; the bound names the bucket (lib/hist.h). */
-int kernel_parse_hist(const char *text, struct hist *h)
-{
-	struct kernel_kv kv[HIST_BUCKETS];
-	uint64_t upper;
-	unsigned int b;
-	size_t n, i;
-	int r;
-
-	memset(h->buckets, 0, sizeof(h->buckets));
-	r = kernel_parse_kv(text, ' ', kv, HIST_BUCKETS, &n);
-	if (r < 0)
-		return r;
-	for (i = 0; i < n; i++) {
-		if (parse_u64(kv[i].key, &upper) < 0)
-			return -EBADMSG;
-		for (b = 0; b < HIST_BUCKETS && hist_upper(b) != upper; b++)
-			;
-		if (b == HIST_BUCKETS || h->buckets[b])
-			return -EBADMSG;
-		h->buckets[b] = kv[i].value;
-	}
-	return 0;
-}
-
 static enum kernel_state parse_state(const char *s)
 {
 	size_t i;
@@ -296,22 +271,8 @@ static int read_hist(const struct rootfs *rfs, const char *id, const char *file,
 	n = rootfs_read(rfs, path, text, FILE_MAX);
 	if (n < 0)
 		return (int)n;
-	return kernel_parse_hist(text, h);
-}
-
-/*
- * The files are read one by one while the probe keeps counting: count,
- * sum and max may run ahead of the buckets. The buckets' total is taken
- * as the count, so a histogram always adds up.
- */
-static void settle(struct hist *h)
-{
-	uint64_t total = 0;
-	unsigned int b;
-
-	for (b = 0; b < HIST_BUCKETS; b++)
-		total += h->buckets[b];
-	h->count = total;
+	/* the buckets give the count: the probe counts on while its files are read */
+	return hist_parse_text(h, text, NULL) < 0 ? -EBADMSG : 0;
 }
 
 /* The "<name>_hist" file of a probe with a secondary histogram, if any. */
@@ -369,7 +330,6 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 	    (r = read_u64(rfs, "probes", id, "max_ns", &p->hist.max_ns)) < 0 ||
 	    (r = read_hist(rfs, id, "hist", text, &p->hist)) < 0)
 		return r;
-	settle(&p->hist);
 	r = find_second(rfs, id, p->second, sizeof(p->second));
 	if (r < 0 || !p->second[0])
 		return r;
@@ -381,7 +341,6 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 		return r;
 	snprintf(file, sizeof(file), "%s_max", p->second);
 	r = read_u64(rfs, "probes", id, file, &p->hist2.max_ns);
-	settle(&p->hist2);
 	return r;
 }
 

@@ -81,8 +81,7 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
 
 const char *kernel_state_name(enum kernel_state s);
 
-/* Parsers of the files' contents, for the tests. */
+/* "key<sep>value" lines, as params (=) and stats (space) files hold them. */
 int kernel_parse_kv(const char *text, char sep, struct kernel_kv *kv, size_t max, size_t *n);
-int kernel_parse_hist(const char *text, struct hist *h);
 
 #endif

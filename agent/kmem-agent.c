@@ -302,14 +302,6 @@ static const char *const result_names[] = {
 	[POLICY_FAILED] = "failed",
 };
 
-static bool listed(const char *const *ids, const char *id)
-{
-	for (; *ids; ids++)
-		if (!strcmp(*ids, id))
-			return true;
-	return false;
-}
-
 /*
  * Verifies and applies a bundle, from kmemd or stored; stores it as last
  * known good when it came from kmemd and was applied.
@@ -356,7 +348,7 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
 	/* outcomes list the mitigations first, in the document's order */
 	for (i = 0; i < doc.nmitigations && i < n; i++) {
-		if (listed(quarantined, out[i].id))
+		if (policy_listed(quarantined, out[i].id))
 			set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
 		else if (out[i].result == POLICY_APPLIED || out[i].result == POLICY_UNCHANGED)
 			set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_POLICY);

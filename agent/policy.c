@@ -118,7 +118,7 @@ int policy_recover(int state_dirfd, char *id, size_t idlen)
 	return policy_id_valid(id) ? 1 : -EBADMSG;
 }
 
-static bool listed(const char *const *ids, const char *id)
+bool policy_listed(const char *const *ids, const char *id)
 {
 	for (; ids && *ids; ids++)
 		if (!strcmp(*ids, id))
@@ -152,7 +152,7 @@ static int apply_mitigation(const struct rootfs *rfs, int dirfd, const struct po
 	size_t i, j;
 	int r;
 
-	if (listed(quarantined, m->id)) {
+	if (policy_listed(quarantined, m->id)) {
 		o->result = POLICY_SKIPPED;
 		say(o->why, sizeof(o->why), "quarantined: a change to it was cut short");
 		return 0;

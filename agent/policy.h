@@ -15,6 +15,7 @@
 #ifndef KMEM_AGENT_POLICY_H
 #define KMEM_AGENT_POLICY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -61,6 +62,9 @@ struct policy_outcome {
  */
 int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_doc *doc,
 		 const char *const *quarantined, struct policy_outcome *out, size_t *nout);
+
+/* id is in ids (NULL-terminated, or NULL). */
+bool policy_listed(const char *const *ids, const char *id);
 
 /*
  * At start: 1 with id set when a change was under way when the previous

@@ -215,7 +215,7 @@ static void test_hard_lockup_and_hung_task(void **state)
 	(void)state;
 	kmsg_parser_init(&p, 250);
 	feed(&p, &r, "0,10,100,-;NMI watchdog: Watchdog detected hard LOCKUP on cpu 5\n");
-	feed(&p, &r, "4,11,100,-;CPU: 5 PID: 77 Comm: my task Not tainted 6.1.0 #1\n");
+	feed(&p, &r, "4,11,100,-;CPU: 5 PID: 77 Comm: swapper/5 Not tainted 6.1.0 #1\n");
 	feed(&p, &r, "3,12,200,-;INFO: task jbd2/sda1-8:341 blocked for more than 120 seconds.\n");
 	feed(&p, &r, "3,13,200,-;task:jbd2/sda1-8     state:D stack:0     pid:341   ppid:2\n");
 	feed(&p, &r, "4,14,200,-;Call Trace:\n");
@@ -228,7 +228,7 @@ static void test_hard_lockup_and_hung_task(void **state)
 	assert_int_equal(r.ev[0].kind, KMSG_HARD_LOCKUP);
 	assert_int_equal(r.ev[0].cpu, 5);
 	assert_int_equal(r.ev[0].pid, 77);
-	assert_string_equal(r.ev[0].comm, "my");
+	assert_string_equal(r.ev[0].comm, "swapper/5");
 	assert_int_equal(r.ev[0].nstack, 0);
 	assert_int_equal(r.ev[1].kind, KMSG_HUNG_TASK);
 	assert_string_equal(r.ev[1].comm, "jbd2/sda1-8");
