@@ -201,7 +201,7 @@ static void watch_fn(struct work_struct *work)
 				      watch.patching, watch.pid, watch.comm);
 	}
 again:
-	schedule_delayed_work(&watch_work, WATCH_PERIOD);
+	queue_delayed_work(system_unbound_wq, &watch_work, WATCH_PERIOD);
 out:
 	mutex_unlock(&lp_lock);
 }
@@ -213,7 +213,11 @@ static void watch_start(u16 source, bool patching)
 	watch.reported = false;
 	watch.source = source;
 	watch.start = jiffies;
-	mod_delayed_work(system_wq, &watch_work, WATCH_PERIOD);
+	/*
+	 * Unbound: what stalls a transition is often a task spinning with
+	 * preemption off, and a per-CPU worker on its CPU would wait it out.
+	 */
+	mod_delayed_work(system_unbound_wq, &watch_work, WATCH_PERIOD);
 }
 
 void kmem_livepatch_status(struct kmem_lp_status *st)
