@@ -19,6 +19,7 @@ static int do_version(int argc, char **argv)
 
 static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
+	{ "policy", do_policy, "create signing keys, sign and verify policy bundles" },
 	{ "help", do_help, "show this help" },
 	{ "version", do_version, "print the version" },
 };

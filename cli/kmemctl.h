@@ -14,5 +14,6 @@ struct cmd {
 int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **argv);
 
 int do_pki(int argc, char **argv);
+int do_policy(int argc, char **argv);
 
 #endif
