@@ -20,7 +20,10 @@ struct agent_config {
 	uint64_t collector_timeout_ms;
 	char *cert, *key, *ca;
 	char *keys_dir; /* pinned policy keys */
+	char *policy_file; /* a signed bundle on disk, NULL: none */
+	char *module; /* kmemctl.ko to load: a name or a path; "": none */
 	char *user; /* the network child runs as this user */
+	char *control; /* the control socket's path */
 	int log_level;
 	struct ini_map labels;
 };

@@ -4,6 +4,7 @@
 #include <syslog.h>
 
 #include "agent.h"
+#include "ctl.h"
 #include "macro.h"
 
 static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
@@ -23,10 +24,13 @@ const struct ini_option agent_options[] = {
 	OPT("agent", "guard_window", INI_DURATION, guard_window_ms, 0, 86400000),
 	OPT("agent", "collector_timeout", INI_DURATION, collector_timeout_ms, 10, 60000),
 	OPT("agent", "user", INI_STRING, user),
+	OPT("agent", "module", INI_STRING, module),
+	OPT("agent", "control", INI_PATH, control),
 	OPT("tls", "cert", INI_PATH, cert),
 	OPT("tls", "key", INI_PATH, key),
 	OPT("tls", "ca", INI_PATH, ca),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
+	OPT("policy", "file", INI_PATH, policy_file),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
 	OPT("labels", "*", INI_MAP, labels),
 };
@@ -45,4 +49,6 @@ void agent_config_defaults(struct agent_config *c)
 	c->state_dir = strdup("/var/lib/kmem-agent");
 	c->keys_dir = strdup("/etc/kmemctl/keys");
 	c->user = strdup("kmem-agent");
+	c->module = strdup("kmemctl");
+	c->control = strdup(CTL_SOCK);
 }

@@ -2,10 +2,14 @@
 /*
  * The events and counters a report carries (events.h).
  */
+#include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "events.h"
+#include "macro.h"
+#include "uapi/kmemctl.h"
 
 void events_init(struct events *e)
 {
@@ -32,7 +36,8 @@ static Kmemctl__V1__KernelEvent *take(struct events *e, Kmemctl__V1__EventKind k
 	pb->comm = e->slot[e->n].comm;
 	pb->mitigation = e->slot[e->n].mitigation;
 	pb->message = e->slot[e->n].message;
-	pb->probe = "";
+	pb->probe = e->slot[e->n].probe;
+	e->slot[e->n].probe[0] = '\0';
 	e->slot[e->n].comm[0] = '\0';
 	e->slot[e->n].mitigation[0] = '\0';
 	e->slot[e->n].message[0] = '\0';
@@ -92,6 +97,100 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
 	snprintf(e->slot[e->n].mitigation, sizeof(e->slot[0].mitigation), "%s", mitigation);
 	snprintf(e->slot[e->n].message, sizeof(e->slot[0].message), "%s", message);
 	e->n++;
+}
+
+static const char *const mitigation_names[] = {
+	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = "kasan-flush-batch",
+	[KMEMCTL_MIT_TLB_GEN] = "tlb-gen",
+	[KMEMCTL_MIT_RSTAT_YIELD] = "rstat-yield",
+	[KMEMCTL_MIT_USERCOPY_FASTPATH] = "usercopy-fastpath",
+	[KMEMCTL_MIT_KASAN_QUARANTINE] = "kasan-quarantine",
+};
+
+static const char *const probe_names[] = {
+	[KMEMCTL_PROBE_RSTAT_FLUSH] = "rstat-flush",
+	[KMEMCTL_PROBE_USERCOPY_VMALLOC] = "usercopy-vmalloc",
+	[KMEMCTL_PROBE_VMAP_PURGE] = "vmap-purge",
+	[KMEMCTL_PROBE_KASAN_REDUCE] = "kasan-reduce",
+	[KMEMCTL_PROBE_TLB_SHOOTDOWN] = "tlb-shootdown",
+};
+
+const char *events_mitigation_name(unsigned int source)
+{
+	return source < ARRAY_SIZE(mitigation_names) ? mitigation_names[source] : NULL;
+}
+
+const char *events_probe_name(unsigned int source)
+{
+	return source < ARRAY_SIZE(probe_names) ? probe_names[source] : NULL;
+}
+
+int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *next_seq)
+{
+	Kmemctl__V1__EventKind kind;
+	Kmemctl__V1__KernelEvent *pb;
+	struct kmemctl_event rec;
+	const char *name;
+	bool probe = false;
+
+	if (len != sizeof(rec)) {
+		e->counters.events_dropped++;
+		return -EBADMSG;
+	}
+	memcpy(&rec, buf, sizeof(rec));
+	/* a lower seq: the module was reloaded and counts from 1 again */
+	if (*next_seq && rec.seq > *next_seq)
+		e->counters.events_dropped += rec.seq - *next_seq;
+	*next_seq = rec.seq + 1;
+	switch (rec.type) {
+	case KMEMCTL_EV_THRESHOLD:
+		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD;
+		name = events_probe_name(rec.source);
+		probe = true;
+		break;
+	case KMEMCTL_EV_TRIP:
+		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP;
+		name = events_mitigation_name(rec.source);
+		break;
+	case KMEMCTL_EV_LIVEPATCH_STALL:
+		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRANSITION_STALL;
+		name = events_mitigation_name(rec.source);
+		break;
+	case KMEMCTL_EV_SOFTLOCKUP:
+	case KMEMCTL_EV_RCU_STALL:
+		return 0;
+	default:
+		name = NULL;
+	}
+	if (!name) {
+		e->counters.events_dropped++;
+		return -EBADMSG;
+	}
+	if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
+		e->counters.mitigation_trips++;
+	pb = take(e, kind, (int64_t)(rec.time_ns / 1000000));
+	if (!pb)
+		return kind;
+	pb->cpu = (int32_t)rec.cpu;
+	pb->pid = (int32_t)rec.pid;
+	pb->duration_ns = kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP ? 0 : rec.value;
+	snprintf(e->slot[e->n].comm, sizeof(e->slot[0].comm), "%.*s", (int)sizeof(rec.comm),
+		 rec.comm);
+	snprintf(probe ? e->slot[e->n].probe : e->slot[e->n].mitigation, POLICY_ID_MAX + 1, "%s",
+		 name);
+	if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD)
+		snprintf(e->slot[e->n].message, sizeof(e->slot[0].message),
+			 "%s: %llu ns over the threshold of %llu ns", name,
+			 (unsigned long long)rec.value, (unsigned long long)rec.threshold);
+	else if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
+		snprintf(e->slot[e->n].message, sizeof(e->slot[0].message),
+			 "%s tripped (code %llu)", name, (unsigned long long)rec.value);
+	else
+		snprintf(e->slot[e->n].message, sizeof(e->slot[0].message),
+			 "%s: livepatch %s for %llu ms", name, rec.flags ? "patching" : "removal",
+			 (unsigned long long)(rec.value / 1000000));
+	e->n++;
+	return kind;
 }
 
 void events_clear(struct events *e)

@@ -12,6 +12,7 @@
 #ifndef KMEM_AGENT_EVENTS_H
 #define KMEM_AGENT_EVENTS_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "kmemctl/v1/telemetry.pb-c.h"
@@ -27,6 +28,7 @@ struct events {
 		char stack[KMSG_STACK_MAX][KMSG_FRAME_MAX];
 		char *stackp[KMSG_STACK_MAX];
 		char mitigation[POLICY_ID_MAX + 1];
+		char probe[POLICY_ID_MAX + 1];
 		char message[KMSG_MESSAGE_MAX];
 	} slot[EVENTS_MAX];
 	Kmemctl__V1__KernelEvent *pbp[EVENTS_MAX];
@@ -40,6 +42,20 @@ void events_add_kmsg(struct events *e, const struct kmsg_event *ev, int64_t unix
 /* One of the agent's own acts, on mitigation (may be ""), with a message. */
 void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitigation,
 		const char *message, int64_t unix_ms);
+/*
+ * One record of /dev/kmemctl (kmod/uapi/kmemctl.h), len bytes of it.
+ * Threshold crossings, trips and livepatch stalls become events; lockup
+ * and RCU stall notices are left to the kmsg parser, which has their
+ * stacks, so nothing is counted twice. A jump in seq past *next_seq
+ * counts the records the module overwrote as dropped events. Returns the
+ * event kind added (or 0 for a notice left to kmsg), -EBADMSG for a
+ * record of the wrong size, an unknown type or a source out of range
+ * (counted as a dropped event: the module is newer than the agent).
+ */
+int events_add_record(struct events *e, const void *rec, size_t len, uint64_t *next_seq);
+/* The name of a mitigation or probe in records' source field, or NULL. */
+const char *events_mitigation_name(unsigned int source);
+const char *events_probe_name(unsigned int source);
 /* The events have been handed on: the queue empties, the counters stay. */
 void events_clear(struct events *e);
 

@@ -12,10 +12,14 @@
  */
 #include <errno.h>
 #include <event2/event.h>
+#include <event2/listener.h>
+#include <grp.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,14 +32,19 @@
 
 #include "agent.h"
 #include "conf.h"
+#include "ctl.h"
 #include "evloop.h"
 #include "exit-codes.h"
 #include "events.h"
 #include "facts.h"
+#include "fileio.h"
 #include "guard.h"
 #include "kmsg.h"
 #include "log.h"
 #include "macro.h"
+#include "message-ids.h"
+#include "pbjson.h"
+#include "module.h"
 #include "policy.h"
 #include "privsep.h"
 #include "procstat.h"
@@ -45,13 +54,14 @@
 #include "statefile.h"
 #include "states.h"
 #include "telemetry.h"
+#include "uapi/kmemctl.h"
 #include "uplink.h"
 
 struct agent {
 	const struct agent_config *cfg;
 	struct rootfs rfs;
 	struct event_base *base;
-	struct event *timer, *rd, *chld;
+	struct event *timer, *rd, *chld, *hup;
 	int fd, state_dirfd;
 	struct privsep_peer child;
 	struct keyring keys;
@@ -63,6 +73,9 @@ struct agent {
 	struct kmsg_parser kmsg;
 	int kmsg_fd;
 	struct event *kmsg_ev, *kmsg_quiet;
+	int dev_fd; /* /dev/kmemctl, -1 until the module is there */
+	struct event *dev_ev;
+	uint64_t dev_next_seq;
 	struct states *states; /* the last report's */
 	struct telemetry *telemetry;
 	struct events *events; /* until a report carries them */
@@ -75,6 +88,21 @@ struct agent {
 	size_t nsources;
 	int exit_code;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
+	uint8_t *last; /* the last report, encoded, for the control socket */
+	size_t last_len;
+	struct privsep_result result; /* the child's last word on kmemd */
+	struct evconnlistener *ctl;
+	gid_t ctl_group;
+	struct ctl_client *clients;
+};
+
+struct ctl_client {
+	struct agent *a;
+	int fd;
+	bool watch;
+	bool denied; /* answered, with the refusal only */
+	struct event *ev;
+	struct ctl_client *next;
 };
 
 static void usage(FILE *out)
@@ -103,6 +131,44 @@ static uint64_t mono_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * An auditable act, to the journal with its MESSAGE_ID
+ * (deploy/catalog/kmemctl.catalog) and the fields the catalog names.
+ */
+_printf_(7, 8) static void audit(int level, const char *mid, const char *mitigation,
+				 const struct policy_version *v, const char *mode,
+				 const char *reason, const char *fmt, ...)
+{
+	char f_mit[64], f_pol[sizeof(v->name) + 32], f_mode[32], f_reason[POLICY_WHY_MAX + 16],
+		msg[512];
+	const char *fields[5];
+	size_t n = 0;
+	va_list ap;
+
+	if (mitigation && mitigation[0]) {
+		snprintf(f_mit, sizeof(f_mit), "MITIGATION=%s", mitigation);
+		fields[n++] = f_mit;
+	}
+	if (v && v->name[0]) {
+		snprintf(f_pol, sizeof(f_pol), "POLICY=%s/%llu", v->name,
+			 (unsigned long long)v->version);
+		fields[n++] = f_pol;
+	}
+	if (mode) {
+		snprintf(f_mode, sizeof(f_mode), "MODE=%s", mode);
+		fields[n++] = f_mode;
+	}
+	if (reason) {
+		snprintf(f_reason, sizeof(f_reason), "REASON=%s", reason);
+		fields[n++] = f_reason;
+	}
+	fields[n] = NULL;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_event(level, mid, fields, "%s", msg);
 }
 
 static void set_source(struct agent *a, const char *id, Kmemctl__V1__ModeSource source)
@@ -176,6 +242,8 @@ static void store_seq(struct agent *a)
 				  (unsigned long long)a->seq);
 }
 
+static void ctl_broadcast(struct agent *a);
+
 /* The report, encoded behind its seq, as the child takes it. */
 static int send_report(struct agent *a)
 {
@@ -246,6 +314,9 @@ static int send_report(struct agent *a)
 		memcpy(a->buf, &rep.seq, sizeof(rep.seq));
 		kmemctl__v1__report__pack(&rep, a->buf + sizeof(rep.seq));
 		r = privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
+		memcpy(a->last, a->buf + sizeof(rep.seq), len);
+		a->last_len = len;
+		ctl_broadcast(a);
 	}
 	/* the child keeps the report until kmemd has it */
 	if (r == 0)
@@ -258,20 +329,9 @@ static int send_report(struct agent *a)
 	return r;
 }
 
-static void on_timer(evutil_socket_t fd, short what, void *arg)
-{
-	struct agent *a = arg;
-
-	(void)fd;
-	(void)what;
-	if (send_report(a) < 0 && a->once) {
-		a->exit_code = EXIT_ERROR;
-		event_base_loopexit(a->base, NULL);
-	}
-}
-
 static void on_result(struct agent *a, const struct privsep_result *res)
 {
+	a->result = *res;
 	a->events->counters.reports_dropped = res->dropped;
 	switch (res->outcome) {
 	case UPLINK_ACKED:
@@ -294,6 +354,12 @@ static void on_result(struct agent *a, const struct privsep_result *res)
 	if (a->once)
 		event_base_loopexit(a->base, NULL);
 }
+
+static const char *const mode_names[] = {
+	[POLICY_MODE_KEEP] = "kept",
+	[POLICY_MODE_OFF] = "off",
+	[POLICY_MODE_ON] = "on",
+};
 
 static const char *const result_names[] = {
 	[POLICY_UNCHANGED] = "unchanged",
@@ -320,7 +386,8 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 
 	r = policy_check(&a->keys, buf, len, time(NULL), &a->policy, &p, &doc, why, sizeof(why));
 	if (r < 0) {
-		log_warning("policy from %s refused: %s", from, why);
+		audit(LOG_WARNING, MID_POLICY_REFUSED, NULL, NULL, NULL, why,
+		      "policy from %s refused: %s", from, why);
 		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_POLICY_REFUSED, "", why,
 			   now_ms());
 		return r;
@@ -333,8 +400,9 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
 		return 0;
 	}
-	log_notice("policy %s version %llu from %s accepted (signed by %s)", v.name,
-		   (unsigned long long)v.version, from, p->signer);
+	audit(LOG_NOTICE, MID_POLICY_ACCEPTED, NULL, &v, NULL, NULL,
+	      "policy %s version %llu from %s accepted (signed by %s)", v.name,
+	      (unsigned long long)v.version, from, p->signer);
 	kmemctl__v1__policy_payload__free_unpacked(p, NULL);
 	r = policy_quarantine_list(a->state_dirfd, &v, store, quarantined, ARRAY_SIZE(quarantined));
 	if (r < 0)
@@ -342,10 +410,18 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 	if (r < 0)
 		quarantined[0] = NULL;
 	r = policy_apply(&a->rfs, a->state_dirfd, &doc, quarantined, out, &n);
-	for (i = 0; i < n; i++)
-		log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
-			       "policy %s: %s %s%s%s", v.name, out[i].id,
-			       result_names[out[i].result], out[i].why[0] ? ": " : "", out[i].why);
+	for (i = 0; i < n; i++) {
+		if (i < doc.nmitigations && out[i].result == POLICY_APPLIED)
+			audit(LOG_NOTICE, MID_MITIGATION_APPLIED, out[i].id, &v,
+			      mode_names[doc.mitigations[i].mode], NULL,
+			      "policy %s: %s applied%s%s", v.name, out[i].id,
+			      out[i].why[0] ? ": " : "", out[i].why);
+		else
+			log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
+				       "policy %s: %s %s%s%s", v.name, out[i].id,
+				       result_names[out[i].result], out[i].why[0] ? ": " : "",
+				       out[i].why);
+	}
 	/* outcomes list the mitigations first, in the document's order */
 	for (i = 0; i < doc.nmitigations && i < n; i++) {
 		if (policy_listed(quarantined, out[i].id))
@@ -400,7 +476,9 @@ static void start_policy(struct agent *a)
 	if (cut < 0)
 		log_warning_errno(cut, "an unreadable intent was left by the previous run: %m");
 	if (cut == 1) {
-		log_warning("a change to %s was cut short by the previous run: quarantined", id);
+		audit(LOG_WARNING, MID_CHANGE_QUARANTINED, id, &v, "off",
+		      "cut short by the previous run",
+		      "a change to %s was cut short by the previous run: quarantined", id);
 		r = kernel_set_mode(&a->rfs, id, false);
 		if (r < 0 && r != -ENOENT)
 			log_warning_errno(r, "turning %s off failed: %m", id);
@@ -415,12 +493,63 @@ static void start_policy(struct agent *a)
 		run_policy(a, buf, len, "disk");
 }
 
+/* The operator's bundle on disk ([policy] file), at start and on SIGHUP. */
+static void local_policy(struct agent *a)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	if (!a->cfg->policy_file)
+		return;
+	r = read_file_max(a->cfg->policy_file, PRIVSEP_MAX_POLICY, &buf, &len);
+	if (r < 0) {
+		log_error_errno(r, "reading the policy file '%s' failed: %m", a->cfg->policy_file);
+		return;
+	}
+	run_policy(a, (const uint8_t *)buf, len, "file");
+}
+
+static void on_sighup(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	log_info("SIGHUP: reading the policy file again");
+	local_policy(arg);
+}
+
+/*
+ * kmemctl.ko is loaded before any policy runs. Not under kmemctl.disable=1:
+ * loading it installs its livepatch, which already changes the kernel.
+ */
+static void load_module(const struct agent *a)
+{
+	int r;
+
+	if (a->disabled || !a->cfg->module[0])
+		return;
+	r = module_load(a->cfg->module);
+	if (r == 0)
+		log_notice("kmemctl.ko loaded (%s)", a->cfg->module);
+	else if (r < 0)
+		log_error_errno(r, "loading kmemctl.ko (%s) failed, mitigations unavailable: %m",
+				a->cfg->module);
+}
+
 static const char *const kind_names[] = {
 	[KMSG_SOFT_LOCKUP] = "soft lockup",
 	[KMSG_HARD_LOCKUP] = "hard lockup",
 	[KMSG_RCU_STALL] = "RCU stall",
 	[KMSG_HUNG_TASK] = "hung task",
 };
+
+/* kmemctl.ko turned a mitigation off by itself. */
+static void on_trip(struct agent *a, const char *id)
+{
+	audit(LOG_WARNING, MID_MITIGATION_TRIPPED, id, &a->policy, "off", NULL,
+	      "kmemctl.ko tripped %s: it turned it off by itself", id);
+	guard_disarm(&a->guard, id);
+}
 
 /* A report the kernel printed: logged, and the guard's to judge. */
 static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
@@ -441,8 +570,10 @@ static void on_kernel_event(struct agent *a, const struct kmsg_event *ev)
 					kind_names[ev->kind]);
 			continue;
 		}
-		log_warning("guard: %s reverted: a %s within %llu s of enabling it", ids[i],
-			    kind_names[ev->kind], (unsigned long long)(a->guard.window_ms / 1000));
+		audit(LOG_WARNING, MID_GUARD_REVERT, ids[i], &a->policy, "off",
+		      kind_names[ev->kind], "guard: %s reverted: a %s within %llu s of enabling it",
+		      ids[i], kind_names[ev->kind],
+		      (unsigned long long)(a->guard.window_ms / 1000));
 		set_source(a, ids[i], KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_GUARD);
 		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_GUARD_REVERT, ids[i],
 			   kind_names[ev->kind], now_ms());
@@ -509,6 +640,63 @@ static void watch_kmsg(struct agent *a)
 		event_add(a->kmsg_ev, NULL);
 }
 
+static void close_kmemdev(struct agent *a)
+{
+	if (a->dev_ev)
+		event_free(a->dev_ev);
+	a->dev_ev = NULL;
+	if (a->dev_fd >= 0)
+		close(a->dev_fd);
+	a->dev_fd = -1;
+}
+
+static void on_kmemdev(evutil_socket_t fd, short what, void *arg)
+{
+	struct kmemctl_event recs[32];
+	struct agent *a = arg;
+	ssize_t n;
+	size_t i;
+	int kind;
+
+	(void)what;
+	for (;;) {
+		n = read(fd, recs, sizeof(recs));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		for (i = 0; i + sizeof(recs[0]) <= (size_t)n; i += sizeof(recs[0])) {
+			kind = events_add_record(a->events, (const char *)recs + i, sizeof(recs[0]),
+						 &a->dev_next_seq);
+			if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
+				on_trip(a,
+					events_mitigation_name(recs[i / sizeof(recs[0])].source));
+		}
+	}
+	/* the module went away (unloaded): look for it again at the next report */
+	if (n == 0 || (n < 0 && errno != EAGAIN)) {
+		log_warning("/dev/kmemctl closed (%s); reopening at the next report",
+			    n == 0 ? "end of stream" : strerror(errno));
+		close_kmemdev(a);
+	}
+}
+
+/* kmemctl.ko's own events: threshold crossings, trips, livepatch stalls. */
+static void watch_kmemdev(struct agent *a)
+{
+	if (a->dev_fd >= 0 || a->once)
+		return;
+	a->dev_fd = rootfs_open(&a->rfs, "/dev/kmemctl", O_RDONLY | O_NONBLOCK);
+	if (a->dev_fd < 0)
+		return;
+	a->dev_ev = event_new(a->base, a->dev_fd, EV_READ | EV_PERSIST, on_kmemdev, a);
+	if (!a->dev_ev || event_add(a->dev_ev, NULL) < 0) {
+		close_kmemdev(a);
+		return;
+	}
+	log_info("reading kmemctl.ko's events from /dev/kmemctl");
+}
+
 static void on_child(evutil_socket_t fd, short what, void *arg)
 {
 	struct agent *a = arg;
@@ -558,6 +746,245 @@ static void on_sigchld(evutil_socket_t fd, short what, void *arg)
 	event_base_loopexit(a->base, NULL);
 }
 
+static const char *const outcome_names[] = {
+	[UPLINK_ACKED] = "acknowledged",
+	[UPLINK_REFUSED] = "refused",
+	[UPLINK_UNREACHABLE] = "unreachable",
+};
+
+/* The agent's own state, beside the last report, for `kmemctl status`. */
+static json_t *agent_json(const struct agent *a)
+{
+	json_t *guard = json_array();
+	size_t i;
+
+	for (i = 0; guard && i < a->guard.n; i++)
+		json_array_append_new(guard, json_string(a->guard.armed[i].id));
+	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:{s:s, s:I, s:I, s:I}}", "version",
+			 KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name", a->policy.name,
+			 "version", (json_int_t)a->policy.version, "guard", guard, "kmemd", "last",
+			 a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
+					 outcome_names[a->result.outcome] ?
+				 outcome_names[a->result.outcome] :
+				 "none yet",
+			 "acked_seq", (json_int_t)a->result.acked_seq, "spooled",
+			 (json_int_t)a->result.spooled, "dropped", (json_int_t)a->result.dropped);
+}
+
+/* {"ok": true, "agent": ..., "report": ...}: the report as kmemd got it. */
+static json_t *status_json(const struct agent *a)
+{
+	Kmemctl__V1__Report *rep = NULL;
+	json_t *o;
+
+	if (a->last_len)
+		rep = kmemctl__v1__report__unpack(NULL, a->last_len, a->last);
+	o = json_pack("{s:b, s:o*, s:o*}", "ok", 1, "agent", agent_json(a), "report",
+		      rep ? pbjson_from_message(&rep->base) : json_null());
+	if (rep)
+		kmemctl__v1__report__free_unpacked(rep, NULL);
+	return o;
+}
+
+static void ctl_drop(struct agent *a, struct ctl_client *c)
+{
+	struct ctl_client **p;
+
+	for (p = &a->clients; *p && *p != c; p = &(*p)->next)
+		;
+	if (*p)
+		*p = c->next;
+	event_free(c->ev);
+	close(c->fd);
+	free(c);
+}
+
+/* Never blocks: a client too slow to take a message loses it. */
+static void ctl_send(struct ctl_client *c, json_t *msg)
+{
+	char *text = msg ? json_dumps(msg, JSON_COMPACT) : NULL;
+
+	if (text && send(c->fd, text, strlen(text), MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+		log_debug("control client fd %d missed a message: %m", c->fd);
+	free(text);
+	json_decref(msg);
+}
+
+static void ctl_error(struct ctl_client *c, const char *why)
+{
+	ctl_send(c, json_pack("{s:b, s:s}", "ok", 0, "error", why));
+}
+
+static void ctl_broadcast(struct agent *a)
+{
+	struct ctl_client *c;
+
+	for (c = a->clients; c; c = c->next)
+		if (c->watch)
+			ctl_send(c, status_json(a));
+}
+
+/* A local override: the policy path, journal and guard included, no signature. */
+static void ctl_set(struct agent *a, struct ctl_client *c, const struct policy_doc *doc)
+{
+	struct policy_version local = { .name = "local" };
+	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
+	json_t *outcomes = json_array();
+	bool ok = true;
+	size_t n = 0, i;
+	int r;
+
+	if (a->disabled) {
+		json_decref(outcomes);
+		ctl_error(c, "kmemctl.disable=1 is on the kernel command line: applying nothing");
+		return;
+	}
+	r = policy_apply(&a->rfs, a->state_dirfd, doc, NULL, out, &n);
+	for (i = 0; i < n; i++) {
+		json_array_append_new(outcomes,
+				      json_pack("{s:s, s:s, s:s}", "id", out[i].id, "result",
+						result_names[out[i].result], "why", out[i].why));
+		ok &= out[i].result != POLICY_FAILED;
+		if (i >= doc->nmitigations || out[i].result != POLICY_APPLIED)
+			continue;
+		set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
+		audit(LOG_NOTICE, MID_MITIGATION_APPLIED, out[i].id, &local,
+		      mode_names[doc->mitigations[i].mode], NULL, "local override: %s %s",
+		      out[i].id, mode_names[doc->mitigations[i].mode]);
+		if (doc->mitigations[i].mode == POLICY_MODE_ON)
+			guard_arm(&a->guard, out[i].id, mono_ms());
+		else if (doc->mitigations[i].mode == POLICY_MODE_OFF)
+			guard_disarm(&a->guard, out[i].id);
+	}
+	if (r < 0) {
+		json_decref(outcomes);
+		ctl_error(c, "writing the intent journal failed; nothing more applied");
+		return;
+	}
+	ctl_send(c, json_pack("{s:b, s:o}", "ok", ok, "outcomes", outcomes));
+}
+
+static void on_ctl_read(evutil_socket_t fd, short what, void *arg)
+{
+	struct ctl_client *c = arg;
+	struct agent *a = c->a;
+	struct ctl_request req;
+	char why[256];
+	ssize_t n;
+
+	(void)what;
+	n = recv(fd, a->buf, CTL_MAX_MSG, MSG_DONTWAIT | MSG_TRUNC);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		ctl_drop(a, c);
+		return;
+	}
+	if (c->denied) {
+		ctl_error(c, "permission denied: root or group " CTL_GROUP " only");
+		return;
+	}
+	if ((size_t)n > CTL_MAX_MSG) {
+		ctl_error(c, "request too large");
+		return;
+	}
+	if (ctl_parse_request((const char *)a->buf, (size_t)n, &req, why, sizeof(why)) < 0) {
+		ctl_error(c, why);
+		return;
+	}
+	switch (req.cmd) {
+	case CTL_STATUS:
+		ctl_send(c, status_json(a));
+		break;
+	case CTL_SET:
+		ctl_set(a, c, &req.doc);
+		break;
+	case CTL_WATCH:
+		c->watch = true;
+		ctl_send(c, json_pack("{s:b}", "ok", 1));
+		break;
+	}
+}
+
+static void on_ctl_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa,
+			  int salen, void *arg)
+{
+	struct agent *a = arg;
+	struct ucred cred = { .uid = (uid_t)-1 };
+	socklen_t len = sizeof(cred);
+	struct ctl_client *c;
+	int sndbuf = CTL_MAX_MSG * 2;
+	bool denied;
+
+	(void)l;
+	(void)sa;
+	(void)salen;
+	denied = getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 ||
+		 !ctl_peer_allowed(&cred, a->ctl_group);
+	if (denied)
+		log_notice("control socket: uid %d refused (root or group " CTL_GROUP " only)",
+			   (int)cred.uid);
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		close(fd);
+		return;
+	}
+	*c = (struct ctl_client){ .a = a, .fd = fd, .denied = denied, .next = a->clients };
+	c->ev = event_new(a->base, fd, EV_READ | EV_PERSIST, on_ctl_read, c);
+	if (!c->ev || event_add(c->ev, NULL) < 0) {
+		if (c->ev)
+			event_free(c->ev);
+		close(fd);
+		free(c);
+		return;
+	}
+	a->clients = c;
+}
+
+/* The control socket; the agent runs on without it when it cannot be made. */
+static void ctl_start(struct agent *a)
+{
+	struct group *gr = getgrnam(CTL_GROUP);
+	int fd;
+
+	a->ctl_group = gr ? gr->gr_gid : (gid_t)-1;
+	fd = ctl_listen(a->cfg->control, a->ctl_group);
+	if (fd < 0) {
+		log_error_errno(fd, "control socket '%s' unavailable: %m", a->cfg->control);
+		return;
+	}
+	a->ctl = evconnlistener_new(a->base, on_ctl_accept, a, LEV_OPT_CLOSE_ON_FREE, -1, fd);
+	if (!a->ctl) {
+		close(fd);
+		log_error("control socket '%s': no listener", a->cfg->control);
+		return;
+	}
+	log_info("control socket at '%s'", a->cfg->control);
+}
+
+static void ctl_stop(struct agent *a)
+{
+	while (a->clients)
+		ctl_drop(a, a->clients);
+	if (a->ctl)
+		evconnlistener_free(a->ctl);
+	a->ctl = NULL;
+}
+
+static void on_timer(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)fd;
+	(void)what;
+	watch_kmemdev(a);
+	if (send_report(a) < 0 && a->once) {
+		a->exit_code = EXIT_ERROR;
+		event_base_loopexit(a->base, NULL);
+	}
+}
+
 static int loop(struct agent *a)
 {
 	struct timeval tv = { .tv_sec = (time_t)(a->cfg->interval_ms / 1000),
@@ -571,15 +998,19 @@ static int loop(struct agent *a)
 	a->timer = event_new(a->base, -1, a->once ? 0 : EV_PERSIST, on_timer, a);
 	a->rd = event_new(a->base, a->fd, EV_READ | EV_PERSIST, on_child, a);
 	a->chld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
-	if (!a->timer || !a->rd || !a->chld) {
+	a->hup = evsignal_new(a->base, SIGHUP, on_sighup, a);
+	if (!a->timer || !a->rd || !a->chld || !a->hup) {
 		r = -ENOMEM;
 		goto out;
 	}
 	event_add(a->timer, &tv);
 	event_add(a->rd, NULL);
 	event_add(a->chld, NULL);
-	if (!a->once)
+	event_add(a->hup, NULL);
+	if (!a->once) {
 		watch_kmsg(a);
+		ctl_start(a);
+	}
 	event_active(a->timer, EV_TIMEOUT, 0);
 	sd_notify(0, "READY=1");
 	if (event_base_dispatch(a->base) < 0)
@@ -592,12 +1023,16 @@ out:
 		event_free(a->rd);
 	if (a->chld)
 		event_free(a->chld);
+	if (a->hup)
+		event_free(a->hup);
 	if (a->kmsg_ev)
 		event_free(a->kmsg_ev);
 	if (a->kmsg_quiet)
 		event_free(a->kmsg_quiet);
 	if (a->kmsg_fd >= 0)
 		close(a->kmsg_fd);
+	close_kmemdev(a);
+	ctl_stop(a);
 	return r;
 }
 
@@ -685,9 +1120,13 @@ static int start_child(struct agent *a, uid_t uid, gid_t gid, const char *spool)
 
 static int run(const struct agent_config *cfg, const char *root, bool once)
 {
-	struct agent a = {
-		.cfg = cfg, .once = once, .exit_code = EXIT_UNREACHABLE, .fd = -1, .state_dirfd = -1
-	};
+	struct agent a = { .cfg = cfg,
+			   .once = once,
+			   .exit_code = EXIT_UNREACHABLE,
+			   .fd = -1,
+			   .state_dirfd = -1,
+			   .kmsg_fd = -1,
+			   .dev_fd = -1 };
 	char spool[4096] = "";
 	uid_t uid = 0;
 	gid_t gid = 0;
@@ -699,6 +1138,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		return log_error_errno(r, "cannot open root '%s': %m", root ? root : "/"),
 		       EXIT_ERROR;
 	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
+	a.last = malloc(PRIVSEP_MAX_PAYLOAD);
 	a.states = malloc(sizeof(*a.states));
 	a.telemetry = malloc(sizeof(*a.telemetry));
 	if (a.telemetry)
@@ -707,7 +1147,8 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (a.events)
 		events_init(a.events);
 	a.started_ms = mono_ms();
-	if (!a.buf || !a.states || !a.telemetry || !a.events || child_user(cfg, &uid, &gid) < 0 ||
+	if (!a.buf || !a.last || !a.states || !a.telemetry || !a.events ||
+	    child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
@@ -721,8 +1162,12 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (a.disabled)
 		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
 	if (!once) {
+		/* a fixture tree has no kernel to load a module into */
+		if (!root)
+			load_module(&a);
 		load_seq(&a, spool);
 		start_policy(&a);
+		local_policy(&a);
 	}
 	if (start_child(&a, uid, gid, spool) < 0) {
 		a.exit_code = EXIT_ERROR;
@@ -747,6 +1192,7 @@ out:
 	free(a.telemetry);
 	free(a.events);
 	free(a.buf);
+	free(a.last);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);
 }

@@ -20,6 +20,10 @@ static int do_version(int argc, char **argv)
 static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
 	{ "policy", do_policy, "create signing keys, sign and verify policy bundles" },
+	{ "status", do_local_status, "this host: the agent, mitigations, probes" },
+	{ "mitigation", do_mitigation, "set a mitigation on this host" },
+	{ "probe", do_probe, "set a probe on this host" },
+	{ "watch", do_watch, "follow this host's reports as JSON lines" },
 	{ "help", do_help, "show this help" },
 	{ "version", do_version, "print the version" },
 };

@@ -10,12 +10,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "kmemctl.h"
 #include "log.h"
 #include "macro.h"
@@ -25,29 +27,6 @@
 
 /* What an agent takes: a bigger bundle never reaches a host. */
 #define BUNDLE_MAX (64 << 10)
-
-/* The whole of a small file, NUL-terminated; -EFBIG past max bytes. */
-static int read_small(const char *path, size_t max, char **out, size_t *len)
-{
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	_cleanup_free_ char *buf = NULL;
-	size_t n;
-
-	if (!f)
-		return negative_errno();
-	buf = malloc(max + 1);
-	if (!buf)
-		return -ENOMEM;
-	n = fread(buf, 1, max + 1, f);
-	if (ferror(f))
-		return -EIO;
-	if (n > max)
-		return -EFBIG;
-	buf[n] = '\0';
-	*len = n;
-	*out = TAKE_PTR(buf);
-	return 0;
-}
 
 static int write_out(const char *path, const void *data, size_t len)
 {
@@ -135,9 +114,11 @@ static int policy_sign_cmd(int argc, char **argv)
 	uint64_t days = 0;
 	size_t len;
 	EVP_PKEY *key = NULL;
+	struct passwd *pw;
 	int c, r;
 
-	p.signer = getenv("USER") ?: "";
+	pw = getpwuid(getuid());
+	p.signer = getenv("USER") ?: pw ? pw->pw_name : "";
 	optind = 0;
 	while ((c = getopt(argc, argv, "k:n:v:s:e:o:")) != -1) {
 		switch (c) {
@@ -174,7 +155,7 @@ static int policy_sign_cmd(int argc, char **argv)
 		log_error("policy name must have 1 to 64 characters");
 		return EXIT_USAGE;
 	}
-	r = read_small(argv[optind], BUNDLE_MAX, &doc, &len);
+	r = read_file_max(argv[optind], BUNDLE_MAX, &doc, &len);
 	if (r < 0)
 		return log_error_errno(r, "reading '%s' failed: %m", argv[optind]), EXIT_ERROR;
 	/* a bundle every agent would refuse is caught here, not on the fleet */
@@ -228,7 +209,7 @@ static int policy_verify_cmd(int argc, char **argv)
 		keyring_free(&kr);
 		return log_error_errno(r, "loading the keys in '%s' failed: %m", dir), EXIT_ERROR;
 	}
-	r = read_small(argv[optind], BUNDLE_MAX, &buf, &len);
+	r = read_file_max(argv[optind], BUNDLE_MAX, &buf, &len);
 	if (r == 0)
 		r = policy_verify(&kr, (const uint8_t *)buf, len, time(NULL), &p);
 	keyring_free(&kr);

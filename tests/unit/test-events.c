@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +8,7 @@
 #include <cmocka.h>
 
 #include "events.h"
+#include "uapi/kmemctl.h"
 #include "kmemctl/v1/report.pb-c.h"
 
 static struct kmsg_event lockup(void)
@@ -94,11 +96,109 @@ static void test_storm(void **state)
 	assert_int_equal(e.counters.soft_lockups, EVENTS_MAX + 10);
 }
 
+static struct kmemctl_event record(uint16_t type, uint16_t source, uint64_t seq)
+{
+	struct kmemctl_event r = { .type = type, .source = source, .cpu = 1, .seq = seq };
+
+	r.time_ns = 1700000000123456789ULL;
+	r.pid = 93;
+	/* a full comm has no NUL */
+	memcpy(r.comm, "kworker/u4:1-events", sizeof(r.comm));
+	return r;
+}
+
+/* /dev/kmemctl records as the module writes them (kmod/uapi/kmemctl.h). */
+static void test_records(void **state)
+{
+	struct kmemctl_event r;
+	static struct events e;
+	uint64_t next = 0;
+
+	(void)state;
+	events_init(&e);
+	r = record(KMEMCTL_EV_THRESHOLD, KMEMCTL_PROBE_VMAP_PURGE, 1);
+	r.value = 250000000;
+	r.threshold = 100000000;
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD);
+	assert_int_equal(next, 2);
+	assert_string_equal(e.pbp[0]->probe, "vmap-purge");
+	assert_string_equal(e.pbp[0]->mitigation, "");
+	assert_int_equal(e.pbp[0]->duration_ns, 250000000);
+	assert_int_equal(e.pbp[0]->unix_ms, 1700000000123LL);
+	assert_int_equal(e.pbp[0]->pid, 93);
+	assert_string_equal(e.pbp[0]->comm, "kworker/u4:1-eve");
+	assert_string_equal(e.pbp[0]->message,
+			    "vmap-purge: 250000000 ns over the threshold of 100000000 ns");
+
+	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_RSTAT_YIELD, 2);
+	r.value = 3;
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
+	assert_string_equal(e.pbp[1]->mitigation, "rstat-yield");
+	assert_int_equal(e.pbp[1]->duration_ns, 0);
+	assert_int_equal(e.counters.mitigation_trips, 1);
+
+	/* seq 3 and 4 were overwritten before the agent read them */
+	r = record(KMEMCTL_EV_LIVEPATCH_STALL, KMEMCTL_MIT_KASAN_FLUSH_BATCH, 5);
+	r.value = 10500000000ULL;
+	r.flags = 1;
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRANSITION_STALL);
+	assert_int_equal(e.counters.events_dropped, 2);
+	assert_string_equal(e.pbp[2]->message,
+			    "kasan-flush-batch: livepatch patching for 10500 ms");
+
+	/* the kmsg parser reports lockups, with their stacks */
+	r = record(KMEMCTL_EV_SOFTLOCKUP, 0, 6);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next), 0);
+	assert_int_equal(e.n, 3);
+	assert_int_equal(e.counters.soft_lockups, 0);
+
+	/* the module was reloaded: seq starts over, nothing counted lost */
+	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_TLB_GEN, 1);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
+	assert_int_equal(e.counters.events_dropped, 2);
+	assert_int_equal(next, 2);
+}
+
+/* Records this agent cannot read are counted as dropped, never guessed at. */
+static void test_bad_records(void **state)
+{
+	struct kmemctl_event r;
+	static struct events e;
+	uint64_t next = 0;
+
+	(void)state;
+	events_init(&e);
+	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_COUNT, 1);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next), -EBADMSG);
+	r = record(KMEMCTL_EV_THRESHOLD, KMEMCTL_PROBE_COUNT + 7, 2);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next), -EBADMSG);
+	r = record(99, 0, 3);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next), -EBADMSG);
+	r = record(0, 0, 4);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next), -EBADMSG);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r) - 1, &next), -EBADMSG);
+	assert_int_equal(events_add_record(&e, &r, 0, &next), -EBADMSG);
+	assert_int_equal(e.n, 0);
+	assert_int_equal(e.counters.events_dropped, 6);
+	/* and the stream goes on */
+	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_KASAN_QUARANTINE, 5);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
+	assert_string_equal(e.pbp[0]->mitigation, "kasan-quarantine");
+	assert_int_equal(e.counters.events_dropped, 6);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report),
 		cmocka_unit_test(test_storm),
+		cmocka_unit_test(test_records),
+		cmocka_unit_test(test_bad_records),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

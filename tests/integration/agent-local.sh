@@ -1,0 +1,156 @@
+#!/bin/bash
+# kmem-agent on its own host, with no kmemd: a signed policy from a local
+# file is applied to kmemctl.ko's sysfs (a fixture tree), shown by
+# `kmemctl status`, and kept; a tampered bundle is refused on reload and
+# nothing changes; a local override through the control socket goes
+# through; bad requests get clear errors and the agent runs on.
+set -euo pipefail
+
+BUILD=${1:?usage: agent-local.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: agent-local.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+AGENT=$BUILD/agent/kmem-agent
+
+work=$(mktemp -d "$BUILD/agent-local.XXXXXX")
+chmod 755 "$work"
+agent_pid=
+cleanup() {
+	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- agent log" >&2
+	cat agent.log >&2 || true
+	exit 1
+}
+
+wait_for() { # file pattern
+	local i
+	for i in $(seq 100); do
+		grep -q -- "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "'$2' did not appear in $1"
+}
+
+cp -r "$SRC/tests/fixtures/host-6.1" root
+MIT=root/sys/kernel/kmemctl/mitigations
+export KMEMCTL_AGENT_SOCKET=$work/ctl.sock
+
+$KMEMCTL pki init pki >/dev/null
+$KMEMCTL pki issue pki host host-1 >/dev/null
+$KMEMCTL policy keygen op >/dev/null
+mkdir keys
+cp op.pem keys/
+printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"}},"probes":{"vmap-purge":{"threshold_ns":5000000}}}' >doc.json
+$KMEMCTL policy sign -k op.key -n base -v 2 -o policy.bin doc.json
+
+cat >agent.conf <<CONF
+[agent]
+host_id = host-1
+# nothing listens here: reports spool
+server = 127.0.0.1:1
+interval = 1s
+state_dir = $work/state
+user = nobody
+control = $work/ctl.sock
+[tls]
+cert = $work/pki/host-1.crt
+key = $work/pki/host-1.key
+ca = $work/pki/ca.crt
+[policy]
+keys_dir = $work/keys
+file = $work/policy.bin
+CONF
+$AGENT -n -c agent.conf || fail "the configuration does not check"
+
+# the fixture's kernel command line has kmemctl.disable=1: nothing applies
+$AGENT -d -r "$work/root" -c agent.conf >agent.log 2>&1 &
+agent_pid=$!
+wait_for agent.log "policy base version 2 from file not applied: kmemctl.disable=1"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "kmemctl.disable=1 applied a policy"
+wait_for agent.log "control socket at"
+rc=0
+$KMEMCTL mitigation set usercopy-fastpath on >bad.txt 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "kmemctl.disable=1" bad.txt || fail "disable=1: set: $(cat bad.txt)"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "kmemctl.disable=1 let a local set in"
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent did not stop cleanly"
+echo "ok: kmemctl.disable=1 applies nothing"
+
+sed -i 's/ kmemctl.disable=1//' root/proc/cmdline
+$AGENT -d -r "$work/root" -c agent.conf >agent.log 2>&1 &
+agent_pid=$!
+wait_for agent.log "policy base version 2 from file accepted"
+wait_for agent.log "control socket at"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "usercopy-fastpath was not turned on"
+[ "$(cat root/sys/kernel/kmemctl/probes/vmap-purge/threshold_ns)" = 5000000 ] ||
+	fail "vmap-purge's threshold was not set"
+echo "ok: the policy file was applied"
+
+# the status is the last report: wait for one made after the apply
+for i in $(seq 50); do
+	$KMEMCTL status >status.txt 2>&1 || fail "kmemctl status failed: $(cat status.txt)"
+	grep -q "^usercopy-fastpath .* policy" status.txt && break
+	sleep 0.2
+done
+grep -q "^usercopy-fastpath .* policy" status.txt || fail "status: $(cat status.txt)"
+grep -q "^policy    base version 2" status.txt || fail "status shows no policy: $(cat status.txt)"
+grep -q "^host      host-1, kernel 6.1.0-57-amd64" status.txt || fail "status: no host line"
+$KMEMCTL status --json >status.json
+grep -q '"kernel_release": "6.1.0-57-amd64"' status.json || fail "status --json has no facts"
+echo "ok: kmemctl status shows the policy's states"
+
+# a bundle with one byte changed, then a reload: refused, nothing changes
+off=$(grep -obUa '"on"' policy.bin | head -1 | cut -d: -f1)
+printf f | dd of=policy.bin bs=1 seek=$((off + 2)) conv=notrunc status=none
+kill -HUP "$agent_pid"
+wait_for agent.log "policy from file refused"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "a tampered policy changed the mode"
+for i in $(seq 50); do
+	$KMEMCTL status >status.txt 2>&1
+	grep -q "event: not a validly signed policy" status.txt && break
+	sleep 0.2
+done
+grep -q "event: not a validly signed policy" status.txt || fail "the refusal is not in a report: $(cat status.txt)"
+echo "ok: a tampered bundle is refused and nothing changes"
+
+# a local override
+$KMEMCTL mitigation set usercopy-fastpath off >set.txt || fail "set failed: $(cat set.txt)"
+grep -q "^usercopy-fastpath: applied" set.txt || fail "set: $(cat set.txt)"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "the local override did not apply"
+wait_for agent.log "local override: usercopy-fastpath off"
+echo "ok: a local override through the control socket"
+
+# bad requests: clear errors, the agent runs on
+rc=0
+$KMEMCTL mitigation set ../../etc on >bad.txt 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "kmem-agent: mitigations: bad id" bad.txt ||
+	fail "a bad id: exit $rc, $(cat bad.txt)"
+rc=0
+$KMEMCTL mitigation set usercopy-fastpath sideways >bad.txt 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a bad mode: exit $rc"
+rc=0
+$KMEMCTL probe set vmap-purge on threshold_ns=-1 >bad.txt 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "a negative threshold: exit $rc"
+$KMEMCTL mitigation set tlb-gen on >bad.txt 2>&1 || rc=$?
+grep -q "^tlb-gen: skipped" bad.txt || fail "a native mitigation: $(cat bad.txt)"
+kill -0 "$agent_pid" || fail "the agent died"
+$KMEMCTL status >/dev/null || fail "status after bad requests"
+echo "ok: bad requests are refused and the agent runs on"
+
+# a user outside root and the group, even with the socket's mode opened up
+if [ "$(id -u)" = 0 ]; then
+	chmod 666 ctl.sock
+	rc=0
+	su nobody -s /bin/sh -c "KMEMCTL_AGENT_SOCKET=$work/ctl.sock $KMEMCTL status" \
+		>bad.txt 2>&1 || rc=$?
+	[ "$rc" = 1 ] && grep -q "permission denied" bad.txt ||
+		fail "nobody was not refused: exit $rc, $(cat bad.txt)"
+	echo "ok: a user outside root and the kmemctl group is refused"
+fi
+echo PASS
