@@ -93,8 +93,11 @@ struct agent {
 	struct privsep_result result; /* the child's last word on kmemd */
 	struct evconnlistener *ctl;
 	gid_t ctl_group;
+	json_t *recent; /* the last RECENT_MAX events reported, for kmemctl status */
 	struct ctl_client *clients;
 };
+
+#define RECENT_MAX 16
 
 struct ctl_client {
 	struct agent *a;
@@ -244,6 +247,17 @@ static void store_seq(struct agent *a)
 
 static void ctl_broadcast(struct agent *a);
 
+/* Events outlive their report in kmemctl status: the newest RECENT_MAX. */
+static void keep_recent(struct agent *a, const Kmemctl__V1__Report *rep)
+{
+	size_t i;
+
+	for (i = 0; i < rep->n_events; i++)
+		json_array_append_new(a->recent, pbjson_from_message(&rep->events[i]->base));
+	while (json_array_size(a->recent) > RECENT_MAX)
+		json_array_remove(a->recent, 0);
+}
+
 /* The report, encoded behind its seq, as the child takes it. */
 static int send_report(struct agent *a)
 {
@@ -316,6 +330,7 @@ static int send_report(struct agent *a)
 		r = privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
 		memcpy(a->last, a->buf + sizeof(rep.seq), len);
 		a->last_len = len;
+		keep_recent(a, &rep);
 		ctl_broadcast(a);
 	}
 	/* the child keeps the report until kmemd has it */
@@ -755,20 +770,21 @@ static const char *const outcome_names[] = {
 /* The agent's own state, beside the last report, for `kmemctl status`. */
 static json_t *agent_json(const struct agent *a)
 {
+	const char *last = "none yet";
 	json_t *guard = json_array();
 	size_t i;
 
 	for (i = 0; guard && i < a->guard.n; i++)
 		json_array_append_new(guard, json_string(a->guard.armed[i].id));
-	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:{s:s, s:I, s:I, s:I}}", "version",
-			 KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name", a->policy.name,
-			 "version", (json_int_t)a->policy.version, "guard", guard, "kmemd", "last",
-			 a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
-					 outcome_names[a->result.outcome] ?
-				 outcome_names[a->result.outcome] :
-				 "none yet",
-			 "acked_seq", (json_int_t)a->result.acked_seq, "spooled",
-			 (json_int_t)a->result.spooled, "dropped", (json_int_t)a->result.dropped);
+	if (a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
+	    outcome_names[a->result.outcome])
+		last = outcome_names[a->result.outcome];
+	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}",
+			 "version", KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name",
+			 a->policy.name, "version", (json_int_t)a->policy.version, "guard", guard,
+			 "recent_events", a->recent, "kmemd", "last", last, "acked_seq",
+			 (json_int_t)a->result.acked_seq, "spooled", (json_int_t)a->result.spooled,
+			 "dropped", (json_int_t)a->result.dropped);
 }
 
 /* {"ok": true, "agent": ..., "report": ...}: the report as kmemd got it. */
@@ -1139,6 +1155,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		       EXIT_ERROR;
 	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
 	a.last = malloc(PRIVSEP_MAX_PAYLOAD);
+	a.recent = json_array();
 	a.states = malloc(sizeof(*a.states));
 	a.telemetry = malloc(sizeof(*a.telemetry));
 	if (a.telemetry)
@@ -1147,7 +1164,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (a.events)
 		events_init(a.events);
 	a.started_ms = mono_ms();
-	if (!a.buf || !a.last || !a.states || !a.telemetry || !a.events ||
+	if (!a.buf || !a.last || !a.recent || !a.states || !a.telemetry || !a.events ||
 	    child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
@@ -1193,6 +1210,7 @@ out:
 	free(a.events);
 	free(a.buf);
 	free(a.last);
+	json_decref(a.recent);
 	rootfs_close(&a.rfs);
 	return once ? a.exit_code : (a.exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK);
 }

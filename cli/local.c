@@ -153,8 +153,9 @@ static void print_status(json_t *st)
 		       json_integer_value(json_object_get(h, "count")),
 		       json_integer_value(json_object_get(h, "max_ns")));
 	}
-	json_array_foreach(json_object_get(rep, "events"), i, v)
-		printf("%s event: %s\n", i ? "" : "\n", str(v, "message"));
+	json_array_foreach(json_object_get(agent, "recent_events"), i, v)
+		printf("%s%s %s\n", i ? "" : "\nRECENT EVENTS\n",
+		       enum_tail(str(v, "kind"), "EVENT_KIND_"), str(v, "message"));
 }
 
 int do_local_status(int argc, char **argv)

@@ -113,10 +113,10 @@ wait_for agent.log "policy from file refused"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "a tampered policy changed the mode"
 for i in $(seq 50); do
 	$KMEMCTL status >status.txt 2>&1
-	grep -q "event: not a validly signed policy" status.txt && break
+	grep -q "policy-refused not a validly signed policy" status.txt && break
 	sleep 0.2
 done
-grep -q "event: not a validly signed policy" status.txt || fail "the refusal is not in a report: $(cat status.txt)"
+grep -q "policy-refused not a validly signed policy" status.txt || fail "the refusal is not in a report: $(cat status.txt)"
 echo "ok: a tampered bundle is refused and nothing changes"
 
 # a local override
