@@ -24,6 +24,7 @@ struct agent_config {
 	char *module; /* kmemctl.ko to load: a name or a path; "": none */
 	char *user; /* the network child runs as this user */
 	char *control; /* the control socket's path */
+	char *memstat; /* the memory.stat file to time, NULL: a default */
 	int log_level;
 	struct ini_map labels;
 };

@@ -26,6 +26,7 @@ const struct ini_option agent_options[] = {
 	OPT("agent", "user", INI_STRING, user),
 	OPT("agent", "module", INI_STRING, module),
 	OPT("agent", "control", INI_PATH, control),
+	OPT("agent", "memstat", INI_PATH, memstat),
 	OPT("tls", "cert", INI_PATH, cert),
 	OPT("tls", "key", INI_PATH, key),
 	OPT("tls", "ca", INI_PATH, ca),

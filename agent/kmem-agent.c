@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "agent.h"
+#include "collect.h"
 #include "conf.h"
 #include "ctl.h"
 #include "evloop.h"
@@ -76,7 +77,10 @@ struct agent {
 	int dev_fd; /* /dev/kmemctl, -1 until the module is there */
 	struct event *dev_ev;
 	uint64_t dev_next_seq;
-	struct states *states; /* the last report's */
+	struct collect *col;
+	struct event *col_ev, *deadline;
+	bool round_open; /* a collector round whose report has not gone out */
+	struct facts facts; /* the last collected */
 	struct telemetry *telemetry;
 	struct events *events; /* until a report carries them */
 	uint64_t started_ms; /* monotonic */
@@ -258,21 +262,57 @@ static void keep_recent(struct agent *a, const Kmemctl__V1__Report *rep)
 		json_array_remove(a->recent, 0);
 }
 
-/* The report, encoded behind its seq, as the child takes it. */
-static int send_report(struct agent *a)
+/* Why each collector has nothing for this report, into failed[]. */
+static size_t collector_failures(struct agent *a, unsigned done, char why[][96], char **failed)
+{
+	struct collect *c = a->col;
+	size_t n = 0;
+	int i;
+
+	for (i = 0; i < COLLECT_N; i++) {
+		if (!(done & (1U << i)))
+			snprintf(why[n], sizeof(why[0]), "%s: %s", collect_name(i),
+				 collect_running(c) == i ? "no answer within the deadline" :
+							   "not run, waiting on another");
+		else if (c->out.rc[i] < 0 && c->out.rc[i] != -ENOENT && c->out.rc[i] != -EOPNOTSUPP)
+			snprintf(why[n], sizeof(why[0]), "%s: %s", collect_name(i),
+				 strerror(-c->out.rc[i]));
+		else
+			continue;
+		failed[n] = why[n];
+		n++;
+	}
+	return n;
+}
+
+/* The collectors' results that made it: done, and without an error. */
+static bool got(const struct agent *a, unsigned done, enum collector which)
+{
+	return (done & (1U << which)) && a->col->out.rc[which] >= 0;
+}
+
+/*
+ * The report of one round, with what the collectors in done found, encoded
+ * behind its seq, as the child takes it. Facts that did not come in time
+ * are the last ones that did; the first are read at start.
+ */
+static int send_report(struct agent *a, unsigned done)
 {
 	Kmemctl__V1__KconfigEntry kv[FACTS_KCONFIG_MAX], *kvp[FACTS_KCONFIG_MAX];
 	Kmemctl__V1__HostFacts__LabelsEntry *lv, **lvp;
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
 	Kmemctl__V1__Pressure pressure = KMEMCTL__V1__PRESSURE__INIT;
+	Kmemctl__V1__Histogram memstat_pb = KMEMCTL__V1__HISTOGRAM__INIT;
+	uint64_t memstat_counts[HIST_BUCKETS];
+	struct collect_out *o = &a->col->out;
+	char why[COLLECT_N][96], *failed[COLLECT_N];
+	struct hist memstat = { 0 };
 	Kmemctl__V1__HostFacts hf;
-	struct facts f;
-	size_t len, nl = a->cfg->labels.n ?: 1;
+	size_t len, i, nl = a->cfg->labels.n ?: 1;
 	int r;
 
-	r = facts_collect(&a->rfs, a->cfg, &f);
-	if (r < 0)
-		return log_error_errno(r, "collecting host facts failed: %m");
+	if (got(a, done, COLLECT_FACTS))
+		a->facts = o->facts;
 	lv = calloc(nl, sizeof(*lv));
 	lvp = calloc(nl, sizeof(*lvp));
 	if (!lv || !lvp) {
@@ -280,7 +320,7 @@ static int send_report(struct agent *a)
 		free(lvp);
 		return -ENOMEM;
 	}
-	facts_to_pb(&f, a->cfg, &hf, kv, kvp, lv, lvp);
+	facts_to_pb(&a->facts, a->cfg, &hf, kv, kvp, lv, lvp);
 	rep.seq = ++a->seq;
 	if (!a->once)
 		store_seq(a);
@@ -288,35 +328,39 @@ static int send_report(struct agent *a)
 	rep.facts = &hf;
 	rep.policy_name = a->policy.name;
 	rep.policy_version = a->policy.version;
-	r = states_collect(&a->rfs, a->states, source_of, a);
-	if (r >= 0) {
-		rep.n_mitigations = a->states->n;
-		rep.mitigations = a->states->pbp;
-	} else if (r != -ENOENT) {
-		log_warning_errno(r, "reading kmemctl.ko's mitigations failed: %m");
+	if (got(a, done, COLLECT_STATES)) {
+		for (i = 0; i < o->states.n; i++)
+			o->states.pb[i].source = source_of(o->states.pb[i].id, a);
+		rep.n_mitigations = o->states.n;
+		rep.mitigations = o->states.pbp;
+		if (o->states.unreadable)
+			log_warning("%zu mitigations of kmemctl.ko did not parse; left out",
+				    o->states.unreadable);
 	}
-	if (a->states->unreadable)
-		log_warning("%zu mitigations of kmemctl.ko did not parse; left out of the report",
-			    a->states->unreadable);
-	r = telemetry_probes(&a->rfs, a->telemetry, rep.unix_ms);
-	if (r >= 0) {
+	if (got(a, done, COLLECT_PROBES)) {
+		telemetry_update(a->telemetry, &o->probes, rep.unix_ms);
 		rep.n_probes = a->telemetry->n;
 		rep.probes = a->telemetry->samplesp;
-	} else if (r != -ENOENT) {
-		log_warning_errno(r, "reading kmemctl.ko's probes failed: %m");
+		if (o->probes.unreadable)
+			log_warning("%zu probes of kmemctl.ko did not parse; left out",
+				    o->probes.unreadable);
 	}
-	if (a->telemetry->unreadable)
-		log_warning("%zu probes of kmemctl.ko did not parse; left out of the report",
-			    a->telemetry->unreadable);
-	r = procstat_tlb_shootdowns(&a->rfs, &a->events->counters.tlb_shootdowns);
-	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "reading the TLB row of /proc/interrupts failed: %m");
-	r = procstat_memory_pressure(&a->rfs, &pressure.memory_some_avg10,
-				     &pressure.memory_full_avg10);
-	if (r == 0)
+	if (got(a, done, COLLECT_TLB))
+		a->events->counters.tlb_shootdowns = o->tlb_shootdowns;
+	if (got(a, done, COLLECT_PRESSURE)) {
+		pressure.memory_some_avg10 = o->psi_some;
+		pressure.memory_full_avg10 = o->psi_full;
 		rep.pressure = &pressure;
-	else if (r != -ENOENT && r != -EOPNOTSUPP)
-		log_warning_errno(r, "reading /proc/pressure/memory failed: %m");
+	}
+	if (got(a, done, COLLECT_MEMSTAT)) {
+		hist_record(&memstat, o->memstat_ns);
+		hist_to_pb(&memstat, &memstat_pb, memstat_counts);
+		rep.memstat_read = &memstat_pb;
+	}
+	rep.n_collectors_failed = collector_failures(a, done, why, failed);
+	rep.collectors_failed = failed;
+	for (i = 0; i < rep.n_collectors_failed; i++)
+		log_warning("report %llu: collector %s", (unsigned long long)rep.seq, failed[i]);
 	a->events->counters.uptime_ms = mono_ms() - a->started_ms;
 	rep.counters = &a->events->counters;
 	rep.n_events = a->events->n;
@@ -779,10 +823,10 @@ static json_t *agent_json(const struct agent *a)
 	if (a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
 	    outcome_names[a->result.outcome])
 		last = outcome_names[a->result.outcome];
-	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}",
-			 "version", KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name",
-			 a->policy.name, "version", (json_int_t)a->policy.version, "guard", guard,
-			 "recent_events", a->recent, "kmemd", "last", last, "acked_seq",
+	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}", "version",
+			 KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name", a->policy.name,
+			 "version", (json_int_t)a->policy.version, "guard", guard, "recent_events",
+			 a->recent, "kmemd", "last", last, "acked_seq",
 			 (json_int_t)a->result.acked_seq, "spooled", (json_int_t)a->result.spooled,
 			 "dropped", (json_int_t)a->result.dropped);
 }
@@ -988,16 +1032,61 @@ static void ctl_stop(struct agent *a)
 	a->ctl = NULL;
 }
 
+static void report_done(struct agent *a, unsigned done)
+{
+	a->round_open = false;
+	if (send_report(a, done) < 0 && a->once) {
+		a->exit_code = EXIT_ERROR;
+		event_base_loopexit(a->base, NULL);
+	}
+}
+
+/* Each interval: a collector round, reported when it ends or at its deadline. */
 static void on_timer(evutil_socket_t fd, short what, void *arg)
 {
+	struct timeval tv = {
+		.tv_sec = (time_t)(((struct agent *)arg)->cfg->collector_timeout_ms / 1000),
+		.tv_usec = (suseconds_t)(((struct agent *)arg)->cfg->collector_timeout_ms % 1000) *
+			   1000
+	};
 	struct agent *a = arg;
 
 	(void)fd;
 	(void)what;
 	watch_kmemdev(a);
-	if (send_report(a) < 0 && a->once) {
-		a->exit_code = EXIT_ERROR;
-		event_base_loopexit(a->base, NULL);
+	if (a->round_open)
+		report_done(a, collect_done(a->col));
+	if (collect_start(a->col) == -EBUSY) {
+		/* still stuck since an earlier round: report without waiting again */
+		report_done(a, 0);
+		return;
+	}
+	a->round_open = true;
+	evtimer_add(a->deadline, &tv);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+
+	(void)fd;
+	(void)what;
+	if (a->round_open)
+		report_done(a, collect_done(a->col));
+}
+
+static void on_collected(evutil_socket_t fd, short what, void *arg)
+{
+	struct agent *a = arg;
+	uint64_t n;
+
+	(void)what;
+	if (read(fd, &n, sizeof(n)) < 0)
+		return;
+	/* a late round's end, after its report went out, is not news */
+	if (a->round_open && collect_done(a->col) == (1U << COLLECT_N) - 1) {
+		evtimer_del(a->deadline);
+		report_done(a, collect_done(a->col));
 	}
 }
 
@@ -1015,7 +1104,9 @@ static int loop(struct agent *a)
 	a->rd = event_new(a->base, a->fd, EV_READ | EV_PERSIST, on_child, a);
 	a->chld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
 	a->hup = evsignal_new(a->base, SIGHUP, on_sighup, a);
-	if (!a->timer || !a->rd || !a->chld || !a->hup) {
+	a->col_ev = event_new(a->base, a->col->efd, EV_READ | EV_PERSIST, on_collected, a);
+	a->deadline = evtimer_new(a->base, on_deadline, a);
+	if (!a->timer || !a->rd || !a->chld || !a->hup || !a->col_ev || !a->deadline) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -1023,6 +1114,7 @@ static int loop(struct agent *a)
 	event_add(a->rd, NULL);
 	event_add(a->chld, NULL);
 	event_add(a->hup, NULL);
+	event_add(a->col_ev, NULL);
 	if (!a->once) {
 		watch_kmsg(a);
 		ctl_start(a);
@@ -1041,6 +1133,10 @@ out:
 		event_free(a->chld);
 	if (a->hup)
 		event_free(a->hup);
+	if (a->col_ev)
+		event_free(a->col_ev);
+	if (a->deadline)
+		event_free(a->deadline);
 	if (a->kmsg_ev)
 		event_free(a->kmsg_ev);
 	if (a->kmsg_quiet)
@@ -1156,7 +1252,9 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	a.buf = malloc(PRIVSEP_MAX_PAYLOAD);
 	a.last = malloc(PRIVSEP_MAX_PAYLOAD);
 	a.recent = json_array();
-	a.states = malloc(sizeof(*a.states));
+	a.col = malloc(sizeof(*a.col));
+	if (a.col)
+		a.col->efd = -1;
 	a.telemetry = malloc(sizeof(*a.telemetry));
 	if (a.telemetry)
 		telemetry_init(a.telemetry);
@@ -1164,7 +1262,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	if (a.events)
 		events_init(a.events);
 	a.started_ms = mono_ms();
-	if (!a.buf || !a.last || !a.recent || !a.states || !a.telemetry || !a.events ||
+	if (!a.buf || !a.last || !a.recent || !a.col || !a.telemetry || !a.events ||
 	    child_user(cfg, &uid, &gid) < 0 ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
@@ -1186,7 +1284,21 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		start_policy(&a);
 		local_policy(&a);
 	}
+	/* before the loop: a report always has the host's facts, if old ones */
+	r = facts_collect(&a.rfs, cfg, &a.facts);
+	if (r < 0) {
+		log_error_errno(r, "collecting host facts failed: %m");
+		a.exit_code = EXIT_ERROR;
+		goto out;
+	}
 	if (start_child(&a, uid, gid, spool) < 0) {
+		a.exit_code = EXIT_ERROR;
+		goto out;
+	}
+	/* after the fork: the child has no use for the thread */
+	r = collect_init(a.col, &a.rfs, cfg);
+	if (r < 0) {
+		log_error_errno(r, "starting the collector thread failed: %m");
 		a.exit_code = EXIT_ERROR;
 		goto out;
 	}
@@ -1205,7 +1317,9 @@ out:
 	if (a.base)
 		event_base_free(a.base);
 	keyring_free(&a.keys);
-	free(a.states);
+	if (a.col)
+		collect_free(a.col);
+	free(a.col);
 	free(a.telemetry);
 	free(a.events);
 	free(a.buf);

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "telemetry.h"
@@ -55,31 +56,58 @@ static void sample(struct telemetry *t, const char *name, const struct hist *cur
 	*prev = *cur;
 }
 
-int telemetry_probes(const struct rootfs *rfs, struct telemetry *t, int64_t now_ms)
+int telemetry_read(const struct rootfs *rfs, struct telemetry_read *rd)
 {
-	char ids[KERNEL_MAX_IDS][KERNEL_ID_MAX + 1], name[TELEMETRY_NAME_MAX];
+	char ids[KERNEL_MAX_IDS][KERNEL_ID_MAX + 1];
 	struct kernel_probe p;
 	size_t n, i;
 	int r;
 
-	t->n = 0;
-	t->unreadable = 0;
+	rd->n = 0;
+	rd->unreadable = 0;
 	r = kernel_ids(rfs, "probes", ids, KERNEL_MAX_IDS, &n);
 	if (r < 0)
 		return r;
-	for (i = 0; i < n; i++) {
+	for (i = 0; i < n && rd->n + 2 <= TELEMETRY_MAX_SAMPLES; i++) {
 		if (kernel_read_probe(rfs, ids[i], &p) < 0) {
-			t->unreadable++;
+			rd->unreadable++;
 			continue;
 		}
 		if (!p.enabled)
 			continue;
-		sample(t, p.id, &p.hist, now_ms);
+		snprintf(rd->names[rd->n], TELEMETRY_NAME_MAX, "%s", p.id);
+		rd->hists[rd->n++] = p.hist;
 		if (p.second[0]) {
-			snprintf(name, sizeof(name), "%s-%s", p.id, p.second);
-			sample(t, name, &p.hist2, now_ms);
+			snprintf(rd->names[rd->n], TELEMETRY_NAME_MAX, "%s-%s", p.id, p.second);
+			rd->hists[rd->n++] = p.hist2;
 		}
 	}
+	return 0;
+}
+
+void telemetry_update(struct telemetry *t, const struct telemetry_read *rd, int64_t now_ms)
+{
+	size_t i;
+
+	t->n = 0;
+	t->unreadable = rd->unreadable;
+	for (i = 0; i < rd->n; i++)
+		sample(t, rd->names[i], &rd->hists[i], now_ms);
 	t->last_ms = now_ms;
-	return (int)t->n;
+}
+
+int telemetry_probes(const struct rootfs *rfs, struct telemetry *t, int64_t now_ms)
+{
+	struct telemetry_read *rd = malloc(sizeof(*rd));
+	int r;
+
+	if (!rd)
+		return -ENOMEM;
+	r = telemetry_read(rfs, rd);
+	if (r == 0) {
+		telemetry_update(t, rd, now_ms);
+		r = (int)t->n;
+	}
+	free(rd);
+	return r;
 }

@@ -39,12 +39,32 @@ struct telemetry {
 	size_t unreadable; /* probes whose files did not parse */
 };
 
+/* What one reading of the module's probes found: running totals. */
+struct telemetry_read {
+	char names[TELEMETRY_MAX_SAMPLES][TELEMETRY_NAME_MAX];
+	struct hist hists[TELEMETRY_MAX_SAMPLES];
+	size_t n;
+	size_t unreadable;
+};
+
 void telemetry_init(struct telemetry *t);
 
 /*
- * Reads every probe at now_ms and fills samples with the deltas since the
- * previous call (none the first time, which sets the baseline). Returns
- * the number of samples, or -ENOENT when the module is not loaded.
+ * Reads the totals of every enabled probe (the part that touches the
+ * kernel, run by a collector). -ENOENT when the module is not loaded.
+ */
+int telemetry_read(const struct rootfs *rfs, struct telemetry_read *rd);
+
+/*
+ * Fills t's samples with the deltas of rd since the previous update (none
+ * the first time, which sets the baseline). A reading never used leaves
+ * the baseline alone, so its counts show up in the next delta.
+ */
+void telemetry_update(struct telemetry *t, const struct telemetry_read *rd, int64_t now_ms);
+
+/*
+ * telemetry_read() and telemetry_update() at now_ms. Returns the number of
+ * samples, or -ENOENT when the module is not loaded.
  */
 int telemetry_probes(const struct rootfs *rfs, struct telemetry *t, int64_t now_ms);
 

@@ -136,9 +136,10 @@ static void print_status(json_t *st)
 		printf("no report yet\n");
 		return;
 	}
-	printf("report    %lld\n\n%-20s %-12s %-5s %-10s %s\n",
-	       json_integer_value(json_object_get(rep, "seq")), "MITIGATION", "STATE", "MODE",
-	       "SOURCE", "REASON");
+	printf("report    %lld\n", json_integer_value(json_object_get(rep, "seq")));
+	json_array_foreach(json_object_get(rep, "collectors_failed"), i, v)
+		printf("failed    %s\n", json_string_value(v));
+	printf("\n%-20s %-12s %-5s %-10s %s\n", "MITIGATION", "STATE", "MODE", "SOURCE", "REASON");
 	json_array_foreach(json_object_get(rep, "mitigations"), i, v)
 		printf("%-20s %-12s %-5s %-10s %s\n", str(v, "id"),
 		       enum_tail(str(v, "state"), "MITIGATION_STATE_"),

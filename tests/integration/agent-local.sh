@@ -153,4 +153,31 @@ if [ "$(id -u)" = 0 ]; then
 		fail "nobody was not refused: exit $rc, $(cat bad.txt)"
 	echo "ok: a user outside root and the kmemctl group is refused"
 fi
+# a kernel file whose read never returns (a FIFO nobody writes): reports go
+# on at the deadline without that collector, naming it, and the agent
+# keeps answering; once the read returns, rounds are whole again
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent did not stop cleanly"
+mkdir -p root/sys/fs/cgroup agent.conf.d
+mkfifo root/sys/fs/cgroup/memory.stat
+printf '[agent]\ncollector_timeout = 300ms\nmemstat = /sys/fs/cgroup/memory.stat\n' \
+	>agent.conf.d/stuck.conf
+$AGENT -d -r "$work/root" -c agent.conf >agent.log 2>&1 &
+agent_pid=$!
+wait_for agent.log "collector memory.stat: no answer within the deadline"
+wait_for agent.log "collector probes: not run, waiting on another"
+timeout 5 $KMEMCTL status >status.txt || fail "status while a collector hangs: $(cat status.txt)"
+grep -q "^failed    memory.stat: no answer within the deadline" status.txt ||
+	fail "status does not name the stuck collector: $(cat status.txt)"
+exec 3>root/sys/fs/cgroup/memory.stat
+rm root/sys/fs/cgroup/memory.stat
+exec 3>&-
+for i in $(seq 50); do
+	$KMEMCTL status >status.txt
+	grep -q "^failed" status.txt || break
+	sleep 0.2
+done
+grep -q "^failed" status.txt && fail "rounds did not recover: $(cat status.txt)"
+grep -q "^usercopy-fastpath " status.txt || fail "no mitigations after recovery"
+echo "ok: a hanging collector is reported as failed and does not stop the agent"
 echo PASS
