@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
 #include <errno.h>
+#include <limits.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +28,8 @@ static const char *const kconfig_wanted[] = {
 	"CONFIG_SOFTLOCKUP_DETECTOR",
 	"CONFIG_HARDLOCKUP_DETECTOR",
 	"CONFIG_MODULE_SIG_FORCE",
+	/* RCU stall reports count jiffies */
+	"CONFIG_HZ",
 };
 
 static int parse_u32(const char **p, uint32_t *out)
@@ -268,6 +271,24 @@ static void collect_optional(const struct rootfs *rfs, struct facts *f)
 		f->module_version[0] = '\0';
 	if (rootfs_read(rfs, "/sys/kernel/kmemctl/abi", buf, sizeof(buf)) >= 0)
 		f->module_abi = (uint32_t)strtoul(buf, NULL, 10);
+}
+
+unsigned int facts_kconfig_uint(const struct facts *f, const char *name)
+{
+	unsigned long v;
+	char *end;
+	size_t i;
+
+	for (i = 0; i < f->n_kconfig; i++) {
+		if (strcmp(f->kconfig_name[i], name))
+			continue;
+		errno = 0;
+		v = strtoul(f->kconfig_value[i], &end, 10);
+		return errno || *end || end == f->kconfig_value[i] || v > UINT_MAX ?
+			       0 :
+			       (unsigned int)v;
+	}
+	return 0;
 }
 
 int facts_collect(const struct rootfs *rfs, const struct agent_config *cfg, struct facts *f)

@@ -46,6 +46,9 @@ bool facts_cmdline_disable(const char *cmdline);
 /* Keep the Kconfig symbols kmemctl decides on; ignores everything else. */
 int facts_parse_kconfig(const char *text, struct facts *f);
 
+/* The value of a numeric Kconfig symbol facts keep (CONFIG_HZ); 0: not known. */
+unsigned int facts_kconfig_uint(const struct facts *f, const char *name);
+
 /*
  * Collect everything. Files that are optional on some kernels (notes,
  * config, the module's sysfs) leave their fact empty; the kernel release and

@@ -79,6 +79,7 @@ struct agent {
 	uint64_t dev_next_seq;
 	struct collect *col;
 	struct event *col_ev, *deadline;
+	struct event *watchdog;
 	bool round_open; /* a collector round whose report has not gone out */
 	struct facts facts; /* the last collected */
 	struct telemetry *telemetry;
@@ -686,7 +687,7 @@ static void on_kmsg(evutil_socket_t fd, short what, void *arg)
 /* /dev/kmsg from now on: what came before this start is not news. */
 static void watch_kmsg(struct agent *a)
 {
-	kmsg_parser_init(&a->kmsg, 0);
+	kmsg_parser_init(&a->kmsg, facts_kconfig_uint(&a->facts, "CONFIG_HZ"));
 	a->kmsg_fd = rootfs_open(&a->rfs, "/dev/kmsg", O_RDONLY | O_NONBLOCK);
 	if (a->kmsg_fd < 0) {
 		log_warning_errno(a->kmsg_fd, "/dev/kmsg unreadable, lockups go unseen: %m");
@@ -1090,6 +1091,34 @@ static void on_collected(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * systemd's watchdog hears from the loop itself: a loop stuck anywhere
+ * stops the pings and gets the agent restarted. A collector stuck in the
+ * kernel does not: a restart would not unstick it.
+ */
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+static void start_watchdog(struct agent *a)
+{
+	uint64_t usec;
+	struct timeval tv;
+
+	if (sd_watchdog_enabled(0, &usec) <= 0)
+		return;
+	usec /= 2;
+	tv = (struct timeval){ .tv_sec = (time_t)(usec / 1000000),
+			       .tv_usec = (suseconds_t)(usec % 1000000) };
+	a->watchdog = event_new(a->base, -1, EV_PERSIST, on_watchdog, a);
+	if (a->watchdog)
+		event_add(a->watchdog, &tv);
+}
+
 static int loop(struct agent *a)
 {
 	struct timeval tv = { .tv_sec = (time_t)(a->cfg->interval_ms / 1000),
@@ -1120,6 +1149,7 @@ static int loop(struct agent *a)
 		ctl_start(a);
 	}
 	event_active(a->timer, EV_TIMEOUT, 0);
+	start_watchdog(a);
 	sd_notify(0, "READY=1");
 	if (event_base_dispatch(a->base) < 0)
 		r = -EIO;
@@ -1137,6 +1167,8 @@ out:
 		event_free(a->col_ev);
 	if (a->deadline)
 		event_free(a->deadline);
+	if (a->watchdog)
+		event_free(a->watchdog);
 	if (a->kmsg_ev)
 		event_free(a->kmsg_ev);
 	if (a->kmsg_quiet)

@@ -153,6 +153,31 @@ if [ "$(id -u)" = 0 ]; then
 		fail "nobody was not refused: exit $rc, $(cat bad.txt)"
 	echo "ok: a user outside root and the kmemctl group is refused"
 fi
+# under systemd: READY once, STATUS about kmemd, WATCHDOG at half the period
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent did not stop cleanly"
+$BUILD/tests/integration/notify-listen "$work/notify.sock" 4 >notify.txt &
+listener=$!
+wait_for_sock() {
+	local i
+	for i in $(seq 50); do
+		[ -S "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "no socket $1"
+}
+wait_for_sock "$work/notify.sock"
+NOTIFY_SOCKET=$work/notify.sock WATCHDOG_USEC=400000 \
+	$AGENT -r "$work/root" -c agent.conf >agent.log 2>&1 &
+agent_pid=$!
+wait $listener
+[ "$(grep -c '^READY=1$' notify.txt)" = 1 ] || fail "READY=1: $(cat notify.txt)"
+pings=$(grep -c '^WATCHDOG=1$' notify.txt || true)
+[ "$pings" -ge 10 ] || fail "$pings watchdog pings in about 4 s at a 400 ms period"
+grep -q '^STATUS=kmemd unreachable; [0-9]* reports spooled$' notify.txt ||
+	fail "no STATUS: $(cat notify.txt)"
+echo "ok: systemd notifications: READY, STATUS, $pings watchdog pings"
+
 # a kernel file whose read never returns (a FIFO nobody writes): reports go
 # on at the deadline without that collector, naming it, and the agent
 # keeps answering; once the read returns, rounds are whole again

@@ -160,7 +160,12 @@ static void test_fixture(void **state)
 	assert_int_equal(f.mem_total, 1013532ULL * 1024);
 	assert_true(f.cmdline_disable);
 	assert_false(f.kasan);
-	assert_int_equal(f.n_kconfig, 11);
+	assert_int_equal(f.n_kconfig, 12);
+	assert_int_equal(facts_kconfig_uint(&f, "CONFIG_HZ"), 250);
+	assert_int_equal(facts_kconfig_uint(&f, "CONFIG_NR_CPUS"), 8192);
+	/* "y" is not a number; an absent symbol is unknown */
+	assert_int_equal(facts_kconfig_uint(&f, "CONFIG_SMP"), 0);
+	assert_int_equal(facts_kconfig_uint(&f, "CONFIG_KASAN"), 0);
 	assert_string_equal(f.module_version, "0.1.0");
 
 	cfg.host_id = strdup("bad/id");
