@@ -139,13 +139,19 @@ static void print_status(json_t *st)
 	printf("report    %lld\n", json_integer_value(json_object_get(rep, "seq")));
 	json_array_foreach(json_object_get(rep, "collectors_failed"), i, v)
 		printf("failed    %s\n", json_string_value(v));
-	printf("\n%-20s %-12s %-5s %-10s %s\n", "MITIGATION", "STATE", "MODE", "SOURCE", "REASON");
-	json_array_foreach(json_object_get(rep, "mitigations"), i, v)
-		printf("%-20s %-12s %-5s %-10s %s\n", str(v, "id"),
-		       enum_tail(str(v, "state"), "MITIGATION_STATE_"),
-		       enum_tail(str(v, "mode"), "MITIGATION_MODE_"),
-		       enum_tail(str(v, "source"), "MODE_SOURCE_"), str(v, "reason"));
-	printf("\n%-20s %10s %14s\n", "PROBE", "COUNT", "MAX_NS");
+	if (!json_array_size(json_object_get(rep, "mitigations"))) {
+		printf("\nno mitigations reported: kmemctl.ko is not loaded\n");
+	} else {
+		printf("\n%-20s %-12s %-5s %-10s %s\n", "MITIGATION", "STATE", "MODE", "SOURCE",
+		       "REASON");
+		json_array_foreach(json_object_get(rep, "mitigations"), i, v)
+			printf("%-20s %-12s %-5s %-10s %s\n", str(v, "id"),
+			       enum_tail(str(v, "state"), "MITIGATION_STATE_"),
+			       enum_tail(str(v, "mode"), "MITIGATION_MODE_"),
+			       enum_tail(str(v, "source"), "MODE_SOURCE_"), str(v, "reason"));
+	}
+	if (json_array_size(json_object_get(rep, "probes")))
+		printf("\n%-20s %10s %14s\n", "PROBE", "COUNT", "MAX_NS");
 	json_array_foreach(json_object_get(rep, "probes"), i, v)
 	{
 		json_t *h = json_object_get(v, "hist");

@@ -80,6 +80,7 @@ host_id = $1
 server = 127.0.0.1:$3
 state_dir = $work/agent
 user = nobody
+control = $work/ctl.sock
 [tls]
 cert = $work/$2/host-1.crt
 key = $work/$2/host-1.key
