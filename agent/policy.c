@@ -143,6 +143,48 @@ static int journaled(int dirfd, int change_result, struct policy_outcome *o)
 	return r;
 }
 
+/*
+ * A write the module took is applied only if the module now reports what
+ * was asked: the mode and every param, and not tripped. A livepatch still
+ * switching tasks is on its way and says so.
+ */
+static void verify(const struct rootfs *rfs, const struct policy_mitigation *m, bool on,
+		   const struct kernel_kv *kv, struct policy_outcome *o)
+{
+	struct kernel_mitigation km;
+	size_t i, j;
+	int r;
+
+	r = kernel_read_mitigation(rfs, m->id, &km);
+	if (r < 0) {
+		o->result = POLICY_FAILED;
+		say(o->why, sizeof(o->why), "reading it back failed (%s)", strerror(-r));
+		return;
+	}
+	if (m->mode != POLICY_MODE_KEEP && km.on != on) {
+		o->result = POLICY_FAILED;
+		say(o->why, sizeof(o->why), "the module reports mode %s after the write",
+		    km.on ? "on" : "off");
+		return;
+	}
+	for (i = 0; i < m->nparams; i++) {
+		for (j = 0; j < km.nparams && strcmp(km.params[j].key, kv[i].key); j++)
+			;
+		if (j == km.nparams || km.params[j].value != kv[i].value) {
+			o->result = POLICY_FAILED;
+			say(o->why, sizeof(o->why), "the module reports %s other than written",
+			    kv[i].key);
+			return;
+		}
+	}
+	if (km.state == KERNEL_STATE_TRIPPED) {
+		o->result = POLICY_FAILED;
+		say(o->why, sizeof(o->why), "%s", km.reason);
+	} else if (km.state == KERNEL_STATE_TRANSITION) {
+		say(o->why, sizeof(o->why), "%s", km.reason);
+	}
+}
+
 static int apply_mitigation(const struct rootfs *rfs, int dirfd, const struct policy_mitigation *m,
 			    const char *const *quarantined, struct policy_outcome *o)
 {
@@ -205,6 +247,8 @@ static int apply_mitigation(const struct rootfs *rfs, int dirfd, const struct po
 		if (r < 0)
 			return r;
 	}
+	if (o->result == POLICY_APPLIED)
+		verify(rfs, m, on, kv, o);
 	return 0;
 }
 

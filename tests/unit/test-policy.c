@@ -206,6 +206,46 @@ static void test_apply(void **state)
 	close(dirfd);
 }
 
+/* A write that left the mitigation tripped did not apply. */
+static void test_verify(void **state)
+{
+	static const char on[] = "{\"mitigations\": {\"usercopy-fastpath\": {\"mode\": \"on\"}}}";
+	static const char off[] = "{\"mitigations\": {\"usercopy-fastpath\": {\"mode\": \"off\"}}}";
+	const char *mit = "/sys/kernel/kmemctl/mitigations/usercopy-fastpath";
+	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
+	char err[256], path[256];
+	struct policy_doc doc;
+	struct rootfs rfs;
+	size_t n;
+	int dirfd = open_state();
+
+	(void)state;
+	assert_int_equal(rootfs_open_root(&rfs, root), 0);
+	assert_int_equal(policy_doc_parse(off, strlen(off), &doc, err, sizeof(err)), 0);
+	assert_int_equal(policy_apply(&rfs, dirfd, &doc, NULL, out, &n), 0);
+	assert_int_not_equal(out[0].result, POLICY_FAILED);
+
+	/* the module turned it off by itself as it went on */
+	snprintf(path, sizeof(path), "%s/state", mit);
+	fixture_put(root, path, "tripped\n");
+	snprintf(path, sizeof(path), "%s/reason", mit);
+	fixture_put(root, path, "tripped: 3 faults in the fast path\n");
+	assert_int_equal(policy_doc_parse(on, strlen(on), &doc, err, sizeof(err)), 0);
+	assert_int_equal(policy_apply(&rfs, dirfd, &doc, NULL, out, &n), 0);
+	assert_int_equal(out[0].result, POLICY_FAILED);
+	assert_string_equal(out[0].why, "tripped: 3 faults in the fast path");
+
+	assert_false(intent_left(dirfd));
+	snprintf(path, sizeof(path), "%s/state", mit);
+	fixture_put(root, path, "off\n");
+	snprintf(path, sizeof(path), "%s/mode", mit);
+	fixture_put(root, path, "off\n");
+	snprintf(path, sizeof(path), "%s/reason", mit);
+	fixture_put(root, path, "off: supported on this kernel\n");
+	rootfs_close(&rfs);
+	close(dirfd);
+}
+
 /* An intent left by a run that died names the change to quarantine. */
 static void test_recover(void **state)
 {
@@ -299,7 +339,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check),	cmocka_unit_test(test_apply),
 		cmocka_unit_test(test_recover), cmocka_unit_test(test_quarantine),
-		cmocka_unit_test(test_store),
+		cmocka_unit_test(test_store),	cmocka_unit_test(test_verify),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
