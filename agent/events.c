@@ -9,7 +9,7 @@
 
 #include "events.h"
 #include "macro.h"
-#include "uapi/kmemctl.h"
+#include "kmemctl-names.h"
 
 void events_init(struct events *e)
 {
@@ -99,30 +99,9 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
 	e->n++;
 }
 
-static const char *const mitigation_names[] = {
-	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = "kasan-flush-batch",
-	[KMEMCTL_MIT_TLB_GEN] = "tlb-gen",
-	[KMEMCTL_MIT_RSTAT_YIELD] = "rstat-yield",
-	[KMEMCTL_MIT_USERCOPY_FASTPATH] = "usercopy-fastpath",
-	[KMEMCTL_MIT_KASAN_QUARANTINE] = "kasan-quarantine",
-};
-
-static const char *const probe_names[] = {
-	[KMEMCTL_PROBE_RSTAT_FLUSH] = "rstat-flush",
-	[KMEMCTL_PROBE_USERCOPY_VMALLOC] = "usercopy-vmalloc",
-	[KMEMCTL_PROBE_VMAP_PURGE] = "vmap-purge",
-	[KMEMCTL_PROBE_KASAN_REDUCE] = "kasan-reduce",
-	[KMEMCTL_PROBE_TLB_SHOOTDOWN] = "tlb-shootdown",
-};
-
 const char *events_mitigation_name(unsigned int source)
 {
-	return source < ARRAY_SIZE(mitigation_names) ? mitigation_names[source] : NULL;
-}
-
-const char *events_probe_name(unsigned int source)
-{
-	return source < ARRAY_SIZE(probe_names) ? probe_names[source] : NULL;
+	return kmemctl_mitigation_name(source);
 }
 
 int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *next_seq)
@@ -145,16 +124,16 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 	switch (rec.type) {
 	case KMEMCTL_EV_THRESHOLD:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD;
-		name = events_probe_name(rec.source);
+		name = kmemctl_probe_name(rec.source);
 		probe = true;
 		break;
 	case KMEMCTL_EV_TRIP:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP;
-		name = events_mitigation_name(rec.source);
+		name = kmemctl_mitigation_name(rec.source);
 		break;
 	case KMEMCTL_EV_LIVEPATCH_STALL:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRANSITION_STALL;
-		name = events_mitigation_name(rec.source);
+		name = kmemctl_mitigation_name(rec.source);
 		break;
 	case KMEMCTL_EV_SOFTLOCKUP:
 	case KMEMCTL_EV_RCU_STALL:

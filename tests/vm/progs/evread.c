@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "kmemctl-names.h"
 #include "uapi/kmemctl.h"
 
 #define REC_SIZE sizeof(struct kmemctl_event)
@@ -31,24 +32,6 @@
 _Static_assert(sizeof(struct kmemctl_event) == 64, "struct kmemctl_event is 64 bytes");
 
 const char *prog = "evread";
-
-static const char *const probe_names[] = {
-	[KMEMCTL_PROBE_RSTAT_FLUSH] = "rstat-flush",
-	[KMEMCTL_PROBE_USERCOPY_VMALLOC] = "usercopy-vmalloc",
-	[KMEMCTL_PROBE_VMAP_PURGE] = "vmap-purge",
-	[KMEMCTL_PROBE_KASAN_REDUCE] = "kasan-reduce",
-	[KMEMCTL_PROBE_TLB_SHOOTDOWN] = "tlb-shootdown",
-};
-_Static_assert(ARRAY_SIZE(probe_names) == KMEMCTL_PROBE_COUNT, "a probe has no name");
-
-static const char *const mitigation_names[] = {
-	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = "kasan-flush-batch",
-	[KMEMCTL_MIT_TLB_GEN] = "tlb-gen",
-	[KMEMCTL_MIT_RSTAT_YIELD] = "rstat-yield",
-	[KMEMCTL_MIT_USERCOPY_FASTPATH] = "usercopy-fastpath",
-	[KMEMCTL_MIT_KASAN_QUARANTINE] = "kasan-quarantine",
-};
-_Static_assert(ARRAY_SIZE(mitigation_names) == KMEMCTL_MIT_COUNT, "a mitigation has no name");
 
 static void usage(void)
 {
@@ -83,11 +66,14 @@ static const char *type_name(unsigned int type, char *buf, size_t len)
 
 static const char *source_name(unsigned int type, unsigned int source, char *buf, size_t len)
 {
-	if (type == KMEMCTL_EV_THRESHOLD && source < ARRAY_SIZE(probe_names))
-		return probe_names[source];
-	if ((type == KMEMCTL_EV_TRIP || type == KMEMCTL_EV_LIVEPATCH_STALL) &&
-	    source < ARRAY_SIZE(mitigation_names))
-		return mitigation_names[source];
+	const char *name = NULL;
+
+	if (type == KMEMCTL_EV_THRESHOLD)
+		name = kmemctl_probe_name(source);
+	else if (type == KMEMCTL_EV_TRIP || type == KMEMCTL_EV_LIVEPATCH_STALL)
+		name = kmemctl_mitigation_name(source);
+	if (name)
+		return name;
 	snprintf(buf, len, "%u", source);
 	return buf;
 }

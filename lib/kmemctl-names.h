@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The names of the mitigation and probe numbers in /dev/kmemctl records
+ * (kmod/uapi/kmemctl.h), as their sysfs directories are called. For the
+ * agent and for the static test programs in tests/vm/progs, so header-only.
+ */
+#ifndef KMEMCTL_NAMES_H
+#define KMEMCTL_NAMES_H
+
+#include "uapi/kmemctl.h"
+
+/* NULL for a number this build does not know (a newer module). */
+static inline const char *kmemctl_mitigation_name(unsigned int source)
+{
+	static const char *const names[] = {
+		[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = "kasan-flush-batch",
+		[KMEMCTL_MIT_TLB_GEN] = "tlb-gen",
+		[KMEMCTL_MIT_RSTAT_YIELD] = "rstat-yield",
+		[KMEMCTL_MIT_USERCOPY_FASTPATH] = "usercopy-fastpath",
+		[KMEMCTL_MIT_KASAN_QUARANTINE] = "kasan-quarantine",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == KMEMCTL_MIT_COUNT,
+		       "a mitigation has no name");
+
+	return source < KMEMCTL_MIT_COUNT ? names[source] : 0;
+}
+
+static inline const char *kmemctl_probe_name(unsigned int source)
+{
+	static const char *const names[] = {
+		[KMEMCTL_PROBE_RSTAT_FLUSH] = "rstat-flush",
+		[KMEMCTL_PROBE_USERCOPY_VMALLOC] = "usercopy-vmalloc",
+		[KMEMCTL_PROBE_VMAP_PURGE] = "vmap-purge",
+		[KMEMCTL_PROBE_KASAN_REDUCE] = "kasan-reduce",
+		[KMEMCTL_PROBE_TLB_SHOOTDOWN] = "tlb-shootdown",
+	};
+	_Static_assert(sizeof(names) / sizeof(names[0]) == KMEMCTL_PROBE_COUNT,
+		       "a probe has no name");
+
+	return source < KMEMCTL_PROBE_COUNT ? names[source] : 0;
+}
+
+#endif
