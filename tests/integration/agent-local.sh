@@ -119,6 +119,14 @@ done
 grep -q "policy-refused not a validly signed policy" status.txt || fail "the refusal is not in a report: $(cat status.txt)"
 echo "ok: a tampered bundle is refused and nothing changes"
 
+# watch: every report as it is made, one JSON object per line
+rc=0
+timeout 3 $KMEMCTL watch >watch.txt 2>&1 || rc=$?
+[ "$rc" = 124 ] || fail "kmemctl watch ended by itself (exit $rc): $(cat watch.txt)"
+[ "$(grep -c '^{"ok":true,"agent":{.*"report":{"seq":' watch.txt)" -ge 2 ] ||
+	fail "watch: $(cat watch.txt)"
+echo "ok: kmemctl watch follows the reports"
+
 # a local override
 $KMEMCTL mitigation set usercopy-fastpath off >set.txt || fail "set failed: $(cat set.txt)"
 grep -q "^usercopy-fastpath: applied" set.txt || fail "set: $(cat set.txt)"
