@@ -38,7 +38,8 @@ int main(int argc, char **argv)
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
-		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
+		if (now.tv_sec > end.tv_sec ||
+		    (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec))
 			break;
 		if (poll(&p, 1, 100) != 1)
 			continue;
