@@ -27,6 +27,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("store", "path", INI_PATH, store_path),
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
+	OPT("policy", "keys_dir", INI_PATH, keys_dir),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
 };
 
@@ -45,4 +46,5 @@ void kmemd_config_defaults(struct kmemd_config *c)
 	};
 	c->listen = strdup("127.0.0.1:8443");
 	c->store_path = strdup("/var/lib/kmemd/kmemd.sqlite");
+	c->keys_dir = strdup("/etc/kmemctl/keys");
 }

@@ -13,6 +13,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "store.h"
 
 static void usage(FILE *out)
 {
@@ -27,15 +28,30 @@ static int run(const struct kmemd_config *cfg)
 {
 	struct event_base *base = event_base_new();
 	struct shutdown_signals sigs = { 0 };
+	struct keyring keys = { 0 };
+	struct kmemd k = { .cfg = cfg, .keys = &keys };
 	struct server *srv = NULL;
+	char err[256];
 	int r;
 
 	if (!base)
 		return -ENOMEM;
 	signal(SIGPIPE, SIG_IGN);
+	r = store_open(cfg->store_path, &k.store, err, sizeof(err));
+	if (r < 0) {
+		log_error("store '%s': %s", cfg->store_path, err);
+		event_base_free(base);
+		return r;
+	}
+	r = keyring_load_dir(&keys, cfg->keys_dir);
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "policy keys in '%s' unreadable: %m", cfg->keys_dir);
+	if (!keys.n && cfg->require_signature)
+		log_warning("no policy keys in '%s': every signed policy will be refused",
+			    cfg->keys_dir);
 	r = shutdown_signals_add(base, &sigs);
 	if (r == 0)
-		r = server_new(base, cfg, &srv);
+		r = server_new(base, &k, &srv);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
@@ -44,6 +60,8 @@ static int run(const struct kmemd_config *cfg)
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
+	k.store->ops->close(k.store);
+	keyring_free(&keys);
 	return r;
 }
 

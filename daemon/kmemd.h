@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "ini.h"
+#include "sign.h"
 
 #define KMEMD_CONF "/etc/kmemctl/kmemd.conf"
 
@@ -21,7 +22,17 @@ struct kmemd_config {
 	char *store_path;
 	uint64_t retention_ms;
 	bool require_signature;
+	char *keys_dir; /* operators' pinned Ed25519 keys */
 	int log_level;
+};
+
+struct store;
+
+/* What every handler works with. */
+struct kmemd {
+	const struct kmemd_config *cfg;
+	struct store *store;
+	struct keyring *keys;
 };
 
 struct event_base;
@@ -32,7 +43,7 @@ extern const size_t kmemd_n_options;
 void kmemd_config_defaults(struct kmemd_config *c);
 
 /* server.c: the HTTPS listener and its route table. */
-int server_new(struct event_base *base, const struct kmemd_config *cfg, struct server **out);
+int server_new(struct event_base *base, struct kmemd *k, struct server **out);
 void server_free(struct server *s);
 /* Port actually bound (useful with port 0 in tests). */
 int server_port(const struct server *s);

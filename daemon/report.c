@@ -4,17 +4,16 @@
 #include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
 #include "server.h"
+#include "store.h"
 
-#define PROTOBUF_TYPE "application/x-protobuf"
-
-void handle_health(struct evhttp_request *req, const struct kmemd_config *cfg,
-		   const struct tls_identity *peer)
+void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
-	(void)cfg;
+	(void)k;
 	(void)peer;
 	reply_text(req, HTTP_OK, "OK", "ok");
 }
@@ -63,15 +62,45 @@ static Kmemctl__V1__Report *decode_body(struct evhttp_request *req)
 	return kmemctl__v1__report__unpack(NULL, len, data);
 }
 
-void handle_report(struct evhttp_request *req, const struct kmemd_config *cfg,
-		   const struct tls_identity *peer)
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The bundle the host should run, when it runs another. A host that runs a
+ * newer version of the same policy (from its own file) is left alone.
+ */
+static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1__Report *rep)
+{
+	Kmemctl__V1__SignedPolicy *sp = NULL;
+	struct store_policy p;
+	char name[STORE_ID_MAX];
+	uint64_t version;
+
+	if (desired_policy(k, rep->facts, name, sizeof(name), &version) < 0)
+		return NULL;
+	if (!strcmp(name, rep->policy_name) && version <= rep->policy_version)
+		return NULL;
+	if (k->store->ops->policy_get(k->store, name, version, &p) < 0)
+		return NULL;
+	if (p.bundle)
+		sp = kmemctl__v1__signed_policy__unpack(NULL, p.bundle_len, p.bundle);
+	store_policy_clear(&p);
+	return sp;
+}
+
+void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	const char *type =
 		evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep;
+	int r;
 
-	(void)cfg;
 	if (!type || strcmp(type, PROTOBUF_TYPE) != 0) {
 		reply_text(req, 415, "Unsupported Media Type",
 			   "content type must be " PROTOBUF_TYPE);
@@ -93,9 +122,23 @@ void handle_report(struct evhttp_request *req, const struct kmemd_config *cfg,
 	}
 	log_debug("report %llu from '%s' (kernel '%s', %u cpus)", (unsigned long long)rep->seq,
 		  peer->cn, rep->facts->kernel_release, rep->facts->online_cpus);
+	r = k->store->ops->ingest(k->store, rep, now_ms());
+	if (r < 0) {
+		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
+			  peer->cn, k->store->ops->error(k->store));
+		refuse(req, 503, "Service Unavailable", KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
+		       "the store failed; keep the report and send it again");
+		goto out;
+	}
+	if (r == 1)
+		log_debug("resent report %llu of '%s': acknowledged, not stored twice",
+			  (unsigned long long)rep->seq, peer->cn);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
+	rr.policy = policy_for(k, rep);
 	send_reply(req, HTTP_OK, "OK", &rr);
+	if (rr.policy)
+		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
 out:
 	if (rep)
 		kmemctl__v1__report__free_unpacked(rep, NULL);

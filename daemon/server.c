@@ -30,11 +30,16 @@ struct server {
 	struct evhttp_bound_socket *sock;
 	SSL_CTX *ctx;
 	const struct kmemd_config *cfg;
+	struct kmemd *k;
 };
 
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
 	{ EVHTTP_REQ_POST, "/v1/agent/report", ROLE_HOST, handle_report },
+	{ EVHTTP_REQ_GET, "/v1/policies", ROLE_ADMIN, handle_policies_get },
+	{ EVHTTP_REQ_POST, "/v1/policies", ROLE_ADMIN, handle_policies_post },
+	{ EVHTTP_REQ_POST, "/v1/assignments", ROLE_ADMIN, handle_assignments_post },
+	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, handle_hosts_get },
 };
 
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
@@ -76,6 +81,48 @@ void reply_bytes(struct evhttp_request *req, const char *type, const void *data,
 	evbuffer_free(b);
 }
 
+void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o)
+{
+	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	struct evbuffer *b = evbuffer_new();
+
+	json_decref(o);
+	if (!text || !b) {
+		free(text);
+		if (b)
+			evbuffer_free(b);
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", JSON_TYPE);
+	evbuffer_add(b, text, strlen(text));
+	evbuffer_add(b, "\n", 1);
+	evhttp_send_reply(req, code, reason, b);
+	evbuffer_free(b);
+	free(text);
+}
+
+void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
+{
+	reply_json(req, code, reason, json_pack("{s:s}", "error", why));
+}
+
+const uint8_t *request_body(struct evhttp_request *req, size_t *len)
+{
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+
+	*len = evbuffer_get_length(in);
+	return *len ? evbuffer_pullup(in, -1) : NULL;
+}
+
+bool content_type_is(struct evhttp_request *req, const char *type)
+{
+	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	size_t n = strlen(type);
+
+	return t && !strncmp(t, type, n) && (t[n] == '\0' || t[n] == ';');
+}
+
 static int peer_identity(struct evhttp_request *req, struct tls_identity *id)
 {
 	struct evhttp_connection *conn = evhttp_request_get_connection(req);
@@ -106,6 +153,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
 	struct tls_identity id;
+	bool path_known = false;
 	int id_result;
 
 	if (!path) {
@@ -115,10 +163,9 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
 		if (strcmp(routes[i].path, path) != 0)
 			continue;
-		if (routes[i].method != method) {
-			reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "method not allowed");
-			return;
-		}
+		path_known = true;
+		if (routes[i].method != method)
+			continue;
 		id_result = peer_identity(req, &id);
 		if (routes[i].role != ROLE_ANY && id_result < 0) {
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
@@ -129,7 +176,11 @@ static void dispatch(struct evhttp_request *req, void *arg)
 				   "certificate role may not call this route");
 			return;
 		}
-		routes[i].handler(req, s->cfg, id_result == 0 ? &id : NULL);
+		routes[i].handler(req, s->k, id_result == 0 ? &id : NULL);
+		return;
+	}
+	if (path_known) {
+		reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "method not allowed");
 		return;
 	}
 	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
@@ -164,8 +215,9 @@ static int setup_http(struct server *s)
 	return 0;
 }
 
-int server_new(struct event_base *base, const struct kmemd_config *cfg, struct server **out)
+int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 {
+	const struct kmemd_config *cfg = k->cfg;
 	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL };
 	struct server *s = calloc(1, sizeof(*s));
 	char err[256];
@@ -175,6 +227,7 @@ int server_new(struct event_base *base, const struct kmemd_config *cfg, struct s
 		return -ENOMEM;
 	s->base = base;
 	s->cfg = cfg;
+	s->k = k;
 	r = tls_server_ctx(&tc, &s->ctx);
 	if (r < 0) {
 		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",

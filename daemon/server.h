@@ -4,7 +4,12 @@
 #define KMEMD_SERVER_H
 
 #include <event2/http.h>
+#include <jansson.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+
+#include "kmemctl/v1/facts.pb-c.h"
 
 #include "kmemd.h"
 #include "tls.h"
@@ -15,7 +20,7 @@ enum route_role {
 	ROLE_ADMIN, /* operator certificate */
 };
 
-typedef void (*route_handler)(struct evhttp_request *req, const struct kmemd_config *cfg,
+typedef void (*route_handler)(struct evhttp_request *req, struct kmemd *k,
 			      const struct tls_identity *peer);
 
 struct route {
@@ -27,10 +32,30 @@ struct route {
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text);
 void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len);
+/* Sends o (stolen) as application/json. */
+void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
+/* {"error": why} with code. */
+void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
+/* The request body as one buffer (evhttp bounded its size); NULL when empty. */
+const uint8_t *request_body(struct evhttp_request *req, size_t *len);
+/* The Content-Type is exactly type (parameters after ';' ignored). */
+bool content_type_is(struct evhttp_request *req, const char *type);
 
-void handle_health(struct evhttp_request *req, const struct kmemd_config *cfg,
-		   const struct tls_identity *peer);
-void handle_report(struct evhttp_request *req, const struct kmemd_config *cfg,
-		   const struct tls_identity *peer);
+#define PROTOBUF_TYPE "application/x-protobuf"
+#define JSON_TYPE "application/json"
+
+void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
+			 const struct tls_identity *peer);
+void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
+void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
+			     const struct tls_identity *peer);
+void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+
+/* The policy a host should run now: the newest assignment whose selector matches. */
+int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,
+		   uint64_t *version);
 
 #endif

@@ -62,6 +62,8 @@ listen = 127.0.0.1:0
 cert = $work/pki/kmemd.crt
 key = $work/pki/kmemd.key
 ca = $work/pki/ca.crt
+[store]
+path = $work/kmemd.sqlite
 CONF
 expect_rc 0 "kmemd -n accepts a good configuration" $KMEMD -n -c kmemd.conf
 printf '[server]\nlisten = 127.0.0.1:0\nio_timeout = forever\n' >bad.conf

@@ -1,0 +1,336 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The admin API (admin certificates only): policies, direct assignments,
+ * hosts. Every change is in the audit log with the operator's certificate
+ * name. Rollouts (waves and gates) build on the assignments.
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "kmemctl/v1/policy.pb-c.h"
+#include "log.h"
+#include "macro.h"
+#include "policydoc.h"
+#include "selector.h"
+#include "server.h"
+#include "sign.h"
+#include "store.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static bool name_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+	if (!n || n >= 64)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(s[i] >= '0' && s[i] <= '9') && !strchr("._-", s[i]))
+			return false;
+	return true;
+}
+
+struct rows {
+	json_t *array;
+};
+
+static int add_row(void *arg, const char *json)
+{
+	struct rows *r = arg;
+	json_t *o = json_loads(json, 0, NULL);
+
+	return o && json_array_append_new(r->array, o) == 0 ? 0 : -ENOMEM;
+}
+
+static void reply_rows(struct evhttp_request *req, struct kmemd *k,
+		       int (*list)(struct store *, store_row_cb, void *))
+{
+	struct rows rows = { json_array() };
+	int r = rows.array ? list(k->store, add_row, &rows) : -ENOMEM;
+
+	if (r < 0) {
+		json_decref(rows.array);
+		log_error("store query failed: %s", k->store->ops->error(k->store));
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	reply_json(req, HTTP_OK, "OK", rows.array);
+}
+
+void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
+			 const struct tls_identity *peer)
+{
+	(void)peer;
+	reply_rows(req, k, k->store->ops->policies);
+}
+
+static const char *verify_error(int r)
+{
+	switch (r) {
+	case -ENOKEY:
+		return "signed by a key kmemd does not pin ([policy] keys_dir)";
+	case -EKEYEXPIRED:
+		return "the bundle has expired";
+	case -ETIME:
+		return "the bundle is issued in the future";
+	default:
+		return "not a validly signed policy (signature or encoding)";
+	}
+}
+
+/* A signed bundle as `kmemctl policy sign` writes it: checked, then kept as is. */
+static int signed_policy(struct evhttp_request *req, struct kmemd *k, const uint8_t *body,
+			 size_t len, struct store_policy *p, char *why, size_t whylen)
+{
+	Kmemctl__V1__PolicyPayload *payload = NULL;
+	Kmemctl__V1__SignedPolicy *sp;
+	int r;
+
+	(void)req;
+	r = policy_verify(k->keys, body, len, time(NULL), &payload);
+	if (r < 0) {
+		snprintf(why, whylen, "%s", verify_error(r));
+		return r;
+	}
+	sp = kmemctl__v1__signed_policy__unpack(NULL, len, body);
+	snprintf(p->name, sizeof(p->name), "%s", payload->name);
+	p->version = payload->version;
+	p->document_json = strdup(payload->document_json);
+	snprintf(p->signer, sizeof(p->signer), "%s", payload->signer);
+	snprintf(p->key_id, sizeof(p->key_id), "%s", sp ? sp->key_id : "");
+	p->bundle = malloc(len);
+	if (p->bundle)
+		memcpy(p->bundle, body, len);
+	p->bundle_len = len;
+	if (sp)
+		kmemctl__v1__signed_policy__free_unpacked(sp, NULL);
+	kmemctl__v1__policy_payload__free_unpacked(payload, NULL);
+	return p->document_json && p->bundle ? 0 : -ENOMEM;
+}
+
+/* {"name", "version", "document"}: only where require_signature = no. */
+static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, struct store_policy *p,
+			   char *why, size_t whylen)
+{
+	json_t *o, *doc = NULL;
+	const char *name = NULL;
+	json_int_t version = 0;
+	json_error_t je;
+	int r = -EINVAL;
+
+	if (k->cfg->require_signature) {
+		snprintf(why, whylen,
+			 "kmemd takes signed bundles only (%s, from `kmemctl policy "
+			 "sign`)",
+			 PROTOBUF_TYPE);
+		return -EPERM;
+	}
+	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "name", &name, "version",
+				 &version, "document", &doc) < 0) {
+		snprintf(why, whylen, "want {\"name\", \"version\", \"document\"}: %s", je.text);
+		goto out;
+	}
+	if (version < 1) {
+		snprintf(why, whylen, "\"version\" must be a positive integer");
+		goto out;
+	}
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->version = (uint64_t)version;
+	p->document_json = json_dumps(doc, JSON_COMPACT);
+	r = p->document_json ? 0 : -ENOMEM;
+out:
+	json_decref(o);
+	return r;
+}
+
+void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	struct store_policy p = { 0 };
+	struct policy_doc doc;
+	char why[512], detail[256];
+	const uint8_t *body;
+	size_t len;
+	int r;
+
+	body = request_body(req, &len);
+	if (!body) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "empty body");
+		return;
+	}
+	if (content_type_is(req, PROTOBUF_TYPE)) {
+		r = signed_policy(req, k, body, len, &p, why, sizeof(why));
+	} else if (content_type_is(req, JSON_TYPE)) {
+		r = unsigned_policy(k, body, len, &p, why, sizeof(why));
+	} else {
+		reply_error(req, 415, "Unsupported Media Type",
+			    "send a signed bundle as " PROTOBUF_TYPE);
+		return;
+	}
+	if (r == 0 && !name_valid(p.name)) {
+		snprintf(why, sizeof(why), "policy name must be 1 to 63 of [A-Za-z0-9._-]");
+		r = -EINVAL;
+	}
+	if (r == 0)
+		r = policy_doc_parse(p.document_json, strlen(p.document_json), &doc, why,
+				     sizeof(why));
+	if (r == 0) {
+		r = k->store->ops->policy_add(k->store, &p, now_ms());
+		if (r == -EEXIST)
+			snprintf(why, sizeof(why),
+				 "policy %s version %llu exists; versions are immutable: use a "
+				 "higher one",
+				 p.name, (unsigned long long)p.version);
+		else if (r < 0)
+			snprintf(why, sizeof(why), "the store failed: %s",
+				 k->store->ops->error(k->store));
+	}
+	if (r < 0) {
+		reply_error(req,
+			    r == -EEXIST ? 409 :
+			    r == -EIO	 ? HTTP_INTERNAL :
+					   HTTP_BADREQUEST,
+			    r == -EEXIST ? "Conflict" : "Bad Request", why);
+		store_policy_clear(&p);
+		return;
+	}
+	snprintf(detail, sizeof(detail), "%s/%llu%s", p.name, (unsigned long long)p.version,
+		 p.bundle ? "" : " (unsigned)");
+	k->store->ops->audit(k->store, now_ms(), peer->cn, "policy.add", detail);
+	log_info("policy %s added by '%s'", detail, peer->cn);
+	reply_json(req, 201, "Created",
+		   json_pack("{s:s, s:I, s:b}", "name", p.name, "version", (json_int_t)p.version,
+			     "signed", p.bundle != NULL));
+	store_policy_clear(&p);
+}
+
+void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
+			     const struct tls_identity *peer)
+{
+	struct store_assignment a = { 0 };
+	struct store_policy p;
+	struct selector sel;
+	json_t *o, *selector = NULL;
+	const char *policy = NULL;
+	json_int_t version = 0;
+	char why[256], detail[512];
+	const uint8_t *body;
+	json_error_t je;
+	int64_t id;
+	size_t len;
+	int r;
+
+	body = request_body(req, &len);
+	if (!content_type_is(req, JSON_TYPE) || !body) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		return;
+	}
+	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "policy", &policy,
+				 "version", &version, "selector", &selector) < 0) {
+		snprintf(why, sizeof(why), "want {\"policy\", \"version\", \"selector\"}: %s",
+			 je.text);
+		goto bad;
+	}
+	a.selector_json = json_dumps(selector, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!a.selector_json ||
+	    selector_parse(a.selector_json, strlen(a.selector_json), &sel, why, sizeof(why)) < 0)
+		goto bad;
+	if (version < 1 || k->store->ops->policy_get(k->store, policy, (uint64_t)version, &p) < 0) {
+		snprintf(why, sizeof(why), "no policy %s version %lld", policy, (long long)version);
+		json_decref(o);
+		free(a.selector_json);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+		return;
+	}
+	r = p.bundle ? 0 : -EPERM;
+	store_policy_clear(&p);
+	if (r < 0) {
+		snprintf(why, sizeof(why),
+			 "policy %s version %lld is unsigned: agents run signed "
+			 "policies only",
+			 policy, (long long)version);
+		json_decref(o);
+		free(a.selector_json);
+		reply_error(req, 409, "Conflict", why);
+		return;
+	}
+	snprintf(a.policy, sizeof(a.policy), "%s", policy);
+	a.version = (uint64_t)version;
+	r = k->store->ops->assign(k->store, &a, now_ms(), &id);
+	if (r < 0) {
+		json_decref(o);
+		free(a.selector_json);
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	snprintf(detail, sizeof(detail), "%s/%llu to %s", a.policy, (unsigned long long)a.version,
+		 a.selector_json);
+	k->store->ops->audit(k->store, now_ms(), peer->cn, "policy.assign", detail);
+	log_info("assignment %lld: %s by '%s'", (long long)id, detail, peer->cn);
+	reply_json(req, 201, "Created", json_pack("{s:I}", "id", (json_int_t)id));
+	json_decref(o);
+	free(a.selector_json);
+	return;
+bad:
+	json_decref(o);
+	free(a.selector_json);
+	reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+}
+
+void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	(void)peer;
+	reply_rows(req, k, k->store->ops->hosts);
+}
+
+struct desired {
+	const Kmemctl__V1__HostFacts *facts;
+	char *name;
+	size_t len;
+	uint64_t version;
+	bool found;
+};
+
+static int match(void *arg, const struct store_assignment *a)
+{
+	struct desired *d = arg;
+	struct selector sel;
+	char err[128];
+
+	if (selector_parse(a->selector_json, strlen(a->selector_json), &sel, err, sizeof(err)) <
+		    0 ||
+	    !selector_match(&sel, d->facts))
+		return 0;
+	snprintf(d->name, d->len, "%s", a->policy);
+	d->version = a->version;
+	d->found = true;
+	return 1;
+}
+
+int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,
+		   uint64_t *version)
+{
+	struct desired d = { .facts = f, .name = name, .len = len };
+	int r = k->store->ops->assignments(k->store, match, &d);
+
+	if (r < 0)
+		return r;
+	if (!d.found)
+		return -ENOENT;
+	*version = d.version;
+	return 0;
+}

@@ -1,0 +1,624 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The SQLite backend of kmemd's store (store.h): one file, WAL, schema
+ * migrations counted in schema_version, every statement prepared once.
+ * JSON for the admin API is built by SQLite's own json functions.
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "store.h"
+
+/* Migrations in order; schema_version counts how many have run. */
+static const char *const migrations[] = {
+	"CREATE TABLE hosts ("
+	" host_id TEXT PRIMARY KEY, hostname TEXT, kernel_release TEXT, build_id TEXT,"
+	" possible_cpus INTEGER, online_cpus INTEGER, mem_total INTEGER, kasan INTEGER,"
+	" module_version TEXT, labels TEXT NOT NULL DEFAULT '{}',"
+	" first_seen_ms INTEGER, last_seen_ms INTEGER, last_seq INTEGER NOT NULL DEFAULT 0,"
+	" policy_name TEXT, policy_version INTEGER, revoked INTEGER NOT NULL DEFAULT 0);"
+	"CREATE TABLE states ("
+	" host_id TEXT NOT NULL, id TEXT NOT NULL, state TEXT, mode TEXT, source TEXT,"
+	" reason TEXT, updated_ms INTEGER, PRIMARY KEY (host_id, id)) WITHOUT ROWID;"
+	"CREATE TABLE samples ("
+	" host_id TEXT NOT NULL, probe TEXT NOT NULL, start_ms INTEGER, end_ms INTEGER,"
+	" first_bucket INTEGER, counts BLOB, count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
+	"CREATE INDEX samples_by_probe ON samples (probe, end_ms);"
+	"CREATE INDEX samples_by_host ON samples (host_id, end_ms);"
+	"CREATE TABLE counters ("
+	" host_id TEXT NOT NULL, unix_ms INTEGER, seq INTEGER, soft_lockups INTEGER,"
+	" hard_lockups INTEGER, rcu_stalls INTEGER, hung_tasks INTEGER, tlb_shootdowns INTEGER,"
+	" mitigation_trips INTEGER, events_dropped INTEGER, reports_dropped INTEGER,"
+	" uptime_ms INTEGER);"
+	"CREATE INDEX counters_by_host ON counters (host_id, unix_ms);"
+	"CREATE TABLE events ("
+	" host_id TEXT NOT NULL, unix_ms INTEGER, kind TEXT, cpu INTEGER, duration_ns INTEGER,"
+	" comm TEXT, pid INTEGER, stack TEXT, mitigation TEXT, probe TEXT, message TEXT);"
+	"CREATE INDEX events_by_host ON events (host_id, unix_ms);"
+	"CREATE TABLE policies ("
+	" name TEXT NOT NULL, version INTEGER NOT NULL, document TEXT NOT NULL, bundle BLOB,"
+	" signer TEXT, key_id TEXT, created_ms INTEGER, PRIMARY KEY (name, version));"
+	"CREATE TABLE assignments ("
+	" id INTEGER PRIMARY KEY, policy TEXT NOT NULL, version INTEGER NOT NULL,"
+	" selector TEXT NOT NULL, created_ms INTEGER,"
+	" FOREIGN KEY (policy, version) REFERENCES policies (name, version));"
+	"CREATE TABLE audit ("
+	" id INTEGER PRIMARY KEY, ts_ms INTEGER, actor TEXT, action TEXT, detail TEXT);",
+};
+
+enum stmt {
+	ST_SEEN,
+	ST_HOST_UPSERT,
+	ST_STATES_CLEAR,
+	ST_STATE_ADD,
+	ST_SAMPLE_ADD,
+	ST_COUNTERS_ADD,
+	ST_EVENT_ADD,
+	ST_HOST_JSON,
+	ST_HOSTS,
+	ST_POLICY_ADD,
+	ST_POLICY_GET,
+	ST_POLICIES,
+	ST_ASSIGN,
+	ST_ASSIGNMENTS,
+	ST_AUDIT,
+	ST_N,
+};
+
+#define HOST_JSON                                                                                 \
+	"SELECT json_object('host_id', h.host_id, 'hostname', h.hostname,"                        \
+	" 'kernel_release', h.kernel_release, 'build_id', h.build_id,"                            \
+	" 'possible_cpus', h.possible_cpus, 'online_cpus', h.online_cpus,"                        \
+	" 'mem_total', h.mem_total, 'kasan', json(CASE h.kasan WHEN 1 THEN 'true' ELSE 'false' "  \
+	"END),"                                                                                   \
+	" 'module_version', h.module_version, 'labels', json(h.labels),"                          \
+	" 'first_seen_ms', h.first_seen_ms, 'last_seen_ms', h.last_seen_ms,"                      \
+	" 'last_seq', h.last_seq, 'policy', json_object('name', h.policy_name,"                   \
+	" 'version', h.policy_version), 'mitigations', (SELECT json_group_array(json_object("     \
+	" 'id', s.id, 'state', s.state, 'mode', s.mode, 'source', s.source, 'reason', s.reason))" \
+	" FROM states s WHERE s.host_id = h.host_id)) FROM hosts h"
+
+static const char *const sql[ST_N] = {
+	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
+	[ST_HOST_UPSERT] =
+		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
+		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
+		" last_seen_ms, last_seq, policy_name, policy_version)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14)"
+		" ON CONFLICT (host_id) DO UPDATE SET hostname = ?2, kernel_release = ?3,"
+		" build_id = ?4, possible_cpus = ?5, online_cpus = ?6, mem_total = ?7, kasan = ?8,"
+		" module_version = ?9, labels = ?10, last_seen_ms = ?11, last_seq = ?12,"
+		" policy_name = ?13, policy_version = ?14",
+	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
+	[ST_STATE_ADD] = "INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_SAMPLE_ADD] = "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_COUNTERS_ADD] =
+		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+	[ST_HOST_JSON] = HOST_JSON " WHERE h.host_id = ?1",
+	[ST_HOSTS] = HOST_JSON " ORDER BY h.host_id",
+	[ST_POLICY_ADD] = "INSERT INTO policies VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms FROM policies"
+			  " WHERE name = ?1 AND version = ?2",
+	[ST_POLICIES] = "SELECT json_object('name', name, 'version', version, 'signer', signer,"
+			" 'key_id', key_id, 'signed', bundle IS NOT NULL, 'created_ms', created_ms,"
+			" 'document', json(document)) FROM policies ORDER BY name, version",
+	[ST_ASSIGN] = "INSERT INTO assignments (policy, version, selector, created_ms)"
+		      " VALUES (?1, ?2, ?3, ?4)",
+	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
+			   " ORDER BY id DESC",
+	[ST_AUDIT] = "INSERT INTO audit (ts_ms, actor, action, detail) VALUES (?1, ?2, ?3, ?4)",
+};
+
+struct sqlite_store {
+	struct store base;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST_N];
+};
+
+#define DB(s) (((struct sqlite_store *)(s))->db)
+
+static sqlite3_stmt *stmt(struct store *s, enum stmt which)
+{
+	sqlite3_stmt *st = ((struct sqlite_store *)s)->st[which];
+
+	sqlite3_reset(st);
+	sqlite3_clear_bindings(st);
+	return st;
+}
+
+static int exec(sqlite3 *db, const char *q)
+{
+	return sqlite3_exec(db, q, NULL, NULL, NULL) == SQLITE_OK ? 0 : -EIO;
+}
+
+static int migrate(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int version = 0, r;
+	size_t i;
+
+	if (exec(db, "CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)") < 0)
+		return -EIO;
+	if (sqlite3_prepare_v2(db, "SELECT max(version) FROM schema_version", -1, &st, NULL))
+		return -EIO;
+	if (sqlite3_step(st) == SQLITE_ROW)
+		version = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	/* a file from a newer kmemd: refuse rather than misread it */
+	if (version > (int)ARRAY_SIZE(migrations))
+		return -EPROTO;
+	for (i = (size_t)version; i < ARRAY_SIZE(migrations); i++) {
+		char bump[64];
+
+		snprintf(bump, sizeof(bump), "INSERT INTO schema_version VALUES (%zu)", i + 1);
+		r = exec(db, "BEGIN IMMEDIATE");
+		if (r == 0)
+			r = exec(db, migrations[i]);
+		if (r == 0)
+			r = exec(db, bump);
+		if (r == 0)
+			r = exec(db, "COMMIT");
+		if (r < 0) {
+			exec(db, "ROLLBACK");
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void sq_close(struct store *s)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	int i;
+
+	if (!q)
+		return;
+	for (i = 0; i < ST_N; i++)
+		sqlite3_finalize(q->st[i]);
+	sqlite3_close(q->db);
+	free(q);
+}
+
+static const char *sq_error(struct store *s)
+{
+	return sqlite3_errmsg(DB(s));
+}
+
+static const struct store_ops sqlite_ops;
+
+static int sq_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	struct sqlite_store *q = calloc(1, sizeof(*q));
+	int i, r;
+
+	if (!q)
+		return -ENOMEM;
+	q->base.ops = &sqlite_ops;
+	if (sqlite3_open_v2(path, &q->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL)) {
+		r = -EIO;
+		goto err;
+	}
+	/*
+	 * WAL: readers (admin queries) never wait for the writer (ingest);
+	 * synchronous=NORMAL keeps every committed report across a crash of
+	 * kmemd, and loses at most the last ones on a power cut.
+	 */
+	sqlite3_busy_timeout(q->db, 5000);
+	r = exec(q->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			"PRAGMA foreign_keys = ON;");
+	if (r == 0)
+		r = migrate(q->db);
+	for (i = 0; r == 0 && i < ST_N; i++)
+		if (sqlite3_prepare_v3(q->db, sql[i], -1, SQLITE_PREPARE_PERSISTENT, &q->st[i],
+				       NULL))
+			r = -EIO;
+	if (r < 0)
+		goto err;
+	*out = &q->base;
+	return 0;
+err:
+	snprintf(err, errlen, "%s",
+		 r == -EPROTO ? "written by a newer kmemd (schema version)" :
+		 q->db	      ? sqlite3_errmsg(q->db) :
+				strerror(-r));
+	sq_close(&q->base);
+	return r;
+}
+
+/* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
+static void enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		      size_t len)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
+	size_t n = strlen(prefix), i;
+	const char *name = v ? v->name : "UNSPECIFIED";
+
+	if (!strncmp(name, prefix, n))
+		name += n;
+	snprintf(out, len, "%s", name);
+	for (i = 0; out[i]; i++)
+		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
+}
+
+static int step_done(sqlite3_stmt *st)
+{
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
+}
+
+static char *labels_json(const Kmemctl__V1__HostFacts *f)
+{
+	json_t *o = json_object();
+	char *text;
+	size_t i;
+
+	for (i = 0; o && i < f->n_labels; i++)
+		json_object_set_new(o, f->labels[i]->key, json_string(f->labels[i]->value));
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
+}
+
+static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+{
+	const Kmemctl__V1__HostFacts *f = rep->facts;
+	_cleanup_free_ char *labels = labels_json(f);
+	sqlite3_stmt *st = stmt(s, ST_HOST_UPSERT);
+
+	if (!labels)
+		return -ENOMEM;
+	sqlite3_bind_text(st, 1, f->host_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, f->hostname, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, f->kernel_release, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, f->kernel_build_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 5, f->possible_cpus);
+	sqlite3_bind_int64(st, 6, f->online_cpus);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)f->mem_total_bytes);
+	sqlite3_bind_int(st, 8, f->kasan);
+	sqlite3_bind_text(st, 9, f->module_version, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 10, labels, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 11, now_ms);
+	sqlite3_bind_int64(st, 12, (sqlite3_int64)rep->seq);
+	sqlite3_bind_text(st, 13, rep->policy_name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 14, (sqlite3_int64)rep->policy_version);
+	return step_done(st);
+}
+
+static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+{
+	const char *host = rep->facts->host_id;
+	char state[32], mode[32], source[32];
+	sqlite3_stmt *st;
+	size_t i;
+	int r;
+
+	st = stmt(s, ST_STATES_CLEAR);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	r = step_done(st);
+	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
+		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
+
+		enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+			  "MITIGATION_STATE_", state, sizeof(state));
+		enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
+			  mode, sizeof(mode));
+		enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", source,
+			  sizeof(source));
+		st = stmt(s, ST_STATE_ADD);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, m->id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, state, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 5, source, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 6, m->reason, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, now_ms);
+		r = step_done(st);
+	}
+	return r;
+}
+
+static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
+{
+	sqlite3_stmt *st;
+	size_t i;
+	int r = 0;
+
+	for (i = 0; r == 0 && i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		if (!p->hist)
+			continue;
+		st = stmt(s, ST_SAMPLE_ADD);
+		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, p->probe, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, p->start_unix_ms);
+		sqlite3_bind_int64(st, 4, p->end_unix_ms);
+		sqlite3_bind_int64(st, 5, p->hist->first_bucket);
+		/* native-endian u64s: one host architecture per kmemd file */
+		sqlite3_bind_blob(st, 6, p->hist->counts, (int)(p->hist->n_counts * 8),
+				  SQLITE_STATIC);
+		sqlite3_bind_int64(st, 7, (sqlite3_int64)p->hist->count);
+		sqlite3_bind_int64(st, 8, (sqlite3_int64)p->hist->sum_ns);
+		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->hist->max_ns);
+		r = step_done(st);
+	}
+	return r;
+}
+
+/* One row per report, counters or not: it also tells resent reports apart. */
+static int ingest_counters(struct store *s, const Kmemctl__V1__Report *rep)
+{
+	static const Kmemctl__V1__Counters none = KMEMCTL__V1__COUNTERS__INIT;
+	const Kmemctl__V1__Counters *c = rep->counters ?: &none;
+	sqlite3_stmt *st;
+
+	st = stmt(s, ST_COUNTERS_ADD);
+	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, rep->unix_ms);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
+	sqlite3_bind_int64(st, 4, (sqlite3_int64)c->soft_lockups);
+	sqlite3_bind_int64(st, 5, (sqlite3_int64)c->hard_lockups);
+	sqlite3_bind_int64(st, 6, (sqlite3_int64)c->rcu_stalls);
+	sqlite3_bind_int64(st, 7, (sqlite3_int64)c->hung_tasks);
+	sqlite3_bind_int64(st, 8, (sqlite3_int64)c->tlb_shootdowns);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)c->mitigation_trips);
+	sqlite3_bind_int64(st, 10, (sqlite3_int64)c->events_dropped);
+	sqlite3_bind_int64(st, 11, (sqlite3_int64)c->reports_dropped);
+	sqlite3_bind_int64(st, 12, (sqlite3_int64)c->uptime_ms);
+	return step_done(st);
+}
+
+static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
+{
+	char kind[48];
+	sqlite3_stmt *st;
+	size_t i, j;
+	int r = 0;
+
+	for (i = 0; r == 0 && i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+		json_t *stack = json_array();
+		char *stack_text;
+
+		for (j = 0; stack && j < e->n_stack_top; j++)
+			json_array_append_new(stack, json_string(e->stack_top[j]));
+		stack_text = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
+		json_decref(stack);
+		if (!stack_text)
+			return -ENOMEM;
+		enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
+			  sizeof(kind));
+		st = stmt(s, ST_EVENT_ADD);
+		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, e->unix_ms);
+		sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_int(st, 4, e->cpu);
+		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->duration_ns);
+		sqlite3_bind_text(st, 6, e->comm, -1, SQLITE_STATIC);
+		sqlite3_bind_int(st, 7, e->pid);
+		sqlite3_bind_text(st, 8, stack_text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 9, e->mitigation, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 10, e->probe, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 11, e->message, -1, SQLITE_STATIC);
+		r = step_done(st);
+		free(stack_text);
+	}
+	return r;
+}
+
+static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	r = exec(DB(s), "BEGIN IMMEDIATE");
+	if (r < 0)
+		return r;
+	/*
+	 * A report sent again after its acknowledgement was lost has the same
+	 * seq and time. Not "seq at most the last one": an agent whose state
+	 * was wiped counts from 1 again, and its reports are new.
+	 */
+	st = stmt(s, ST_SEEN);
+	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, rep->unix_ms);
+	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
+	if (sqlite3_step(st) == SQLITE_ROW) {
+		exec(DB(s), "ROLLBACK");
+		return 1;
+	}
+	r = ingest_host(s, rep, now_ms);
+	if (r == 0)
+		r = ingest_states(s, rep, now_ms);
+	if (r == 0)
+		r = ingest_samples(s, rep);
+	if (r == 0)
+		r = ingest_counters(s, rep);
+	if (r == 0)
+		r = ingest_events(s, rep);
+	if (r == 0)
+		r = exec(DB(s), "COMMIT");
+	if (r < 0)
+		exec(DB(s), "ROLLBACK");
+	return r;
+}
+
+static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
+{
+	int r = 0, rc;
+
+	(void)s;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = cb(arg, (const char *)sqlite3_column_text(st, 0));
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_host_json(struct store *s, const char *host_id, char **json)
+{
+	sqlite3_stmt *st = stmt(s, ST_HOST_JSON);
+	int rc;
+
+	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	*json = strdup((const char *)sqlite3_column_text(st, 0));
+	return *json ? 0 : -ENOMEM;
+}
+
+static int sq_hosts(struct store *s, store_row_cb cb, void *arg)
+{
+	return rows(s, stmt(s, ST_HOSTS), cb, arg);
+}
+
+static int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_POLICY_ADD);
+	int rc;
+
+	sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)p->version);
+	sqlite3_bind_text(st, 3, p->document_json, -1, SQLITE_STATIC);
+	if (p->bundle)
+		sqlite3_bind_blob(st, 4, p->bundle, (int)p->bundle_len, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, p->signer, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, p->key_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 7, now_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return -EEXIST;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static const char *text_or_empty(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+
+	return t ? (const char *)t : "";
+}
+
+static int sq_policy_get(struct store *s, const char *name, uint64_t version,
+			 struct store_policy *p)
+{
+	sqlite3_stmt *st = stmt(s, ST_POLICY_GET);
+	const void *blob;
+	int rc;
+
+	memset(p, 0, sizeof(*p));
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	p->version = version;
+	p->document_json = strdup((const char *)sqlite3_column_text(st, 0));
+	blob = sqlite3_column_blob(st, 1);
+	p->bundle_len = (size_t)sqlite3_column_bytes(st, 1);
+	if (blob) {
+		p->bundle = malloc(p->bundle_len);
+		if (p->bundle)
+			memcpy(p->bundle, blob, p->bundle_len);
+	}
+	snprintf(p->signer, sizeof(p->signer), "%s", text_or_empty(st, 2));
+	snprintf(p->key_id, sizeof(p->key_id), "%s", text_or_empty(st, 3));
+	p->created_ms = sqlite3_column_int64(st, 4);
+	if (!p->document_json || (blob && !p->bundle)) {
+		store_policy_clear(p);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int sq_policies(struct store *s, store_row_cb cb, void *arg)
+{
+	return rows(s, stmt(s, ST_POLICIES), cb, arg);
+}
+
+static int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id)
+{
+	sqlite3_stmt *st = stmt(s, ST_ASSIGN);
+	int rc;
+
+	sqlite3_bind_text(st, 1, a->policy, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)a->version);
+	sqlite3_bind_text(st, 3, a->selector_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return -ENOENT; /* no such policy version */
+	if (rc != SQLITE_DONE)
+		return -EIO;
+	*id = sqlite3_last_insert_rowid(DB(s));
+	return 0;
+}
+
+static int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
+			  void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_ASSIGNMENTS);
+	struct store_assignment a;
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		a.id = sqlite3_column_int64(st, 0);
+		snprintf(a.policy, sizeof(a.policy), "%s", sqlite3_column_text(st, 1));
+		a.version = (uint64_t)sqlite3_column_int64(st, 2);
+		a.selector_json = (char *)sqlite3_column_text(st, 3);
+		a.created_ms = sqlite3_column_int64(st, 4);
+		r = cb(arg, &a);
+	}
+	return r > 0 ? 0 : r;
+}
+
+static int sq_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
+		    const char *detail)
+{
+	sqlite3_stmt *st = stmt(s, ST_AUDIT);
+
+	sqlite3_bind_int64(st, 1, now_ms);
+	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
+	return step_done(st);
+}
+
+static const struct store_ops sqlite_ops = {
+	.name = "sqlite",
+	.open = sq_open,
+	.close = sq_close,
+	.error = sq_error,
+	.ingest = sq_ingest,
+	.host_json = sq_host_json,
+	.hosts = sq_hosts,
+	.policy_add = sq_policy_add,
+	.policy_get = sq_policy_get,
+	.policies = sq_policies,
+	.assign = sq_assign,
+	.assignments = sq_assignments,
+	.audit = sq_audit,
+};
+
+int store_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	return sqlite_ops.open(path, out, err, errlen);
+}
+
+void store_policy_clear(struct store_policy *p)
+{
+	free(p->document_json);
+	free(p->bundle);
+	p->document_json = NULL;
+	p->bundle = NULL;
+}

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmemd's store: every byte kmemd keeps goes through this interface, and
+ * all of its SQL lives in one backend file per database. SQLite (WAL) is
+ * the default, store-sqlite.c; a PostgreSQL backend for several kmemd
+ * instances is another `struct store_ops` in another file.
+ *
+ * Functions return 0 or a negative errno: -ENOENT nothing found, -EEXIST
+ * a second version with the same number, -EIO a database error (logged by
+ * the caller with store_error()).
+ */
+#ifndef KMEMD_STORE_H
+#define KMEMD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kmemctl/v1/report.pb-c.h"
+
+#define STORE_ID_MAX 128
+
+struct store;
+
+/* One policy version as stored: immutable once added. */
+struct store_policy {
+	char name[STORE_ID_MAX];
+	uint64_t version;
+	char *document_json; /* malloc'ed */
+	uint8_t *bundle; /* the SignedPolicy as uploaded, malloc'ed; NULL if unsigned */
+	size_t bundle_len;
+	char signer[STORE_ID_MAX];
+	char key_id[32];
+	int64_t created_ms;
+};
+
+/* A direct assignment: a policy version for one host or a selector. */
+struct store_assignment {
+	int64_t id;
+	char policy[STORE_ID_MAX];
+	uint64_t version;
+	char *selector_json; /* malloc'ed; {"host":...} or labels/facts to match */
+	int64_t created_ms;
+};
+
+typedef int (*store_row_cb)(void *arg, const char *json);
+
+struct store_ops {
+	const char *name;
+	/* err: why it failed, for the caller to log */
+	int (*open)(const char *where, struct store **out, char *err, size_t errlen);
+	void (*close)(struct store *s);
+	const char *(*error)(struct store *s);
+	/*
+	 * One report, whole or not at all: the host's facts and states, probe
+	 * samples, counters and events. 1 (and nothing stored) when this is a
+	 * report stored before (the same seq and time from the same host).
+	 */
+	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
+	/* The host's facts, labels, states and policies as one JSON object. */
+	int (*host_json)(struct store *s, const char *host_id, char **json);
+	/* Each host as a JSON object, in host id order. */
+	int (*hosts)(struct store *s, store_row_cb cb, void *arg);
+	int (*policy_add)(struct store *s, const struct store_policy *p, int64_t now_ms);
+	int (*policy_get)(struct store *s, const char *name, uint64_t version,
+			  struct store_policy *p);
+	int (*policies)(struct store *s, store_row_cb cb, void *arg);
+	int (*assign)(struct store *s, const struct store_assignment *a, int64_t now_ms,
+		      int64_t *id);
+	/* Assignments newest first, until cb returns non-zero. */
+	int (*assignments)(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
+			   void *arg);
+	int (*audit)(struct store *s, int64_t now_ms, const char *actor, const char *action,
+		     const char *detail);
+};
+
+struct store {
+	const struct store_ops *ops;
+};
+
+/*
+ * Opens the store at path (a SQLite file; created and migrated as needed).
+ * -EPROTO: the file's schema is newer than this kmemd.
+ */
+int store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+void store_policy_clear(struct store_policy *p);
+
+#endif
