@@ -1,0 +1,186 @@
+#!/bin/bash
+# kmemd with a real SQLite file and three real kmem-agents on fixture
+# trees: an operator uploads a signed policy and assigns it to the hosts
+# labelled role=web; those agents apply it, the third does not, and the
+# states come back to kmemd. The admin API's refusals are checked on the
+# way: wrong certificate role, no certificate, tampered or unsigned
+# bundles, a version uploaded twice, bad selectors, unknown policies.
+set -euo pipefail
+
+BUILD=${1:?usage: fleet.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: fleet.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+
+work=$(mktemp -d "$BUILD/fleet.XXXXXX")
+chmod 755 "$work"
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- kmemd log" >&2
+	cat kmemd.log >&2 || true
+	exit 1
+}
+
+wait_for() { # seconds command...
+	local i n=$(($1 * 10))
+	shift
+	for i in $(seq $n); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+$KMEMCTL pki init pki >/dev/null
+$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+$KMEMCTL pki issue pki admin ops >/dev/null
+for h in web-1 web-2 db-1; do
+	$KMEMCTL pki issue pki host $h >/dev/null
+done
+$KMEMCTL policy keygen signer >/dev/null
+mkdir keys
+cp signer.pem keys/
+
+cat >kmemd.conf <<CONF
+[server]
+listen = 127.0.0.1:0
+cert = $work/pki/kmemd.crt
+key = $work/pki/kmemd.key
+ca = $work/pki/ca.crt
+[store]
+path = $work/kmemd.sqlite
+[policy]
+keys_dir = $work/keys
+CONF
+$KMEMD -d -c kmemd.conf >kmemd.log 2>&1 &
+pids+=($!)
+wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log)
+URL=https://127.0.0.1:$port
+
+# api AS METHOD PATH [curl args...]: prints the body, then the status code
+api() {
+	local who=$1 method=$2 path=$3
+	shift 3
+	curl -sS --cacert pki/ca.crt --cert pki/$who.crt --key pki/$who.key -X "$method" \
+		-w '\n%{http_code}\n' "$@" "$URL$path"
+}
+
+# expect CODE TEXT WHAT api-args...
+expect() {
+	local code=$1 text=$2 what=$3 out
+	shift 3
+	out=$(api "$@") || fail "$what: curl failed"
+	[ "$(echo "$out" | tail -1)" = "$code" ] || fail "$what: got $(echo "$out" | tail -1), want $code: $out"
+	echo "$out" | grep -q -- "$text" || fail "$what: '$text' not in $out"
+	echo "ok: $what"
+}
+
+for h in web-1 web-2 db-1; do
+	cp -r "$SRC/tests/fixtures/host-6.1" root-$h
+	sed -i 's/ kmemctl.disable=1//' root-$h/proc/cmdline
+	role=${h%%-*}
+	cat >agent-$h.conf <<CONF
+[agent]
+host_id = $h
+server = 127.0.0.1:$port
+interval = 1s
+state_dir = $work/state-$h
+user = nobody
+control = $work/ctl-$h.sock
+[tls]
+cert = $work/pki/$h.crt
+key = $work/pki/$h.key
+ca = $work/pki/ca.crt
+[policy]
+keys_dir = $work/keys
+[labels]
+role = $role
+CONF
+	$AGENT -d -r "$work/root-$h" -c agent-$h.conf >agent-$h.log 2>&1 &
+	pids+=($!)
+done
+hosts_known() {
+	[ "$(api ops GET /v1/hosts | grep -o '"host_id":' | wc -l)" = 3 ]
+}
+wait_for 20 hosts_known || fail "kmemd does not know the three hosts: $(api ops GET /v1/hosts)"
+echo "ok: three agents report and kmemd stores them"
+
+printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"}}}' >doc.json
+$KMEMCTL policy sign -k signer.key -n web -v 1 -s ops -o web-1.bundle doc.json
+PB=(-H 'Content-Type: application/x-protobuf')
+JS=(-H 'Content-Type: application/json')
+
+expect 403 "may not call" "a host certificate on an admin route" \
+	web-1 POST /v1/policies "${PB[@]}" --data-binary @web-1.bundle
+out=$(curl -sS --cacert pki/ca.crt -w '\n%{http_code}\n' "$URL/v1/hosts")
+[ "$(echo "$out" | tail -1)" = 401 ] || fail "no client certificate: $out"
+echo "ok: no client certificate on an admin route is 401"
+off=$(grep -obUa '"on"' web-1.bundle | head -1 | cut -d: -f1)
+cp web-1.bundle tampered.bundle
+printf f | dd of=tampered.bundle bs=1 seek=$((off + 2)) conv=notrunc status=none
+expect 400 "not a validly signed policy" "a tampered bundle" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @tampered.bundle
+head -c 30 web-1.bundle >cut.bundle
+expect 400 "not a validly signed policy" "a truncated bundle" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @cut.bundle
+$KMEMCTL policy keygen stranger >/dev/null
+$KMEMCTL policy sign -k stranger.key -n web -v 1 -o stranger.bundle doc.json
+expect 400 "does not pin" "a bundle by an unpinned key" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @stranger.bundle
+expect 400 "signed bundles only" "an unsigned policy" \
+	ops POST /v1/policies "${JS[@]}" --data '{"name":"web","version":1,"document":{}}'
+expect 415 "signed bundle" "a wrong content type" \
+	ops POST /v1/policies -H 'Content-Type: text/plain' --data-binary @web-1.bundle
+expect 201 '"signed":true' "a signed policy is uploaded" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @web-1.bundle
+expect 409 "immutable" "the same version again" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @web-1.bundle
+expect 200 '"name":"web","version":1' "the policy is listed" ops GET /v1/policies
+
+expect 400 "empty selector" "an empty selector" ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"web","version":1,"selector":{}}'
+expect 400 'unknown key \\"role\\"' "a selector with an unknown key" \
+	ops POST /v1/assignments "${JS[@]}" --data '{"policy":"web","version":1,"selector":{"role":"web"}}'
+expect 400 "want" "an assignment without a version" ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"web","selector":{"all":true}}'
+expect 404 "no policy web version 7" "an unknown policy version" \
+	ops POST /v1/assignments "${JS[@]}" --data '{"policy":"web","version":7,"selector":{"all":true}}'
+expect 201 '"id":' "the policy is assigned to role=web" ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"web","version":1,"selector":{"labels":{"role":"web"}}}'
+
+mode() {
+	cat root-$1/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode
+}
+for h in web-1 web-2; do
+	wait_for 30 grep -q "policy web version 1 from kmemd accepted" agent-$h.log ||
+		fail "$h did not get the policy: $(tail -5 agent-$h.log)"
+	[ "$(mode $h)" = on ] || fail "$h: usercopy-fastpath is $(mode $h)"
+done
+[ "$(mode db-1)" = off ] || fail "db-1 got a policy meant for role=web"
+grep -q "from kmemd" agent-db-1.log && fail "db-1 was sent a policy"
+echo "ok: the assignment reaches role=web and only it"
+
+state_back() {
+	api ops GET /v1/hosts | grep -q "\"host_id\":\"$1\".*\"policy\":{\"name\":\"web\",\"version\":1}.*\"id\":\"usercopy-fastpath\",\"state\":\"off\",\"mode\":\"on\",\"source\":\"policy\""
+}
+for h in web-1 web-2; do
+	wait_for 20 state_back $h || fail "$h's state did not come back: $(api ops GET /v1/hosts)"
+done
+echo "ok: the states come back to kmemd"
+[ "$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')" = 2 ] ||
+	fail "audit log: $(sqlite3 kmemd.sqlite 'SELECT * FROM audit')"
+echo "ok: two operator actions in the audit log"
+echo PASS
