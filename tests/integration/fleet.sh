@@ -183,4 +183,11 @@ echo "ok: the states come back to kmemd"
 [ "$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')" = 2 ] ||
 	fail "audit log: $(sqlite3 kmemd.sqlite 'SELECT * FROM audit')"
 echo "ok: two operator actions in the audit log"
+
+# everything stops cleanly (under the sanitizers: without leaks)
+for p in "${pids[@]}"; do
+	kill "$p"
+	wait "$p" || fail "process $p exited with $? on SIGTERM"
+done
+pids=()
 echo PASS
