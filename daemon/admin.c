@@ -297,6 +297,40 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 	reply_rows(req, k, k->store->ops->hosts);
 }
 
+/* {"host": ID}: its certificate is no longer taken for reports. */
+void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer)
+{
+	const char *host = NULL;
+	const uint8_t *body;
+	json_error_t je;
+	json_t *o;
+	size_t len;
+
+	body = request_body(req, &len);
+	if (!content_type_is(req, JSON_TYPE) || !body) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		return;
+	}
+	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
+	    !name_valid(host)) {
+		json_decref(o);
+		reply_error(req, HTTP_BADREQUEST, "Bad Request",
+			    "want {\"host\": ID} with an id of [A-Za-z0-9._-]");
+		return;
+	}
+	if (k->store->ops->revoke(k->store, host, now_ms()) < 0) {
+		json_decref(o);
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	k->store->ops->audit(k->store, now_ms(), peer->cn, "host.revoke", host);
+	log_notice("host '%s' revoked by '%s'", host, peer->cn);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "revoked", 1));
+	json_decref(o);
+}
+
 struct desired {
 	const Kmemctl__V1__HostFacts *facts;
 	char *name;

@@ -122,7 +122,15 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	}
 	log_debug("report %llu from '%s' (kernel '%s', %u cpus)", (unsigned long long)rep->seq,
 		  peer->cn, rep->facts->kernel_release, rep->facts->online_cpus);
-	r = k->store->ops->ingest(k->store, rep, now_ms());
+	r = k->store->ops->revoked(k->store, peer->cn);
+	if (r == 1) {
+		log_warning("report from revoked host '%s' refused", peer->cn);
+		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
+		       "this host id is revoked");
+		goto out;
+	}
+	if (r == 0)
+		r = k->store->ops->ingest(k->store, rep, now_ms());
 	if (r < 0) {
 		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
 			  peer->cn, k->store->ops->error(k->store));

@@ -53,6 +53,8 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 			     const struct tls_identity *peer);
 void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer);
 
 /* The policy a host should run now: the newest assignment whose selector matches. */
 int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,

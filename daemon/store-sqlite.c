@@ -67,6 +67,8 @@ enum stmt {
 	ST_ASSIGN,
 	ST_ASSIGNMENTS,
 	ST_AUDIT,
+	ST_REVOKE,
+	ST_REVOKED,
 	ST_N,
 };
 
@@ -78,7 +80,8 @@ enum stmt {
 	"END),"                                                                                   \
 	" 'module_version', h.module_version, 'labels', json(h.labels),"                          \
 	" 'first_seen_ms', h.first_seen_ms, 'last_seen_ms', h.last_seen_ms,"                      \
-	" 'last_seq', h.last_seq, 'policy', json_object('name', h.policy_name,"                   \
+	" 'last_seq', h.last_seq, 'revoked', json(CASE h.revoked WHEN 1 THEN 'true' ELSE"         \
+	" 'false' END), 'policy', json_object('name', h.policy_name,"                             \
 	" 'version', h.policy_version), 'mitigations', (SELECT json_group_array(json_object("     \
 	" 'id', s.id, 'state', s.state, 'mode', s.mode, 'source', s.source, 'reason', s.reason))" \
 	" FROM states s WHERE s.host_id = h.host_id)) FROM hosts h"
@@ -113,6 +116,9 @@ static const char *const sql[ST_N] = {
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
 			   " ORDER BY id DESC",
 	[ST_AUDIT] = "INSERT INTO audit (ts_ms, actor, action, detail) VALUES (?1, ?2, ?3, ?4)",
+	[ST_REVOKE] = "INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES (?1, ?2, 1)"
+		      " ON CONFLICT (host_id) DO UPDATE SET revoked = 1",
+	[ST_REVOKED] = "SELECT revoked FROM hosts WHERE host_id = ?1",
 };
 
 struct sqlite_store {
@@ -594,6 +600,27 @@ static int sq_audit(struct store *s, int64_t now_ms, const char *actor, const ch
 	return step_done(st);
 }
 
+static int sq_revoke(struct store *s, const char *host_id, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_REVOKE);
+
+	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	return step_done(st);
+}
+
+static int sq_revoked(struct store *s, const char *host_id)
+{
+	sqlite3_stmt *st = stmt(s, ST_REVOKED);
+	int rc;
+
+	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0 : -EIO;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -608,6 +635,8 @@ static const struct store_ops sqlite_ops = {
 	.assign = sq_assign,
 	.assignments = sq_assignments,
 	.audit = sq_audit,
+	.revoke = sq_revoke,
+	.revoked = sq_revoked,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

@@ -72,6 +72,10 @@ struct store_ops {
 			   void *arg);
 	int (*audit)(struct store *s, int64_t now_ms, const char *actor, const char *action,
 		     const char *detail);
+	/* A revoked host id is refused from then on, known yet or not. */
+	int (*revoke)(struct store *s, const char *host_id, int64_t now_ms);
+	/* 1 revoked, 0 not, or a negative errno. */
+	int (*revoked)(struct store *s, const char *host_id);
 };
 
 struct store {

@@ -1,0 +1,195 @@
+#!/bin/bash
+# kmemd refuses what it must, each with the right status, while a real
+# agent keeps reporting through all of it: no client certificate, a
+# foreign CA, an expired certificate, a revoked host, a host reporting as
+# another, malformed, truncated and oversized reports, a wrong content
+# type, a slow-loris client. Then kmemd is killed (SIGKILL) mid-stream and
+# restarted: every report it acknowledged is in its SQLite file.
+set -euo pipefail
+
+BUILD=${1:?usage: kmemd-refusals.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: kmemd-refusals.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+FIXTURE=$SRC/tests/fixtures/host-6.1
+
+work=$(mktemp -d "$BUILD/refusals.XXXXXX")
+chmod 755 "$work"
+kmemd_pid=
+agent_pid=
+cleanup() {
+	[ -z "$agent_pid" ] || { kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null; }
+	[ -z "$kmemd_pid" ] || { kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null; }
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+
+fail() {
+	echo "FAIL: $*" >&2
+	echo "--- kmemd log" >&2
+	tail -30 kmemd.log >&2 || true
+	exit 1
+}
+
+wait_for() { # seconds command...
+	local i n=$(($1 * 10))
+	shift
+	for i in $(seq $n); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+$KMEMCTL pki init pki >/dev/null
+$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+$KMEMCTL pki issue pki admin ops >/dev/null
+for h in h1 h2 h3; do
+	$KMEMCTL pki issue pki host $h >/dev/null
+done
+$BUILD/tests/integration/pki-expired pki old
+$KMEMCTL pki init foreign >/dev/null
+$KMEMCTL pki issue foreign host h1 >/dev/null
+
+start_kmemd() { # listen address
+	cat >kmemd.conf <<CONF
+[server]
+listen = $1
+cert = $work/pki/kmemd.crt
+key = $work/pki/kmemd.key
+ca = $work/pki/ca.crt
+max_request = 64K
+io_timeout = 1s
+[store]
+path = $work/kmemd.sqlite
+CONF
+	$KMEMD -d -c kmemd.conf >>kmemd.log 2>&1 &
+	kmemd_pid=$!
+	wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
+}
+start_kmemd 127.0.0.1:0
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+URL=https://127.0.0.1:$port
+
+agent_conf() { # host_id cert-dir cert-name
+	cat <<CONF
+[agent]
+host_id = $1
+server = 127.0.0.1:$port
+interval = 1s
+state_dir = $work/state-$1
+user = nobody
+control = $work/ctl-$1.sock
+[tls]
+cert = $work/$2/$3.crt
+key = $work/$2/$3.key
+ca = $work/pki/ca.crt
+CONF
+}
+
+# h1 reports every second throughout
+agent_conf h1 pki h1 >h1.conf
+$AGENT -d -r "$FIXTURE" -c h1.conf >h1.log 2>&1 &
+agent_pid=$!
+acked() {
+	grep -c "report [0-9]* acknowledged" h1.log || true
+}
+wait_for 10 grep -q "report 1 acknowledged" h1.log || fail "h1's first report: $(cat h1.log)"
+
+# a real report to take apart: one kmemd acknowledged, from h1's own run
+agent_conf h1 pki h1 | sed "s/^server = .*/server = 127.0.0.1:1/; s/state-h1/state-spool/" >spool.conf
+$AGENT -r "$FIXTURE" -c spool.conf >spool.log 2>&1 &
+spooler=$!
+wait_for 10 sh -c 'ls state-spool/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
+kill $spooler
+wait $spooler || true
+report=$(ls state-spool/spool/*.report | head -1)
+
+post() { # cert-name content-type body-file: prints the status code
+	curl -sS --cacert pki/ca.crt --cert pki/$1.crt --key pki/$1.key -o body.out \
+		-w '%{http_code}' -H "Content-Type: $2" --data-binary @"$3" "$URL/v1/agent/report" ||
+		true
+}
+expect_status() { # code what cert type file
+	local code=$1 what=$2 got
+	shift 2
+	got=$(post "$@")
+	[ "$got" = "$code" ] || fail "$what: status $got, want $code ($(cat body.out 2>/dev/null))"
+	echo "ok: $what: $code"
+}
+
+expect_status 200 "a real report" h1 application/x-protobuf "$report"
+printf 'this is not protobuf at all' >garbage.bin
+expect_status 400 "a malformed report" h1 application/x-protobuf garbage.bin
+head -c 40 "$report" >truncated.bin
+expect_status 400 "a truncated report" h1 application/x-protobuf truncated.bin
+head -c 100000 /dev/zero >big.bin
+expect_status 413 "an oversized report" h1 application/x-protobuf big.bin
+expect_status 415 "a wrong content type" h1 application/json "$report"
+expect_status 403 "h2 reporting as h1" h2 application/x-protobuf "$report"
+
+code=$(curl -sS --cacert pki/ca.crt -o /dev/null -w '%{http_code}' \
+	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" "$URL/v1/agent/report")
+[ "$code" = 401 ] || fail "no client certificate: $code"
+echo "ok: no client certificate: 401"
+rc=0
+curl -sS --cacert pki/ca.crt --cert foreign/h1.crt --key foreign/h1.key -o /dev/null \
+	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" \
+	"$URL/v1/agent/report" 2>curl.err || rc=$?
+[ "$rc" != 0 ] || fail "a certificate from a foreign CA was taken"
+echo "ok: a certificate from a foreign CA: TLS refused (curl exit $rc)"
+rc=0
+curl -sS --cacert pki/ca.crt --cert pki/old.crt --key pki/old.key -o /dev/null \
+	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" \
+	"$URL/v1/agent/report" 2>curl.err || rc=$?
+[ "$rc" != 0 ] || fail "an expired certificate was taken"
+echo "ok: an expired certificate: TLS refused (curl exit $rc)"
+
+# a revoked host
+out=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+	-H 'Content-Type: application/json' --data '{"host":"h3"}' "$URL/v1/hosts/revoke")
+echo "$out" | grep -q '"revoked":true' || fail "revoke: $out"
+agent_conf h3 pki h3 >h3.conf
+rc=0
+$AGENT -o -r "$FIXTURE" -c h3.conf >h3.log 2>&1 || rc=$?
+[ "$rc" = 4 ] && grep -q "revoked" h3.log || fail "revoked h3: exit $rc, $(cat h3.log)"
+echo "ok: a revoked host is refused (agent exit 4)"
+
+# slow loris: headers trickle in; kmemd drops the connection at io_timeout
+(printf 'POST /v1/agent/report HTTP/1.1\r\nHost: x\r\n'; sleep 8) |
+	openssl s_client -quiet -connect 127.0.0.1:$port -cert pki/h1.crt -key pki/h1.key \
+		-CAfile pki/ca.crt >loris.out 2>&1 &
+loris=$!
+start=$(date +%s%N)
+wait_for 5 sh -c "! kill -0 $loris 2>/dev/null" || fail "a slow-loris client held its connection 5 s"
+took=$((($(date +%s%N) - start) / 1000000))
+echo "ok: a slow-loris client is dropped after ${took} ms (io_timeout 1 s)"
+kill -0 "$kmemd_pid" || fail "kmemd died"
+before=$(acked)
+wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before ]" ||
+	fail "h1's reports stopped being acknowledged"
+echo "ok: h1's reports kept flowing throughout ($(acked) acknowledged)"
+
+# SIGKILL mid-stream, restart on the same port: nothing acknowledged is lost
+kill -9 "$kmemd_pid"
+wait "$kmemd_pid" 2>/dev/null || true
+kmemd_pid=
+sleep 1
+start_kmemd 127.0.0.1:$port
+before=$(acked)
+wait_for 30 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $((before + 2)) ]" ||
+	fail "h1 did not come back after kmemd's restart: $(tail -5 h1.log)"
+kill "$agent_pid"
+wait "$agent_pid" || true
+agent_pid=
+sed -n 's/.* report \([0-9]*\) acknowledged.*/\1/p' h1.log | sort -n >acked.txt
+sqlite3 kmemd.sqlite "SELECT seq FROM counters WHERE host_id = 'h1'" | sort -n >stored.txt
+missing=$(comm -23 acked.txt stored.txt | tr '\n' ' ')
+[ -z "$missing" ] || fail "acknowledged but not stored: $missing"
+echo "ok: kmemd killed and restarted: all $(wc -l <acked.txt) acknowledged reports are stored"
+kill "$kmemd_pid"
+wait "$kmemd_pid" || fail "kmemd exited with $? on SIGTERM"
+kmemd_pid=
+echo PASS
