@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hist.h"
 #include "ini.h"
 #include "sign.h"
 
@@ -28,11 +29,18 @@ struct kmemd_config {
 
 struct store;
 
+/* kmemd's own counts since start, for /metrics. */
+struct kmemd_stats {
+	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
+	struct hist ingest_ns; /* how long storing one report took */
+};
+
 /* What every handler works with. */
 struct kmemd {
 	const struct kmemd_config *cfg;
 	struct store *store;
 	struct keyring *keys;
+	struct kmemd_stats stats;
 };
 
 struct event_base;

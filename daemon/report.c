@@ -62,6 +62,14 @@ static Kmemctl__V1__Report *decode_body(struct evhttp_request *req)
 	return kmemctl__v1__report__unpack(NULL, len, data);
 }
 
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int64_t now_ms(void)
 {
 	struct timespec ts;
@@ -109,6 +117,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	rep = decode_body(req);
 	if (!rep || !rep->facts || !rep->facts->host_id || !rep->facts->host_id[0]) {
 		log_warning("report from '%s' is malformed", peer->cn);
+		k->stats.reports_refused++;
 		refuse(req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
 		       "report does not decode or has no host id");
 		goto out;
@@ -116,6 +125,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	if (strcmp(rep->facts->host_id, peer->cn) != 0) {
 		log_warning("certificate of host '%s' tried to report as '%s'", peer->cn,
 			    rep->facts->host_id);
+		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_WRONG_HOST,
 		       "certificate is for another host");
 		goto out;
@@ -125,12 +135,23 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	r = k->store->ops->revoked(k->store, peer->cn);
 	if (r == 1) {
 		log_warning("report from revoked host '%s' refused", peer->cn);
+		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
 		       "this host id is revoked");
 		goto out;
 	}
-	if (r == 0)
+	if (r == 0) {
+		int64_t t0 = mono_ns();
+
 		r = k->store->ops->ingest(k->store, rep, now_ms());
+		hist_record(&k->stats.ingest_ns, (uint64_t)(mono_ns() - t0));
+	}
+	if (r < 0)
+		k->stats.reports_failed++;
+	else if (r == 1)
+		k->stats.reports_resent++;
+	else
+		k->stats.reports_stored++;
 	if (r < 0) {
 		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
 			  peer->cn, k->store->ops->error(k->store));

@@ -41,6 +41,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/assignments", ROLE_ADMIN, handle_assignments_post },
 	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, handle_hosts_get },
 	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, handle_revoke_post },
+	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, handle_telemetry_get },
+	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, handle_metrics },
 };
 
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)

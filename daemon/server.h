@@ -53,6 +53,9 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 			     const struct tls_identity *peer);
 void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
 void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
 

@@ -69,6 +69,10 @@ enum stmt {
 	ST_AUDIT,
 	ST_REVOKE,
 	ST_REVOKED,
+	ST_SAMPLES,
+	ST_TALLY_HOSTS,
+	ST_TALLY_STATES,
+	ST_TALLY_EVENTS,
 	ST_N,
 };
 
@@ -119,6 +123,15 @@ static const char *const sql[ST_N] = {
 	[ST_REVOKE] = "INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES (?1, ?2, 1)"
 		      " ON CONFLICT (host_id) DO UPDATE SET revoked = 1",
 	[ST_REVOKED] = "SELECT revoked FROM hosts WHERE host_id = ?1",
+	[ST_SAMPLES] = "SELECT s.host_id, s.probe, s.first_bucket, s.counts, s.count, s.sum_ns,"
+		       " s.max_ns, s.end_ms FROM samples s JOIN hosts h ON h.host_id = s.host_id"
+		       " WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.end_ms >= ?2)"
+		       " AND (?3 = 0 OR s.end_ms <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
+		       " AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
+	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
+	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
+			    " ORDER BY id, state",
+	[ST_TALLY_EVENTS] = "SELECT kind, '', count(*) FROM events GROUP BY kind ORDER BY kind",
 };
 
 struct sqlite_store {
@@ -621,6 +634,62 @@ static int sq_revoked(struct store *s, const char *host_id)
 	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0 : -EIO;
 }
 
+static int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_SAMPLES);
+	struct store_sample x;
+	uint64_t counts[64];
+	int rc, r = 0, n;
+
+	if (f->probe)
+		sqlite3_bind_text(st, 1, f->probe, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, f->from_ms);
+	sqlite3_bind_int64(st, 3, f->to_ms);
+	if (f->host)
+		sqlite3_bind_text(st, 4, f->host, -1, SQLITE_STATIC);
+	if (f->label_key) {
+		sqlite3_bind_text(st, 5, f->label_key, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 6, f->label_value, -1, SQLITE_STATIC);
+	}
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		x.host_id = (const char *)sqlite3_column_text(st, 0);
+		x.probe = (const char *)sqlite3_column_text(st, 1);
+		x.first_bucket = (uint32_t)sqlite3_column_int(st, 2);
+		n = sqlite3_column_bytes(st, 3);
+		/* the blob need not be aligned for u64 reads: copy it */
+		x.ncounts = (size_t)n / 8 < ARRAY_SIZE(counts) ? (size_t)n / 8 : ARRAY_SIZE(counts);
+		if (x.ncounts)
+			memcpy(counts, sqlite3_column_blob(st, 3), x.ncounts * 8);
+		x.counts = counts;
+		x.count = (uint64_t)sqlite3_column_int64(st, 4);
+		x.sum_ns = (uint64_t)sqlite3_column_int64(st, 5);
+		x.max_ns = (uint64_t)sqlite3_column_int64(st, 6);
+		x.end_ms = sqlite3_column_int64(st, 7);
+		r = cb(arg, &x);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *arg)
+{
+	static const enum stmt q[] = {
+		[STORE_TALLY_HOSTS] = ST_TALLY_HOSTS,
+		[STORE_TALLY_STATES] = ST_TALLY_STATES,
+		[STORE_TALLY_EVENTS] = ST_TALLY_EVENTS,
+	};
+	sqlite3_stmt *st = stmt(s, q[which]);
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = cb(arg, text_or_empty(st, 0), text_or_empty(st, 1),
+		       (uint64_t)sqlite3_column_int64(st, 2));
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -637,6 +706,8 @@ static const struct store_ops sqlite_ops = {
 	.audit = sq_audit,
 	.revoke = sq_revoke,
 	.revoked = sq_revoked,
+	.samples = sq_samples,
+	.tally = sq_tally,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

@@ -45,6 +45,34 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
+/* One stored probe sample (a histogram delta of one host's interval). */
+struct store_sample {
+	const char *host_id;
+	const char *probe;
+	uint32_t first_bucket;
+	const uint64_t *counts; /* aligned copy, ncounts long */
+	size_t ncounts;
+	uint64_t count, sum_ns, max_ns;
+	int64_t end_ms;
+};
+
+/* Which samples: NULL and 0 match anything. */
+struct store_filter {
+	const char *probe;
+	int64_t from_ms, to_ms;
+	const char *host;
+	const char *label_key, *label_value;
+};
+
+enum store_tally {
+	STORE_TALLY_HOSTS, /* n */
+	STORE_TALLY_STATES, /* mitigation, state, n hosts */
+	STORE_TALLY_EVENTS, /* kind, n */
+};
+
+typedef int (*store_sample_cb)(void *arg, const struct store_sample *s);
+typedef int (*store_tally_cb)(void *arg, const char *a, const char *b, uint64_t n);
+
 struct store_ops {
 	const char *name;
 	/* err: why it failed, for the caller to log */
@@ -76,6 +104,9 @@ struct store_ops {
 	int (*revoke)(struct store *s, const char *host_id, int64_t now_ms);
 	/* 1 revoked, 0 not, or a negative errno. */
 	int (*revoked)(struct store *s, const char *host_id);
+	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
+		       void *arg);
+	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
 };
 
 struct store {

@@ -184,6 +184,41 @@ echo "ok: the states come back to kmemd"
 	fail "audit log: $(sqlite3 kmemd.sqlite 'SELECT * FROM audit')"
 echo "ok: two operator actions in the audit log"
 
+# web-1's vmap-purge probe records 10 more purges, 6 of them near 1 ms
+P=root-web-1/sys/kernel/kmemctl/probes/vmap-purge
+printf '131072 7\n1048576 6\n4194304 1\n' >$P/hist.new && mv $P/hist.new $P/hist
+echo 14 >$P/count
+echo 9000000 >$P/sum_ns
+telemetry() {
+	api ops GET "/v1/telemetry?probe=vmap-purge&$1" | head -1
+}
+has_purges() {
+	telemetry "label=role:web" | grep -q '"count":10,'
+}
+wait_for 20 has_purges || fail "web-1's purges did not reach kmemd: $(telemetry label=role:web)"
+out=$(telemetry "label=role:web")
+echo "$out" | grep -q '"hosts":2,' || fail "role=web telemetry: $out"
+echo "$out" | grep -q '"buckets":\[\[131072,4\],\[1048576,6\]\]' || fail "buckets: $out"
+p90=$(echo "$out" | sed -n 's/.*"p90_ns":\([0-9]*\),.*/\1/p')
+[ "$p90" -gt 524288 ] && [ "$p90" -le 1048576 ] || fail "p90 is not in (0.5, 1] ms: $out"
+telemetry "label=role:db" | grep -q '"count":0,' || fail "role=db: $(telemetry label=role:db)"
+telemetry "host=web-2" | grep -q '"count":0,' || fail "web-2: $(telemetry host=web-2)"
+expect 400 "probe is required" "a telemetry query without a probe" ops GET "/v1/telemetry?host=web-1"
+expect 400 "KEY:VALUE" "a telemetry query with a bad label" ops GET "/v1/telemetry?probe=x&label=role"
+expect 400 "unix milliseconds" "a telemetry query with a bad time" \
+	ops GET "/v1/telemetry?probe=x&from=yesterday"
+echo "ok: telemetry merged across hosts and filtered by label and host"
+
+api ops GET /metrics | sed '$d' >metrics.txt
+promtool check metrics <metrics.txt || fail "promtool: $(cat metrics.txt)"
+grep -q '^kmemd_hosts 3$' metrics.txt || fail "metrics: no kmemd_hosts 3"
+grep -q '^kmemd_mitigation_hosts{mitigation="usercopy-fastpath",state="off"} 3$' metrics.txt ||
+	fail "metrics: mitigation states: $(grep mitigation_hosts metrics.txt)"
+grep -q '^kmemd_probe_seconds_count{probe="vmap-purge"} 10$' metrics.txt ||
+	fail "metrics: probe histogram: $(grep vmap-purge metrics.txt)"
+grep -q '[{,]host\(_id\)\?=' metrics.txt && fail "a per-host label in /metrics"
+echo "ok: /metrics passes promtool check metrics"
+
 # everything stops cleanly (under the sanitizers: without leaks)
 for p in "${pids[@]}"; do
 	kill "$p"

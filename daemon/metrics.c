@@ -1,0 +1,304 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * GET /metrics (Prometheus text format 0.0.4) and GET /v1/telemetry.
+ *
+ * /metrics carries no per-host label: a fleet of 100,000 hosts would make
+ * 100,000 series per metric. Per-host numbers are in /v1/telemetry.
+ * Probe histograms are the sum of every stored sample, so they only grow,
+ * as Prometheus counters must (until retention drops old samples, which
+ * Prometheus sees as a counter reset).
+ */
+#include <errno.h>
+#include <event2/buffer.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "server.h"
+#include "store.h"
+
+#define MAX_PROBES 32
+
+struct probe_totals {
+	struct {
+		char name[STORE_ID_MAX];
+		struct hist h;
+	} p[MAX_PROBES];
+	size_t n;
+};
+
+static void merge_sample(struct hist *h, const struct store_sample *x)
+{
+	size_t i;
+
+	for (i = 0; i < x->ncounts && x->first_bucket + i < HIST_BUCKETS; i++)
+		h->buckets[x->first_bucket + i] += x->counts[i];
+	h->count += x->count;
+	h->sum_ns += x->sum_ns;
+	if (x->max_ns > h->max_ns)
+		h->max_ns = x->max_ns;
+}
+
+static int add_probe(void *arg, const struct store_sample *x)
+{
+	struct probe_totals *t = arg;
+	size_t i;
+
+	for (i = 0; i < t->n && strcmp(t->p[i].name, x->probe); i++)
+		;
+	if (i == t->n) {
+		if (t->n == MAX_PROBES)
+			return 0;
+		snprintf(t->p[t->n++].name, STORE_ID_MAX, "%s", x->probe);
+	}
+	merge_sample(&t->p[i].h, x);
+	return 0;
+}
+
+/* A sample named "<probe>-flushes" counts flushes; every other one is in ns. */
+static bool counts_events(const char *probe)
+{
+	size_t n = strlen(probe);
+
+	return n > 8 && !strcmp(probe + n - 8, "-flushes");
+}
+
+/* Cumulative buckets up to the last non-empty one, then +Inf. */
+static void histogram(struct evbuffer *b, const char *metric, const char *labels,
+		      const struct hist *h, double scale)
+{
+	uint64_t cum = 0;
+	int last = -1, i;
+
+	for (i = 0; i < HIST_BUCKETS; i++)
+		if (h->buckets[i])
+			last = i;
+	for (i = 0; i <= last; i++) {
+		cum += h->buckets[i];
+		evbuffer_add_printf(b, "%s_bucket{%s%sle=\"%.9g\"} %llu\n", metric, labels,
+				    labels[0] ? "," : "", (double)hist_upper((unsigned)i) * scale,
+				    (unsigned long long)cum);
+	}
+	evbuffer_add_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", metric, labels,
+			    labels[0] ? "," : "", (unsigned long long)h->count);
+	evbuffer_add_printf(b, "%s_sum%s%s%s %.9g\n", metric, labels[0] ? "{" : "", labels,
+			    labels[0] ? "}" : "", (double)h->sum_ns * scale);
+	evbuffer_add_printf(b, "%s_count%s%s%s %llu\n", metric, labels[0] ? "{" : "", labels,
+			    labels[0] ? "}" : "", (unsigned long long)h->count);
+}
+
+struct tally_out {
+	struct evbuffer *b;
+	const char *metric, *label_a, *label_b;
+};
+
+static int tally_line(void *arg, const char *a, const char *b, uint64_t n)
+{
+	struct tally_out *t = arg;
+
+	if (!t->label_a)
+		evbuffer_add_printf(t->b, "%s %llu\n", t->metric, (unsigned long long)n);
+	else if (!t->label_b)
+		evbuffer_add_printf(t->b, "%s{%s=\"%s\"} %llu\n", t->metric, t->label_a, a,
+				    (unsigned long long)n);
+	else
+		evbuffer_add_printf(t->b, "%s{%s=\"%s\",%s=\"%s\"} %llu\n", t->metric, t->label_a,
+				    a, t->label_b, b, (unsigned long long)n);
+	return 0;
+}
+
+static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, const char *metric,
+		 const char *type, const char *help, const char *la, const char *lb)
+{
+	struct tally_out t = { b, metric, la, lb };
+
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
+	return k->store->ops->tally(k->store, which, tally_line, &t);
+}
+
+void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	struct probe_totals *t = calloc(1, sizeof(*t));
+	struct store_filter all = { 0 };
+	struct evbuffer *b = evbuffer_new();
+	const struct kmemd_stats *st = &k->stats;
+	char labels[STORE_ID_MAX + 16];
+	size_t i;
+	int r;
+
+	(void)peer;
+	if (!t || !b) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = tally(k, b, STORE_TALLY_HOSTS, "kmemd_hosts", "gauge", "Hosts that have reported.",
+		  NULL, NULL);
+	if (r == 0)
+		r = tally(k, b, STORE_TALLY_STATES, "kmemd_mitigation_hosts", "gauge",
+			  "Hosts by mitigation and state, as each last reported.", "mitigation",
+			  "state");
+	if (r == 0)
+		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_total", "counter",
+			  "Events the agents reported, by kind (lockups, stalls, trips, ...).",
+			  "kind", NULL);
+	if (r == 0)
+		r = k->store->ops->samples(k->store, &all, add_probe, t);
+	if (r < 0)
+		goto out;
+	evbuffer_add_printf(b, "# HELP kmemd_probe_seconds What the probes of kmemctl.ko "
+			       "measured, all hosts.\n# TYPE kmemd_probe_seconds histogram\n");
+	for (i = 0; i < t->n; i++) {
+		if (counts_events(t->p[i].name))
+			continue;
+		snprintf(labels, sizeof(labels), "probe=\"%s\"", t->p[i].name);
+		histogram(b, "kmemd_probe_seconds", labels, &t->p[i].h, 1e-9);
+	}
+	evbuffer_add_printf(b, "# HELP kmemd_probe_events Counts per probe event (TLB flushes "
+			       "per purge), all hosts.\n# TYPE kmemd_probe_events histogram\n");
+	for (i = 0; i < t->n; i++) {
+		if (!counts_events(t->p[i].name))
+			continue;
+		snprintf(labels, sizeof(labels), "probe=\"%s\"", t->p[i].name);
+		histogram(b, "kmemd_probe_events", labels, &t->p[i].h, 1);
+	}
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_reports_total Agent reports by outcome.\n"
+			    "# TYPE kmemd_reports_total counter\n"
+			    "kmemd_reports_total{outcome=\"stored\"} %llu\n"
+			    "kmemd_reports_total{outcome=\"resent\"} %llu\n"
+			    "kmemd_reports_total{outcome=\"refused\"} %llu\n"
+			    "kmemd_reports_total{outcome=\"failed\"} %llu\n"
+			    "# HELP kmemd_store_ingest_seconds Time to store one report.\n"
+			    "# TYPE kmemd_store_ingest_seconds histogram\n",
+			    (unsigned long long)st->reports_stored,
+			    (unsigned long long)st->reports_resent,
+			    (unsigned long long)st->reports_refused,
+			    (unsigned long long)st->reports_failed);
+	histogram(b, "kmemd_store_ingest_seconds", "", &st->ingest_ns, 1e-9);
+out:
+	free(t);
+	if (r < 0) {
+		if (b)
+			evbuffer_free(b);
+		log_error("metrics: the store failed: %s", k->store->ops->error(k->store));
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evbuffer_free(b);
+}
+
+struct merged {
+	struct hist h;
+	char hosts[256][65];
+	size_t nhosts, samples;
+	bool more_hosts;
+};
+
+static int merge(void *arg, const struct store_sample *x)
+{
+	struct merged *m = arg;
+	size_t i;
+
+	merge_sample(&m->h, x);
+	m->samples++;
+	for (i = 0; i < m->nhosts && strcmp(m->hosts[i], x->host_id); i++)
+		;
+	if (i == m->nhosts) {
+		if (m->nhosts < ARRAY_SIZE(m->hosts))
+			snprintf(m->hosts[m->nhosts++], sizeof(m->hosts[0]), "%s", x->host_id);
+		else
+			m->more_hosts = true;
+	}
+	return 0;
+}
+
+static int parse_ms(const char *s, int64_t *out)
+{
+	char *end;
+	long long v;
+
+	if (!s)
+		return 0;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || end == s || *end || v < 0)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/*
+ * GET /v1/telemetry?probe=P[&from=MS][&to=MS][&host=H][&label=K:V]: one
+ * histogram merged over the matching hosts and time, with its quantiles.
+ */
+void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct store_filter f = { 0 };
+	struct evkeyvalq q = { 0 };
+	struct merged *m = NULL;
+	char label[256], *colon;
+	json_t *buckets;
+	const char *v;
+	int r, i;
+
+	(void)peer;
+	if (!query || evhttp_parse_query_str(query, &q) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request",
+			    "want ?probe=NAME[&from=MS&to=MS]"
+			    "[&host=ID][&label=KEY:VALUE]");
+		return;
+	}
+	f.probe = evhttp_find_header(&q, "probe");
+	f.host = evhttp_find_header(&q, "host");
+	v = evhttp_find_header(&q, "label");
+	if (v) {
+		snprintf(label, sizeof(label), "%s", v);
+		colon = strchr(label, ':');
+		if (!colon || colon == label) {
+			reply_error(req, HTTP_BADREQUEST, "Bad Request", "label must be KEY:VALUE");
+			goto out;
+		}
+		*colon = '\0';
+		f.label_key = label;
+		f.label_value = colon + 1;
+	}
+	if (!f.probe || parse_ms(evhttp_find_header(&q, "from"), &f.from_ms) < 0 ||
+	    parse_ms(evhttp_find_header(&q, "to"), &f.to_ms) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request",
+			    "probe is required; from and to are unix milliseconds");
+		goto out;
+	}
+	m = calloc(1, sizeof(*m));
+	r = m ? k->store->ops->samples(k->store, &f, merge, m) : -ENOMEM;
+	if (r < 0) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		goto out;
+	}
+	buckets = json_array();
+	for (i = 0; i < HIST_BUCKETS; i++)
+		if (m->h.buckets[i])
+			json_array_append_new(
+				buckets, json_pack("[I, I]", (json_int_t)hist_upper((unsigned)i),
+						   (json_int_t)m->h.buckets[i]));
+	reply_json(req, HTTP_OK, "OK",
+		   json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "probe",
+			     f.probe, "hosts", (json_int_t)m->nhosts, "samples",
+			     (json_int_t)m->samples, "more_hosts", m->more_hosts, "count",
+			     (json_int_t)m->h.count, "sum_ns", (json_int_t)m->h.sum_ns, "p50_ns",
+			     (json_int_t)hist_quantile(&m->h, 0.5), "p90_ns",
+			     (json_int_t)hist_quantile(&m->h, 0.9), "p99_ns",
+			     (json_int_t)hist_quantile(&m->h, 0.99), "max_ns",
+			     (json_int_t)m->h.max_ns, "buckets", buckets));
+out:
+	free(m);
+	evhttp_clear_headers(&q);
+}
