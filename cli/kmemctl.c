@@ -20,6 +20,7 @@ static int do_version(int argc, char **argv)
 static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
 	{ "policy", do_policy, "create signing keys, sign and verify policy bundles" },
+	{ "enroll", do_enroll, "get this host's certificate from kmemd" },
 	{ "status", do_local_status, "this host: the agent, mitigations, probes" },
 	{ "mitigation", do_mitigation, "set a mitigation on this host" },
 	{ "probe", do_probe, "set a probe on this host" },
@@ -47,6 +48,9 @@ int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **ar
 {
 	size_t n = 0;
 
+	/* argv[0] is the object; the verb follows */
+	argc--;
+	argv++;
 	while (cmds[n].name)
 		n++;
 	if (argc < 1) {
@@ -71,7 +75,7 @@ int main(int argc, char **argv)
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(objects); i++)
 		if (strcmp(objects[i].name, argv[1]) == 0)
-			return objects[i].fn(argc - 2, argv + 2);
+			return objects[i].fn(argc - 1, argv + 1);
 	fprintf(stderr, "kmemctl: unknown object '%s'; one of:\n", argv[1]);
 	list_cmds(stderr, objects, ARRAY_SIZE(objects));
 	return EXIT_USAGE;

@@ -10,10 +10,14 @@ struct cmd {
 	const char *help;
 };
 
-/* Run the verb of argv[0] from cmds; helpful errors list the valid ones. */
+/*
+ * Run the verb of argv[1] (argv[0] is the object) from cmds, with the
+ * verb as its argv[0]; helpful errors list the valid ones.
+ */
 int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **argv);
 
 int do_pki(int argc, char **argv);
+int do_enroll(int argc, char **argv);
 int do_policy(int argc, char **argv);
 int do_local_status(int argc, char **argv);
 int do_mitigation(int argc, char **argv);

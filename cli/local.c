@@ -167,11 +167,11 @@ static void print_status(json_t *st)
 
 int do_local_status(int argc, char **argv)
 {
-	bool json = argc == 1 && !strcmp(argv[0], "--json");
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
 	json_t *rep;
 	int fd;
 
-	if (argc > 1 || (argc == 1 && !json)) {
+	if (argc > 2 || (argc == 2 && !json)) {
 		fprintf(stderr, "usage: kmemctl status [--json]\n");
 		return EXIT_USAGE;
 	}
@@ -323,7 +323,7 @@ int do_watch(int argc, char **argv)
 	int fd;
 
 	(void)argv;
-	if (argc > 0) {
+	if (argc > 1) {
 		fprintf(stderr, "usage: kmemctl watch\n");
 		return EXIT_USAGE;
 	}

@@ -24,6 +24,9 @@ const struct ini_option kmemd_options[] = {
 	OPT("server", "max_request", INI_SIZE, max_request, 1024, 64 << 20),
 	OPT("server", "max_headers", INI_UINT, max_headers, 4, 1000),
 	OPT("server", "io_timeout", INI_DURATION, io_timeout_ms, 100, 3600000),
+	OPT("ca", "key", INI_PATH, ca_key),
+	OPT("enroll", "host_cert_days", INI_UINT, host_cert_days, 1, 3650),
+	OPT("enroll", "rate", INI_UINT, enroll_rate, 1, 100000),
 	OPT("store", "path", INI_PATH, store_path),
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
@@ -42,6 +45,8 @@ void kmemd_config_defaults(struct kmemd_config *c)
 		.io_timeout_ms = 30000,
 		.retention_ms = 14ULL * 86400000,
 		.require_signature = true,
+		.host_cert_days = 365,
+		.enroll_rate = 10,
 		.log_level = LOG_INFO,
 	};
 	c->listen = strdup("127.0.0.1:8443");

@@ -16,6 +16,9 @@ struct kmemd_config {
 	char *listen; /* host:port */
 	char *cert, *key, *ca; /* server certificate; fleet CA for hosts */
 	char *admin_ca; /* CA for admin certificates; default: ca */
+	char *ca_key; /* the fleet CA's key, for enrollment; NULL: enrollment off */
+	uint64_t host_cert_days;
+	uint64_t enroll_rate; /* enrollments per minute per client address */
 	uint64_t max_connections;
 	uint64_t max_request; /* bytes */
 	uint64_t max_headers;

@@ -42,6 +42,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, handle_hosts_get },
 	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, handle_revoke_post },
 	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, handle_telemetry_get },
+	{ EVHTTP_REQ_POST, "/v1/enroll", ROLE_ANY, handle_enroll },
+	{ EVHTTP_REQ_POST, "/v1/enroll/secrets", ROLE_ADMIN, handle_secret_post },
+	{ EVHTTP_REQ_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, handle_secret_revoke },
 	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, handle_metrics },
 };
 
@@ -72,6 +75,12 @@ void reply_text(struct evhttp_request *req, int code, const char *reason, const 
 
 void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len)
 {
+	reply_status_bytes(req, HTTP_OK, "OK", type, data, len);
+}
+
+void reply_status_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+			const void *data, size_t len)
+{
 	struct evbuffer *b = evbuffer_new();
 
 	if (!b) {
@@ -80,7 +89,7 @@ void reply_bytes(struct evhttp_request *req, const char *type, const void *data,
 	}
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
 	evbuffer_add(b, data, len);
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
+	evhttp_send_reply(req, code, reason, b);
 	evbuffer_free(b);
 }
 

@@ -32,6 +32,8 @@ struct route {
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text);
 void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len);
+void reply_status_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+			const void *data, size_t len);
 /* Sends o (stolen) as application/json. */
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */
@@ -55,6 +57,11 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
+void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer);
+void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer);

@@ -49,6 +49,10 @@ static const char *const migrations[] = {
 	" FOREIGN KEY (policy, version) REFERENCES policies (name, version));"
 	"CREATE TABLE audit ("
 	" id INTEGER PRIMARY KEY, ts_ms INTEGER, actor TEXT, action TEXT, detail TEXT);",
+	/* 2: enrollment secrets, kept as SHA-256 only */
+	"CREATE TABLE enroll_secrets ("
+	" id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, created_ms INTEGER,"
+	" expires_ms INTEGER, revoked INTEGER NOT NULL DEFAULT 0, uses INTEGER DEFAULT 0);",
 };
 
 enum stmt {
@@ -70,6 +74,10 @@ enum stmt {
 	ST_REVOKE,
 	ST_REVOKED,
 	ST_SAMPLES,
+	ST_SECRET_ADD,
+	ST_SECRET_FIND,
+	ST_SECRET_USE,
+	ST_SECRET_REVOKE,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -128,6 +136,11 @@ static const char *const sql[ST_N] = {
 		       " WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.end_ms >= ?2)"
 		       " AND (?3 = 0 OR s.end_ms <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
 		       " AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
+	[ST_SECRET_ADD] = "INSERT INTO enroll_secrets (sha256, created_ms, expires_ms)"
+			  " VALUES (?1, ?2, ?3)",
+	[ST_SECRET_FIND] = "SELECT id, expires_ms, revoked FROM enroll_secrets WHERE sha256 = ?1",
+	[ST_SECRET_USE] = "UPDATE enroll_secrets SET uses = uses + 1 WHERE id = ?1",
+	[ST_SECRET_REVOKE] = "UPDATE enroll_secrets SET revoked = 1 WHERE id = ?1",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -690,6 +703,54 @@ static int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, 
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+static int sq_secret_add(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
+			 int64_t *id)
+{
+	sqlite3_stmt *st = stmt(s, ST_SECRET_ADD);
+
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	sqlite3_bind_int64(st, 3, expires_ms);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return -EIO;
+	*id = sqlite3_last_insert_rowid(DB(s));
+	return 0;
+}
+
+static int sq_secret_use(struct store *s, const char *sha256, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_SECRET_FIND);
+	int64_t id, expires;
+	int rc, revoked;
+
+	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	id = sqlite3_column_int64(st, 0);
+	expires = sqlite3_column_int64(st, 1);
+	revoked = sqlite3_column_int(st, 2);
+	if (revoked)
+		return -EKEYREVOKED;
+	if (expires && expires < now_ms)
+		return -EKEYEXPIRED;
+	st = stmt(s, ST_SECRET_USE);
+	sqlite3_bind_int64(st, 1, id);
+	return step_done(st);
+}
+
+static int sq_secret_revoke(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = stmt(s, ST_SECRET_REVOKE);
+
+	sqlite3_bind_int64(st, 1, id);
+	if (step_done(st) < 0)
+		return -EIO;
+	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -708,6 +769,9 @@ static const struct store_ops sqlite_ops = {
 	.revoked = sq_revoked,
 	.samples = sq_samples,
 	.tally = sq_tally,
+	.secret_add = sq_secret_add,
+	.secret_use = sq_secret_use,
+	.secret_revoke = sq_secret_revoke,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

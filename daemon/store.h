@@ -107,6 +107,12 @@ struct store_ops {
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
+	/* Enrollment secrets, by the hex SHA-256 of the secret; expires_ms 0: never. */
+	int (*secret_add)(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
+			  int64_t *id);
+	/* Counts a use: -ENOENT unknown, -EKEYREVOKED, -EKEYEXPIRED. */
+	int (*secret_use)(struct store *s, const char *sha256, int64_t now_ms);
+	int (*secret_revoke)(struct store *s, int64_t id);
 };
 
 struct store {

@@ -6,6 +6,7 @@
 #include <openssl/rand.h>
 #include <openssl/x509v3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -155,6 +156,74 @@ int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pk
 	}
 	*out = x;
 	return 0;
+}
+
+static int bio_text(BIO *b, char **out)
+{
+	char *data;
+	long n = BIO_get_mem_data(b, &data);
+	char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+
+	if (!text)
+		return -ENOMEM;
+	memcpy(text, data, (size_t)n);
+	text[n] = '\0';
+	*out = text;
+	return 0;
+}
+
+int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem)
+{
+	X509_REQ *req = X509_REQ_new();
+	BIO *b = BIO_new(BIO_s_mem());
+	X509_NAME *name;
+	int r = -EIO;
+
+	if (!req || !b)
+		goto out;
+	name = X509_REQ_get_subject_name(req);
+	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
+				       0) &&
+	    X509_REQ_set_pubkey(req, key) && X509_REQ_sign(req, key, EVP_sha256()) &&
+	    PEM_write_bio_X509_REQ(b, req))
+		r = bio_text(b, pem);
+out:
+	X509_REQ_free(req);
+	BIO_free(b);
+	return r;
+}
+
+int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65])
+{
+	BIO *b = BIO_new_mem_buf(pem, (int)len);
+	X509_REQ *req = b ? PEM_read_bio_X509_REQ(b, NULL, NULL, NULL) : NULL;
+	EVP_PKEY *key = req ? X509_REQ_get_pubkey(req) : NULL;
+	int n, r = -EBADMSG;
+
+	if (!key || X509_REQ_verify(req, key) != 1)
+		goto out;
+	n = X509_NAME_get_text_by_NID(X509_REQ_get_subject_name(req), NID_commonName, cn, 65);
+	if (n <= 0 || n >= 64) {
+		r = -EINVAL;
+		goto out;
+	}
+	*pub = key;
+	key = NULL;
+	r = 0;
+out:
+	EVP_PKEY_free(key);
+	X509_REQ_free(req);
+	BIO_free(b);
+	return r;
+}
+
+int pki_cert_pem(X509 *cert, char **pem)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int r = b && PEM_write_bio_X509(b, cert) ? bio_text(b, pem) : -EIO;
+
+	BIO_free(b);
+	return r;
 }
 
 /* Keys are written 0600 from the start, never chmod-ed after the fact. */

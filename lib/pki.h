@@ -39,6 +39,17 @@ int pki_make_ca(const char *cn, long days, EVP_PKEY *key, X509 **out);
 int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pki_subject *subj,
 	      X509 **out);
 
+/* A PEM certificate signing request for cn, signed by key (malloc'ed). */
+int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem);
+/*
+ * Reads a PEM CSR of at most len bytes, checks its self-signature and
+ * returns its public key and subject CN. -EBADMSG when it does not parse
+ * or verify, -EINVAL when it has no CN or one too long.
+ */
+int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65]);
+/* PEM text of cert (malloc'ed). */
+int pki_cert_pem(X509 *cert, char **pem);
+
 int pki_write_key(const char *path, EVP_PKEY *key);
 int pki_write_cert(const char *path, X509 *cert);
 int pki_read_key(const char *path, EVP_PKEY **out);

@@ -129,6 +129,29 @@ static void test_policies(void **state)
 	s->ops->close(s);
 }
 
+static void test_secrets(void **state)
+{
+	struct store *s = open_store();
+	int64_t id, id2;
+
+	(void)state;
+	assert_int_equal(s->ops->secret_add(s, "aa", 1000, 0, &id), 0);
+	assert_int_equal(s->ops->secret_add(s, "bb", 1000, 5000, &id2), 0);
+	assert_int_equal(s->ops->secret_use(s, "aa", 999999), 0);
+	assert_int_equal(s->ops->secret_use(s, "aa", 999999), 0);
+	assert_int_equal(s->ops->secret_use(s, "bb", 4000), 0);
+	assert_int_equal(s->ops->secret_use(s, "bb", 6000), -EKEYEXPIRED);
+	assert_int_equal(s->ops->secret_use(s, "cc", 1), -ENOENT);
+	assert_int_equal(s->ops->secret_revoke(s, id), 0);
+	assert_int_equal(s->ops->secret_use(s, "aa", 2000), -EKEYREVOKED);
+	assert_int_equal(s->ops->secret_revoke(s, 4242), -ENOENT);
+	/* revoked hosts */
+	assert_int_equal(s->ops->revoked(s, "web-9"), 0);
+	assert_int_equal(s->ops->revoke(s, "web-9", 1), 0);
+	assert_int_equal(s->ops->revoked(s, "web-9"), 1);
+	s->ops->close(s);
+}
+
 /* A file from a newer kmemd is refused, not misread. */
 static void test_newer_schema(void **state)
 {
@@ -164,6 +187,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reports),
 		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_newer_schema),
 	};
 
