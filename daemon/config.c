@@ -29,6 +29,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("enroll", "rate", INI_UINT, enroll_rate, 1, 100000),
 	OPT("store", "path", INI_PATH, store_path),
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
+	OPT("store", "batch_wait", INI_DURATION, batch_wait_ms, 1, 1000),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
@@ -46,6 +47,7 @@ void kmemd_config_defaults(struct kmemd_config *c)
 		.retention_ms = 14ULL * 86400000,
 		.require_signature = true,
 		.host_cert_days = 365,
+		.batch_wait_ms = 5,
 		.enroll_rate = 10,
 		.log_level = LOG_INFO,
 	};

@@ -29,7 +29,7 @@ static int run(const struct kmemd_config *cfg)
 	struct event_base *base = event_base_new();
 	struct shutdown_signals sigs = { 0 };
 	struct keyring keys = { 0 };
-	struct kmemd k = { .cfg = cfg, .keys = &keys };
+	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
 	struct server *srv = NULL;
 	char err[256];
 	int r;
@@ -51,12 +51,16 @@ static int run(const struct kmemd_config *cfg)
 			    cfg->keys_dir);
 	r = shutdown_signals_add(base, &sigs);
 	if (r == 0)
+		r = batch_new(&k);
+	if (r == 0)
 		r = server_new(base, &k, &srv);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
 		r = event_base_dispatch(base) < 0 ? -EIO : 0;
 	}
+	/* what is batched commits and is answered before the listener goes */
+	batch_free(&k);
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);

@@ -25,6 +25,7 @@ struct kmemd_config {
 	uint64_t io_timeout_ms;
 	char *store_path;
 	uint64_t retention_ms;
+	uint64_t batch_wait_ms; /* the longest a report waits for its commit */
 	bool require_signature;
 	char *keys_dir; /* operators' pinned Ed25519 keys */
 	int log_level;
@@ -38,9 +39,16 @@ struct kmemd_stats {
 	struct hist ingest_ns; /* how long storing one report took */
 };
 
+struct batch;
+
+/* Reports per commit at most; see report.c's batch. */
+#define BATCH_MAX 256
+
 /* What every handler works with. */
 struct kmemd {
 	const struct kmemd_config *cfg;
+	struct event_base *base;
+	struct batch *batch;
 	struct store *store;
 	struct keyring *keys;
 	struct kmemd_stats stats;
@@ -56,6 +64,11 @@ void kmemd_config_defaults(struct kmemd_config *c);
 /* server.c: the HTTPS listener and its route table. */
 int server_new(struct event_base *base, struct kmemd *k, struct server **out);
 void server_free(struct server *s);
+/* report.c: the group commit of reports. */
+int batch_new(struct kmemd *k);
+void batch_free(struct kmemd *k);
+/* Commits and answers the open batch now: before any other write. */
+void batch_commit(struct kmemd *k);
 /* Port actually bound (useful with port 0 in tests). */
 int server_port(const struct server *s);
 

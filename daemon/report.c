@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* POST /v1/agent/report: decode, validate, acknowledge. */
 #include <event2/buffer.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
@@ -101,6 +102,139 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
 	return sp;
 }
 
+/*
+ * Group commit: reports are stored in one open batch and acknowledged
+ * only once it commits, at most batch_wait later or when the batch is
+ * full. An agent never hears "acknowledged" for a report that is not on
+ * disk; a batch that fails to commit answers all of its reports 503, and
+ * their agents send them again.
+ */
+struct batch {
+	struct kmemd *k;
+	struct event *timer;
+	bool open;
+	size_t n;
+	struct {
+		struct evhttp_request *req;
+		uint8_t *reply;
+		size_t len;
+		bool stored; /* not a resend: counted as stored until the commit fails */
+	} p[BATCH_MAX];
+};
+
+static void batch_flush(struct batch *b)
+{
+	struct kmemd *k = b->k;
+	struct evbuffer *out;
+	size_t i;
+	int r;
+
+	if (!b->open)
+		return;
+	evtimer_del(b->timer);
+	r = k->store->ops->commit(k->store);
+	b->open = false;
+	if (r < 0)
+		log_error("committing %zu reports failed: %s", b->n,
+			  k->store->ops->error(k->store));
+	for (i = 0; i < b->n; i++) {
+		if (r < 0) {
+			k->stats.reports_failed++;
+			k->stats.reports_stored -= b->p[i].stored;
+		}
+		if (r < 0) {
+			refuse(b->p[i].req, 503, "Service Unavailable",
+			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
+			       "the store failed; keep the report and send it again");
+		} else if ((out = evbuffer_new())) {
+			evhttp_add_header(evhttp_request_get_output_headers(b->p[i].req),
+					  "Content-Type", PROTOBUF_TYPE);
+			evbuffer_add(out, b->p[i].reply, b->p[i].len);
+			evhttp_send_reply(b->p[i].req, HTTP_OK, "OK", out);
+			evbuffer_free(out);
+		} else {
+			evhttp_send_error(b->p[i].req, HTTP_INTERNAL, NULL);
+		}
+		free(b->p[i].reply);
+	}
+	b->n = 0;
+}
+
+static void on_batch_timer(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	batch_flush(arg);
+}
+
+int batch_new(struct kmemd *k)
+{
+	struct batch *b = calloc(1, sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	b->k = k;
+	b->timer = evtimer_new(k->base, on_batch_timer, b);
+	if (!b->timer) {
+		free(b);
+		return -ENOMEM;
+	}
+	k->batch = b;
+	return 0;
+}
+
+void batch_free(struct kmemd *k)
+{
+	if (!k->batch)
+		return;
+	batch_flush(k->batch);
+	event_free(k->batch->timer);
+	free(k->batch);
+	k->batch = NULL;
+}
+
+static int batch_join(struct batch *b)
+{
+	struct timeval tv = { .tv_sec = (time_t)(b->k->cfg->batch_wait_ms / 1000),
+			      .tv_usec = (suseconds_t)(b->k->cfg->batch_wait_ms % 1000) * 1000 };
+	int r;
+
+	if (b->open)
+		return 0;
+	r = b->k->store->ops->begin(b->k->store);
+	if (r < 0)
+		return r;
+	b->open = true;
+	evtimer_add(b->timer, &tv);
+	return 0;
+}
+
+void batch_commit(struct kmemd *k)
+{
+	if (k->batch)
+		batch_flush(k->batch);
+}
+
+/* The reply waits for the batch's commit; it takes rr's encoding. */
+static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1__ReportReply *rr,
+			bool stored)
+{
+	size_t len = kmemctl__v1__report_reply__get_packed_size(rr);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	kmemctl__v1__report_reply__pack(rr, buf);
+	b->p[b->n].req = req;
+	b->p[b->n].reply = buf;
+	b->p[b->n].len = len;
+	b->p[b->n].stored = stored;
+	if (++b->n == BATCH_MAX)
+		batch_flush(b);
+}
+
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	const char *type =
@@ -140,6 +274,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		       "this host id is revoked");
 		goto out;
 	}
+	if (r == 0)
+		r = batch_join(k->batch);
 	if (r == 0) {
 		int64_t t0 = mono_ns();
 
@@ -165,7 +301,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
 	rr.policy = policy_for(k, rep);
-	send_reply(req, HTTP_OK, "OK", &rr);
+	batch_reply(k->batch, req, &rr, r == 0);
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
 out:

@@ -443,12 +443,17 @@ static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
 	return r;
 }
 
+/*
+ * A savepoint, not a transaction: inside a batch (sq_begin()) one report
+ * that fails is undone alone; outside one, the savepoint is the
+ * transaction.
+ */
 static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
 	sqlite3_stmt *st;
 	int r;
 
-	r = exec(DB(s), "BEGIN IMMEDIATE");
+	r = exec(DB(s), "SAVEPOINT report");
 	if (r < 0)
 		return r;
 	/*
@@ -461,9 +466,11 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
 	if (sqlite3_step(st) == SQLITE_ROW) {
-		exec(DB(s), "ROLLBACK");
+		sqlite3_reset(st);
+		exec(DB(s), "RELEASE report");
 		return 1;
 	}
+	sqlite3_reset(st);
 	r = ingest_host(s, rep, now_ms);
 	if (r == 0)
 		r = ingest_states(s, rep, now_ms);
@@ -473,11 +480,24 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 		r = ingest_counters(s, rep);
 	if (r == 0)
 		r = ingest_events(s, rep);
-	if (r == 0)
-		r = exec(DB(s), "COMMIT");
 	if (r < 0)
-		exec(DB(s), "ROLLBACK");
+		exec(DB(s), "ROLLBACK TO report");
+	if (exec(DB(s), "RELEASE report") < 0 && r == 0)
+		r = -EIO;
 	return r;
+}
+
+static int sq_begin(struct store *s)
+{
+	return exec(DB(s), "BEGIN IMMEDIATE");
+}
+
+static int sq_commit(struct store *s)
+{
+	if (exec(DB(s), "COMMIT") == 0)
+		return 0;
+	exec(DB(s), "ROLLBACK");
+	return -EIO;
 }
 
 static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
@@ -757,6 +777,8 @@ static const struct store_ops sqlite_ops = {
 	.close = sq_close,
 	.error = sq_error,
 	.ingest = sq_ingest,
+	.begin = sq_begin,
+	.commit = sq_commit,
 	.host_json = sq_host_json,
 	.hosts = sq_hosts,
 	.policy_add = sq_policy_add,

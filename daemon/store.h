@@ -85,6 +85,14 @@ struct store_ops {
 	 * report stored before (the same seq and time from the same host).
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
+	/*
+	 * A batch: ingests between begin and commit are kept together, and
+	 * none is durable before commit returns 0 (a failed commit undoes
+	 * them all). Many reports per commit is what lets one kmemd keep up
+	 * with a fleet: each commit writes every page it touched.
+	 */
+	int (*begin)(struct store *s);
+	int (*commit)(struct store *s);
 	/* The host's facts, labels, states and policies as one JSON object. */
 	int (*host_json)(struct store *s, const char *host_id, char **json);
 	/* Each host as a JSON object, in host id order. */

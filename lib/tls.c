@@ -16,6 +16,8 @@ static int base_ctx(const SSL_METHOD *method, const struct tls_config *cfg, SSL_
 	    !SSL_CTX_set_max_proto_version(ctx, TLS1_3_VERSION))
 		goto err;
 	SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
+	/* idle connections give back their 16 KiB record buffers (kmemd holds thousands) */
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
 	if (cfg->cert && SSL_CTX_use_certificate_chain_file(ctx, cfg->cert) != 1)
 		goto err;
 	if (cfg->key && SSL_CTX_use_PrivateKey_file(ctx, cfg->key, SSL_FILETYPE_PEM) != 1)
@@ -46,6 +48,13 @@ int tls_server_ctx(const struct tls_config *cfg, SSL_CTX **out)
 	else if (cfg->client_auth == TLS_CLIENT_REQUIRED)
 		mode = SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT;
 	SSL_CTX_set_verify(ctx, mode, NULL);
+	/*
+	 * No resumption: clients hold one connection for hours, and a cached
+	 * session per connection (with the client's certificate) is memory
+	 * kmemd would keep for every host of the fleet.
+	 */
+	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
+	SSL_CTX_set_num_tickets(ctx, 0);
 	if (cfg->client_auth != TLS_CLIENT_NONE) {
 		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca);
 
