@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <systemd/sd-daemon.h>
 
 #include "conf.h"
@@ -13,6 +14,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "message-ids.h"
 #include "store.h"
 
 static void usage(FILE *out)
@@ -24,13 +26,92 @@ static void usage(FILE *out)
 		     "  -V       print the version\n");
 }
 
-static int run(const struct kmemd_config *cfg)
+struct reload {
+	struct kmemd *k;
+	struct server *srv;
+	const char *path;
+	bool debug;
+	struct kmemd_config *cfg; /* the one in use, when a reload made it */
+};
+
+static void load_keys(struct keyring *keys, const struct kmemd_config *cfg)
+{
+	int r = keyring_load_dir(keys, cfg->keys_dir);
+
+	if (r < 0 && r != -ENOENT)
+		log_warning_errno(r, "policy keys in '%s' unreadable: %m", cfg->keys_dir);
+	if (!keys->n && cfg->require_signature)
+		log_warning("no policy keys in '%s': every signed policy will be refused",
+			    cfg->keys_dir);
+}
+
+/*
+ * SIGHUP: the configuration, the certificates and the policy keys again.
+ * A configuration that does not load, or certificates that do not, leave
+ * everything as it was. The listen address and the store need a restart.
+ */
+static void on_sighup(evutil_socket_t fd, short what, void *arg)
+{
+	struct reload *rl = arg;
+	struct kmemd_config *cfg = malloc(sizeof(*cfg));
+	const struct kmemd_config *old = rl->k->cfg;
+	struct keyring keys = { 0 };
+	const char *fields[] = { NULL };
+	int r;
+
+	(void)fd;
+	(void)what;
+	sd_notify(0, "RELOADING=1");
+	if (!cfg)
+		goto out;
+	kmemd_config_defaults(cfg);
+	r = conf_load(kmemd_options, kmemd_n_options, cfg, rl->path, true, CONF_RUN);
+	if (r == 0 &&
+	    (strcmp(cfg->listen, old->listen) || strcmp(cfg->store_path, old->store_path)))
+		log_warning("listen and store path changes take a restart; kept '%s' and '%s'",
+			    old->listen, old->store_path);
+	if (r == 0) {
+		free(cfg->listen);
+		free(cfg->store_path);
+		cfg->listen = strdup(old->listen);
+		cfg->store_path = strdup(old->store_path);
+	}
+	if (r == 0 && cfg->listen && cfg->store_path)
+		r = server_reload(rl->srv, cfg);
+	else if (r == 0)
+		r = -ENOMEM;
+	if (r < 0) {
+		log_error("reload failed; running on with the configuration as it was");
+		ini_free(kmemd_options, kmemd_n_options, cfg);
+		free(cfg);
+		goto out;
+	}
+	batch_commit(rl->k);
+	load_keys(&keys, cfg);
+	keyring_free(rl->k->keys);
+	*rl->k->keys = keys;
+	rl->k->cfg = cfg;
+	log_set_max_level(rl->debug ? LOG_DEBUG : cfg->log_level);
+	if (rl->cfg) {
+		ini_free(kmemd_options, kmemd_n_options, rl->cfg);
+		free(rl->cfg);
+	}
+	rl->cfg = cfg;
+	log_event(LOG_NOTICE, MID_CONFIG_RELOADED, fields,
+		  "configuration, certificates and policy keys reloaded from '%s'", rl->path);
+out:
+	sd_notify(0, "READY=1");
+}
+
+static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 {
 	struct event_base *base = event_base_new();
 	struct shutdown_signals sigs = { 0 };
 	struct keyring keys = { 0 };
 	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
 	struct server *srv = NULL;
+	struct event *hup = NULL;
+	struct reload rl = { 0 };
 	char err[256];
 	int r;
 
@@ -43,22 +124,23 @@ static int run(const struct kmemd_config *cfg)
 		event_base_free(base);
 		return r;
 	}
-	r = keyring_load_dir(&keys, cfg->keys_dir);
-	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "policy keys in '%s' unreadable: %m", cfg->keys_dir);
-	if (!keys.n && cfg->require_signature)
-		log_warning("no policy keys in '%s': every signed policy will be refused",
-			    cfg->keys_dir);
+	load_keys(&keys, cfg);
 	r = shutdown_signals_add(base, &sigs);
 	if (r == 0)
 		r = batch_new(&k);
 	if (r == 0)
 		r = server_new(base, &k, &srv);
+	rl = (struct reload){ .k = &k, .srv = srv, .path = path, .debug = debug };
+	hup = r == 0 ? evsignal_new(base, SIGHUP, on_sighup, &rl) : NULL;
+	if (r == 0 && (!hup || event_add(hup, NULL) < 0))
+		r = -ENOMEM;
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
 		r = event_base_dispatch(base) < 0 ? -EIO : 0;
 	}
+	if (hup)
+		event_free(hup);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
 	server_free(srv);
@@ -66,6 +148,10 @@ static int run(const struct kmemd_config *cfg)
 	event_base_free(base);
 	k.store->ops->close(k.store);
 	keyring_free(&keys);
+	if (rl.cfg) {
+		ini_free(kmemd_options, kmemd_n_options, rl.cfg);
+		free(rl.cfg);
+	}
 	return r;
 }
 
@@ -113,7 +199,7 @@ int main(int argc, char **argv)
 	r = conf_load(kmemd_options, kmemd_n_options, &cfg, path, check == CONF_RUN, check);
 	log_set_max_level(debug ? LOG_DEBUG : cfg.log_level);
 	if (r == 0 && check == CONF_RUN)
-		r = run(&cfg);
+		r = run(&cfg, path, debug);
 	ini_free(kmemd_options, kmemd_n_options, &cfg);
 	return r < 0 ? 1 : 0;
 }

@@ -69,6 +69,8 @@ int batch_new(struct kmemd *k);
 void batch_free(struct kmemd *k);
 /* Commits and answers the open batch now: before any other write. */
 void batch_commit(struct kmemd *k);
+/* New TLS context and limits from cfg for new connections; the old stay as they are. */
+int server_reload(struct server *s, const struct kmemd_config *cfg);
 /* Port actually bound (useful with port 0 in tests). */
 int server_port(const struct server *s);
 

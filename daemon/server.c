@@ -203,6 +203,30 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
 }
 
+/* The TLS context and the limits, as server_new() sets them. */
+static int server_tls(const struct kmemd_config *cfg, SSL_CTX **ctx)
+{
+	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL };
+	char err[256];
+	int r = tls_server_ctx(&tc, ctx);
+
+	if (r < 0)
+		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
+				cfg->cert ? cfg->cert : "(unset)", cfg->key ? cfg->key : "(unset)",
+				cfg->ca ? cfg->ca : "(unset)", tls_error_string(err, sizeof(err)));
+	return r;
+}
+
+static void server_limits(struct server *s)
+{
+	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
+	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
+	evhttp_set_timeout_tv(
+		s->http,
+		&(struct timeval){ .tv_sec = (time_t)(s->cfg->io_timeout_ms / 1000),
+				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
+}
+
 static int setup_http(struct server *s)
 {
 	char host[256];
@@ -216,12 +240,7 @@ static int setup_http(struct server *s)
 	if (!s->http)
 		return -ENOMEM;
 	evhttp_set_bevcb(s->http, ssl_bev, s->ctx);
-	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
-	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
-	evhttp_set_timeout_tv(
-		s->http,
-		&(struct timeval){ .tv_sec = (time_t)(s->cfg->io_timeout_ms / 1000),
-				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
+	server_limits(s);
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(s->http, dispatch, s);
@@ -237,24 +256,17 @@ static int setup_http(struct server *s)
 
 int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 {
-	const struct kmemd_config *cfg = k->cfg;
-	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL };
 	struct server *s = calloc(1, sizeof(*s));
-	char err[256];
 	int r;
 
 	if (!s)
 		return -ENOMEM;
 	s->base = base;
-	s->cfg = cfg;
+	s->cfg = k->cfg;
 	s->k = k;
-	r = tls_server_ctx(&tc, &s->ctx);
-	if (r < 0) {
-		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
-				cfg->cert ? cfg->cert : "(unset)", cfg->key ? cfg->key : "(unset)",
-				cfg->ca ? cfg->ca : "(unset)", tls_error_string(err, sizeof(err)));
+	r = server_tls(k->cfg, &s->ctx);
+	if (r < 0)
 		goto err;
-	}
 	r = setup_http(s);
 	if (r < 0)
 		goto err;
@@ -263,6 +275,22 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 err:
 	server_free(s);
 	return r;
+}
+
+int server_reload(struct server *s, const struct kmemd_config *cfg)
+{
+	SSL_CTX *ctx;
+	int r = server_tls(cfg, &ctx);
+
+	if (r < 0)
+		return r;
+	/* each open connection's SSL holds its own reference to the old context */
+	SSL_CTX_free(s->ctx);
+	s->ctx = ctx;
+	s->cfg = cfg;
+	evhttp_set_bevcb(s->http, ssl_bev, s->ctx);
+	server_limits(s);
+	return 0;
 }
 
 int server_port(const struct server *s)

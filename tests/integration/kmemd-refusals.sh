@@ -172,6 +172,30 @@ wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before
 	fail "h1's reports stopped being acknowledged"
 echo "ok: h1's reports kept flowing throughout ($(acked) acknowledged)"
 
+# SIGHUP: a new server certificate for new connections; a bad config changes nothing
+serial() {
+	openssl s_client -connect 127.0.0.1:$port -CAfile pki/ca.crt </dev/null 2>/dev/null |
+		openssl x509 -noout -serial
+}
+old_serial=$(serial)
+$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+kill -HUP "$kmemd_pid"
+wait_for 10 grep -q "configuration, certificates and policy keys reloaded" kmemd.log ||
+	fail "no reload"
+new_serial=$(serial)
+[ -n "$new_serial" ] && [ "$new_serial" != "$old_serial" ] ||
+	fail "the server certificate did not change on SIGHUP: $old_serial / $new_serial"
+cp kmemd.conf kmemd.conf.good
+echo 'io_timeout = forever' >>kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 grep -q "reload failed" kmemd.log || fail "a bad configuration was not refused"
+cp kmemd.conf.good kmemd.conf
+[ "$(serial)" = "$new_serial" ] || fail "a failed reload changed the certificate"
+before=$(acked)
+wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before ]" ||
+	fail "reports stopped after the reloads"
+echo "ok: SIGHUP reloads the certificate; a bad configuration is refused and changes nothing"
+
 # SIGKILL mid-stream, restart on the same port: nothing acknowledged is lost
 kill -9 "$kmemd_pid"
 wait "$kmemd_pid" 2>/dev/null || true
