@@ -21,27 +21,6 @@
 #include "sign.h"
 #include "store.h"
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static bool name_valid(const char *s)
-{
-	size_t i, n = strlen(s);
-
-	if (!n || n >= 64)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
-		    !(s[i] >= '0' && s[i] <= '9') && !strchr("._-", s[i]))
-			return false;
-	return true;
-}
-
 struct rows {
 	json_t *array;
 };
@@ -180,7 +159,7 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 			    "send a signed bundle as " PROTOBUF_TYPE);
 		return;
 	}
-	if (r == 0 && !name_valid(p.name)) {
+	if (r == 0 && !kmemd_name_valid(p.name, 63)) {
 		snprintf(why, sizeof(why), "policy name must be 1 to 63 of [A-Za-z0-9._-]");
 		r = -EINVAL;
 	}
@@ -188,7 +167,7 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 		r = policy_doc_parse(p.document_json, strlen(p.document_json), &doc, why,
 				     sizeof(why));
 	if (r == 0) {
-		r = k->store->ops->policy_add(k->store, &p, now_ms());
+		r = k->store->ops->policy_add(k->store, &p, kmemd_now_ms());
 		if (r == -EEXIST)
 			snprintf(why, sizeof(why),
 				 "policy %s version %llu exists; versions are immutable: use a "
@@ -209,7 +188,7 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	snprintf(detail, sizeof(detail), "%s/%llu%s", p.name, (unsigned long long)p.version,
 		 p.bundle ? "" : " (unsigned)");
-	k->store->ops->audit(k->store, now_ms(), peer->cn, "policy.add", detail);
+	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "policy.add", detail);
 	log_info("policy %s added by '%s'", detail, peer->cn);
 	reply_json(req, 201, "Created",
 		   json_pack("{s:s, s:I, s:b}", "name", p.name, "version", (json_int_t)p.version,
@@ -270,7 +249,7 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	snprintf(a.policy, sizeof(a.policy), "%s", policy);
 	a.version = (uint64_t)version;
-	r = k->store->ops->assign(k->store, &a, now_ms(), &id);
+	r = k->store->ops->assign(k->store, &a, kmemd_now_ms(), &id);
 	if (r < 0) {
 		json_decref(o);
 		free(a.selector_json);
@@ -279,7 +258,7 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	snprintf(detail, sizeof(detail), "%s/%llu to %s", a.policy, (unsigned long long)a.version,
 		 a.selector_json);
-	k->store->ops->audit(k->store, now_ms(), peer->cn, "policy.assign", detail);
+	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "policy.assign", detail);
 	log_info("assignment %lld: %s by '%s'", (long long)id, detail, peer->cn);
 	reply_json(req, 201, "Created", json_pack("{s:I}", "id", (json_int_t)id));
 	json_decref(o);
@@ -314,18 +293,18 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
-	    !name_valid(host)) {
+	    !kmemd_name_valid(host, 64)) {
 		json_decref(o);
 		reply_error(req, HTTP_BADREQUEST, "Bad Request",
 			    "want {\"host\": ID} with an id of [A-Za-z0-9._-]");
 		return;
 	}
-	if (k->store->ops->revoke(k->store, host, now_ms()) < 0) {
+	if (k->store->ops->revoke(k->store, host, kmemd_now_ms()) < 0) {
 		json_decref(o);
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	k->store->ops->audit(k->store, now_ms(), peer->cn, "host.revoke", host);
+	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "host.revoke", host);
 	log_notice("host '%s' revoked by '%s'", host, peer->cn);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "revoked", 1));
 	json_decref(o);

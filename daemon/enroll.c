@@ -34,14 +34,6 @@ static struct {
 	int64_t last_ms;
 } buckets[RATE_SLOTS];
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static bool rate_ok(const char *addr, const struct kmemd_config *cfg, int64_t now)
 {
 	double per_ms = (double)cfg->enroll_rate / 60000.0;
@@ -102,19 +94,6 @@ static void enroll_refuse(struct evhttp_request *req, int code, const char *reas
 	enroll_reply(req, code, reason, &rr);
 }
 
-static bool host_id_valid(const char *s)
-{
-	size_t i, n = s ? strlen(s) : 0;
-
-	if (!n || n > 64)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!(s[i] >= 'a' && s[i] <= 'z') && !(s[i] >= 'A' && s[i] <= 'Z') &&
-		    !(s[i] >= '0' && s[i] <= '9') && !strchr("._-", s[i]))
-			return false;
-	return true;
-}
-
 /* The certificate for host from the fleet CA, as PEM; ca_pem too. */
 static int issue(const struct kmemd_config *cfg, EVP_PKEY *pub, const char *host, char **pem,
 		 char **ca_pem)
@@ -169,7 +148,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 
 	(void)peer;
 	evhttp_connection_get_peer(conn, &addr, &port);
-	if (!rate_ok(addr ? addr : "?", k->cfg, now_ms())) {
+	if (!rate_ok(addr ? addr : "?", k->cfg, kmemd_now_ms())) {
 		enroll_refuse(req, 429, "Too Many Requests",
 			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 			      "too many enrollments from this address; try later");
@@ -184,7 +163,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 	body = request_body(req, &len);
 	if (!content_type_is(req, PROTOBUF_TYPE) || !body ||
 	    !(er = kmemctl__v1__enroll_request__unpack(NULL, len, body)) || !er->secret ||
-	    !host_id_valid(er->host_id) || !er->csr_pem) {
+	    !kmemd_name_valid(er->host_id, 64) || !er->csr_pem) {
 		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
 			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
 			      "want an EnrollRequest with a secret, a host id of [A-Za-z0-9._-] "
@@ -192,7 +171,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 		goto out;
 	}
 	sha256_hex(er->secret, hash);
-	r = k->store->ops->secret_use(k->store, hash, now_ms());
+	r = k->store->ops->secret_use(k->store, hash, kmemd_now_ms());
 	if (r < 0) {
 		log_warning("enrollment of '%s' from %s refused: %s", er->host_id, addr,
 			    secret_error(r));
@@ -221,7 +200,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 		goto out;
 	}
 	snprintf(detail, sizeof(detail), "%s from %s", er->host_id, addr);
-	k->store->ops->audit(k->store, now_ms(), er->host_id, "host.enroll", detail);
+	k->store->ops->audit(k->store, kmemd_now_ms(), er->host_id, "host.enroll", detail);
 	{
 		char f_host[96];
 		const char *fields[] = { f_host, NULL };
@@ -247,7 +226,7 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 	json_int_t expires_in = 7 * 86400;
 	unsigned char raw[SECRET_BYTES];
 	char secret[2 * SECRET_BYTES + 1], hash[65], detail[64];
-	int64_t id, expires, now = now_ms();
+	int64_t id, expires, now = kmemd_now_ms();
 	const uint8_t *body;
 	json_error_t je;
 	json_t *o = NULL;
@@ -312,6 +291,6 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 		return;
 	}
 	snprintf(detail, sizeof(detail), "secret %lld", (long long)id);
-	k->store->ops->audit(k->store, now_ms(), peer->cn, "enroll.secret.revoke", detail);
+	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "enroll.secret.revoke", detail);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:I, s:b}", "id", id, "revoked", 1));
 }

@@ -71,14 +71,6 @@ static int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /*
  * The bundle the host should run, when it runs another. A host that runs a
  * newer version of the same policy (from its own file) is left alone.
@@ -279,7 +271,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	if (r == 0) {
 		int64_t t0 = mono_ns();
 
-		r = k->store->ops->ingest(k->store, rep, now_ms());
+		r = k->store->ops->ingest(k->store, rep, kmemd_now_ms());
 		hist_record(&k->stats.ingest_ns, (uint64_t)(mono_ns() - t0));
 	}
 	if (r < 0)

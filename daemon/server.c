@@ -4,6 +4,7 @@
  * a route table that states per route which certificate role may call it,
  * and the handlers' common plumbing (identity, body, replies).
  */
+#include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
@@ -18,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 
 #include "hostport.h"
 #include "kmemd.h"
@@ -93,6 +95,26 @@ void reply_status_bytes(struct evhttp_request *req, int code, const char *reason
 	evbuffer_add(b, data, len);
 	evhttp_send_reply(req, code, reason, b);
 	evbuffer_free(b);
+}
+
+int64_t kmemd_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool kmemd_name_valid(const char *s, size_t max)
+{
+	size_t i, n = s ? strlen(s) : 0;
+
+	if (!n || n > max)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
+			return false;
+	return true;
 }
 
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o)

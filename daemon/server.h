@@ -34,6 +34,9 @@ void reply_text(struct evhttp_request *req, int code, const char *reason, const 
 void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len);
 void reply_status_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
 			const void *data, size_t len);
+int64_t kmemd_now_ms(void);
+/* Host ids and policy names: 1 to max of [A-Za-z0-9._-]. */
+bool kmemd_name_valid(const char *s, size_t max);
 /* Sends o (stolen) as application/json. */
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */
