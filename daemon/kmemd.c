@@ -14,6 +14,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "server.h"
 #include "message-ids.h"
 #include "store.h"
 
@@ -103,6 +104,24 @@ out:
 	sd_notify(0, "READY=1");
 }
 
+/* Telemetry past [store] retention goes, checked every 10 minutes and at start. */
+static void on_expire(evutil_socket_t fd, short what, void *arg)
+{
+	struct kmemd *k = arg;
+	uint64_t rows;
+	int r;
+
+	(void)fd;
+	(void)what;
+	batch_commit(k);
+	r = k->store->ops->expire(k->store, kmemd_now_ms() - (int64_t)k->cfg->retention_ms, &rows);
+	if (r < 0)
+		log_error("expiring telemetry failed: %s", k->store->ops->error(k->store));
+	else if (rows)
+		log_info("expired %llu rows of telemetry older than the retention",
+			 (unsigned long long)rows);
+}
+
 static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 {
 	struct event_base *base = event_base_new();
@@ -110,7 +129,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	struct keyring keys = { 0 };
 	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
 	struct server *srv = NULL;
-	struct event *hup = NULL;
+	struct event *hup = NULL, *expire = NULL;
 	struct reload rl = { 0 };
 	char err[256];
 	int r;
@@ -134,6 +153,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	hup = r == 0 ? evsignal_new(base, SIGHUP, on_sighup, &rl) : NULL;
 	if (r == 0 && (!hup || event_add(hup, NULL) < 0))
 		r = -ENOMEM;
+	expire = r == 0 ? event_new(base, -1, EV_PERSIST, on_expire, &k) : NULL;
+	if (r == 0 && (!expire || event_add(expire, &(struct timeval){ .tv_sec = 600 }) < 0))
+		r = -ENOMEM;
+	if (r == 0)
+		event_active(expire, EV_TIMEOUT, 0);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
@@ -141,6 +165,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	}
 	if (hup)
 		event_free(hup);
+	if (expire)
+		event_free(expire);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
 	server_free(srv);

@@ -78,6 +78,9 @@ enum stmt {
 	ST_SECRET_FIND,
 	ST_SECRET_USE,
 	ST_SECRET_REVOKE,
+	ST_EXPIRE_SAMPLES,
+	ST_EXPIRE_COUNTERS,
+	ST_EXPIRE_EVENTS,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -141,6 +144,9 @@ static const char *const sql[ST_N] = {
 	[ST_SECRET_FIND] = "SELECT id, expires_ms, revoked FROM enroll_secrets WHERE sha256 = ?1",
 	[ST_SECRET_USE] = "UPDATE enroll_secrets SET uses = uses + 1 WHERE id = ?1",
 	[ST_SECRET_REVOKE] = "UPDATE enroll_secrets SET revoked = 1 WHERE id = ?1",
+	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
+	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
+	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -771,6 +777,27 @@ static int sq_secret_revoke(struct store *s, int64_t id)
 	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
 }
 
+static int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows)
+{
+	static const enum stmt q[] = { ST_EXPIRE_SAMPLES, ST_EXPIRE_COUNTERS, ST_EXPIRE_EVENTS };
+	sqlite3_stmt *st;
+	size_t i;
+	int r;
+
+	*rows = 0;
+	r = exec(DB(s), "SAVEPOINT expire");
+	for (i = 0; r == 0 && i < ARRAY_SIZE(q); i++) {
+		st = stmt(s, q[i]);
+		sqlite3_bind_int64(st, 1, before_ms);
+		r = step_done(st);
+		*rows += (uint64_t)sqlite3_changes(DB(s));
+	}
+	if (r < 0)
+		exec(DB(s), "ROLLBACK TO expire");
+	exec(DB(s), "RELEASE expire");
+	return r;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -794,6 +821,7 @@ static const struct store_ops sqlite_ops = {
 	.secret_add = sq_secret_add,
 	.secret_use = sq_secret_use,
 	.secret_revoke = sq_secret_revoke,
+	.expire = sq_expire,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

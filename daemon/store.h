@@ -121,6 +121,8 @@ struct store_ops {
 	/* Counts a use: -ENOENT unknown, -EKEYREVOKED, -EKEYEXPIRED. */
 	int (*secret_use)(struct store *s, const char *sha256, int64_t now_ms);
 	int (*secret_revoke)(struct store *s, int64_t id);
+	/* Drops samples, counters and events older than before_ms; how many rows. */
+	int (*expire)(struct store *s, int64_t before_ms, uint64_t *rows);
 };
 
 struct store {

@@ -76,11 +76,12 @@ static void test_reports(void **state)
 	e.message = "watchdog: BUG: soft lockup - CPU#1 stuck for 3s!";
 	rep.n_events = 1;
 	rep.events = ep;
+	p.end_unix_ms = e.unix_ms = 1000;
 	assert_int_equal(s->ops->ingest(s, &rep, 5000), 0);
 	/* the same report again, its acknowledgement lost: not stored twice */
 	assert_int_equal(s->ops->ingest(s, &rep, 6000), 1);
 	/* an agent whose state was wiped counts from 1 again: a new report */
-	rep.unix_ms = 2000;
+	rep.unix_ms = p.end_unix_ms = e.unix_ms = 2000;
 	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_TRIPPED;
 	assert_int_equal(s->ops->ingest(s, &rep, 7000), 0);
 	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
@@ -91,6 +92,20 @@ static void test_reports(void **state)
 			       "\"source\":\"policy\",\"reason\":\"on: enacted\"}"));
 	free(json);
 	assert_int_equal(s->ops->host_json(s, "web-2", &json), -ENOENT);
+
+	/* retention: reports at 1000 and 2000 ms, expire what is before 1500 */
+	{
+		uint64_t rows;
+
+		assert_int_equal(s->ops->expire(s, 1500, &rows), 0);
+		/* one report's counters row, probe sample and event */
+		assert_int_equal(rows, 3);
+		assert_int_equal(s->ops->expire(s, 1500, &rows), 0);
+		assert_int_equal(rows, 0);
+		/* the resend check forgets what retention dropped, not what it kept */
+		rep.unix_ms = 2000;
+		assert_int_equal(s->ops->ingest(s, &rep, 8000), 1);
+	}
 	s->ops->close(s);
 }
 
