@@ -12,6 +12,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
+#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -35,7 +36,38 @@ struct server {
 	SSL_CTX *ctx;
 	const struct kmemd_config *cfg;
 	struct kmemd *k;
+	uint64_t connections; /* open now: counted by their SSL's life */
+	struct event *trim; /* after a burst of handshakes */
 };
+
+/* SSL ex_data: the server that counts the connection; and "over the limit". */
+static int conn_index = -1, over_index = -1;
+
+static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
+{
+	struct server *s = ptr;
+
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	if (s)
+		s->connections--;
+}
+
+/*
+ * Handshakes leave freed memory between long-lived connection state; once
+ * they quiet down, give it back to the system, or every idle host costs
+ * kmemd the memory of its handshake.
+ */
+static void on_trim(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	malloc_trim(0);
+}
 
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
@@ -54,12 +86,26 @@ static const struct route routes[] = {
 
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 {
-	SSL *ssl = SSL_new(arg);
+	struct server *s = arg;
+	SSL *ssl = SSL_new(s->ctx);
 
 	if (!ssl)
 		return NULL;
+	SSL_set_ex_data(ssl, conn_index, s);
+	/* over max_connections: answered 503 and closed (dispatch()) */
+	if (++s->connections > s->cfg->max_connections)
+		SSL_set_ex_data(ssl, over_index, s);
+	evtimer_add(s->trim, &(struct timeval){ .tv_sec = 2 });
 	return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
 					      BEV_OPT_CLOSE_ON_FREE);
+}
+
+static SSL *request_ssl(struct evhttp_request *req)
+{
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
+
+	return bev ? bufferevent_openssl_get_ssl(bev) : NULL;
 }
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
@@ -161,9 +207,7 @@ bool content_type_is(struct evhttp_request *req, const char *type)
 
 static int peer_identity(struct evhttp_request *req, struct tls_identity *id)
 {
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
+	SSL *ssl = request_ssl(req);
 
 	if (!ssl)
 		return -ENOTCONN;
@@ -194,6 +238,12 @@ static void dispatch(struct evhttp_request *req, void *arg)
 
 	if (!path) {
 		reply_text(req, HTTP_BADREQUEST, "Bad Request", "bad request target");
+		return;
+	}
+	if (request_ssl(req) && SSL_get_ex_data(request_ssl(req), over_index)) {
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
+		reply_text(req, 503, "Service Unavailable",
+			   "kmemd is at max_connections; try again later");
 		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
@@ -261,7 +311,7 @@ static int setup_http(struct server *s)
 	s->http = evhttp_new(s->base);
 	if (!s->http)
 		return -ENOMEM;
-	evhttp_set_bevcb(s->http, ssl_bev, s->ctx);
+	evhttp_set_bevcb(s->http, ssl_bev, s);
 	server_limits(s);
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE);
@@ -286,7 +336,12 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->base = base;
 	s->cfg = k->cfg;
 	s->k = k;
-	r = server_tls(k->cfg, &s->ctx);
+	if (conn_index < 0) {
+		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, conn_gone);
+		over_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+	}
+	s->trim = evtimer_new(base, on_trim, s);
+	r = conn_index < 0 || over_index < 0 || !s->trim ? -ENOMEM : server_tls(k->cfg, &s->ctx);
 	if (r < 0)
 		goto err;
 	r = setup_http(s);
@@ -310,7 +365,6 @@ int server_reload(struct server *s, const struct kmemd_config *cfg)
 	SSL_CTX_free(s->ctx);
 	s->ctx = ctx;
 	s->cfg = cfg;
-	evhttp_set_bevcb(s->http, ssl_bev, s->ctx);
 	server_limits(s);
 	return 0;
 }
@@ -335,6 +389,8 @@ void server_free(struct server *s)
 		return;
 	if (s->http)
 		evhttp_free(s->http);
+	if (s->trim)
+		event_free(s->trim);
 	SSL_CTX_free(s->ctx);
 	free(s);
 }

@@ -186,7 +186,7 @@ new_serial=$(serial)
 [ -n "$new_serial" ] && [ "$new_serial" != "$old_serial" ] ||
 	fail "the server certificate did not change on SIGHUP: $old_serial / $new_serial"
 cp kmemd.conf kmemd.conf.good
-echo 'io_timeout = forever' >>kmemd.conf
+printf '[server]\nio_timeout = forever\n' >>kmemd.conf
 kill -HUP "$kmemd_pid"
 wait_for 10 grep -q "reload failed" kmemd.log || fail "a bad configuration was not refused"
 cp kmemd.conf.good kmemd.conf
@@ -195,6 +195,29 @@ before=$(acked)
 wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before ]" ||
 	fail "reports stopped after the reloads"
 echo "ok: SIGHUP reloads the certificate; a bad configuration is refused and changes nothing"
+
+# max_connections: three idle connections held open, a fourth is told to go away
+printf '[server]\nmax_connections = 2\nio_timeout = 8s\n' >>kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 2 ]' || fail "no second reload"
+holders=()
+for i in 1 2 3; do
+	(sleep 6) | openssl s_client -quiet -connect 127.0.0.1:$port -cert pki/h2.crt \
+		-key pki/h2.key -CAfile pki/ca.crt >/dev/null 2>&1 &
+	holders+=($!)
+done
+sleep 1
+code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
+[ "$code" = 503 ] && grep -q "max_connections" body.out ||
+	fail "over max_connections: $code $(cat body.out)"
+kill "${holders[@]}" 2>/dev/null || true
+wait "${holders[@]}" 2>/dev/null || true
+cp kmemd.conf.good kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 3 ]' || fail "no third reload"
+code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
+[ "$code" = 200 ] || fail "after the holders left: $code"
+echo "ok: a connection over max_connections gets 503; once they close, 200"
 
 # SIGKILL mid-stream, restart on the same port: nothing acknowledged is lost
 kill -9 "$kmemd_pid"
@@ -208,8 +231,8 @@ wait_for 30 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $((befo
 kill "$agent_pid"
 wait "$agent_pid" || true
 agent_pid=
-sed -n 's/.* report \([0-9]*\) acknowledged.*/\1/p' h1.log | sort -n >acked.txt
-sqlite3 kmemd.sqlite "SELECT seq FROM counters WHERE host_id = 'h1'" | sort -n >stored.txt
+sed -n 's/.* report \([0-9]*\) acknowledged.*/\1/p' h1.log | sort >acked.txt
+sqlite3 kmemd.sqlite "SELECT seq FROM counters WHERE host_id = 'h1'" | sort >stored.txt
 missing=$(comm -23 acked.txt stored.txt | tr '\n' ' ')
 [ -z "$missing" ] || fail "acknowledged but not stored: $missing"
 echo "ok: kmemd killed and restarted: all $(wc -l <acked.txt) acknowledged reports are stored"
