@@ -36,24 +36,28 @@ struct server {
 	SSL_CTX *ctx;
 	const struct kmemd_config *cfg;
 	struct kmemd *k;
-	uint64_t connections; /* open now: counted by their SSL's life */
 	struct event *trim; /* after a burst of handshakes */
 };
 
-/* SSL ex_data: the server that counts the connection; and "over the limit". */
+/*
+ * Connections open now, counted by the life of their SSL. Not in struct
+ * server: libevent frees a connection's SSL when its deferred callbacks
+ * run, which can be after the server is gone.
+ */
+static uint64_t connections;
+
+/* SSL ex_data markers: a counted connection, and one over the limit. */
 static int conn_index = -1, over_index = -1;
 
 static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
-	struct server *s = ptr;
-
 	(void)parent;
 	(void)ad;
 	(void)idx;
 	(void)argl;
 	(void)argp;
-	if (s)
-		s->connections--;
+	if (ptr)
+		connections--;
 }
 
 /*
@@ -91,10 +95,10 @@ static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 
 	if (!ssl)
 		return NULL;
-	SSL_set_ex_data(ssl, conn_index, s);
+	SSL_set_ex_data(ssl, conn_index, &connections);
 	/* over max_connections: answered 503 and closed (dispatch()) */
-	if (++s->connections > s->cfg->max_connections)
-		SSL_set_ex_data(ssl, over_index, s);
+	if (++connections > s->cfg->max_connections)
+		SSL_set_ex_data(ssl, over_index, &connections);
 	evtimer_add(s->trim, &(struct timeval){ .tv_sec = 2 });
 	return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
 					      BEV_OPT_CLOSE_ON_FREE);
