@@ -58,6 +58,7 @@ static const char *const migrations[] = {
 enum stmt {
 	ST_SEEN,
 	ST_HOST_UPSERT,
+	ST_STATES_COUNT,
 	ST_STATES_CLEAR,
 	ST_STATE_ADD,
 	ST_SAMPLE_ADD,
@@ -112,8 +113,16 @@ static const char *const sql[ST_N] = {
 		" build_id = ?4, possible_cpus = ?5, online_cpus = ?6, mem_total = ?7, kasan = ?8,"
 		" module_version = ?9, labels = ?10, last_seen_ms = ?11, last_seq = ?12,"
 		" policy_name = ?13, policy_version = ?14",
+	[ST_STATES_COUNT] = "SELECT count(*) FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
-	[ST_STATE_ADD] = "INSERT OR REPLACE INTO states VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	/* a row that did not change is not written: most reports change none */
+	[ST_STATE_ADD] =
+		"INSERT INTO states VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+		" ON CONFLICT (host_id, id) DO UPDATE SET state = excluded.state,"
+		" mode = excluded.mode, source = excluded.source, reason = excluded.reason,"
+		" updated_ms = excluded.updated_ms WHERE state IS NOT excluded.state"
+		" OR mode IS NOT excluded.mode OR source IS NOT excluded.source"
+		" OR reason IS NOT excluded.reason",
 	[ST_SAMPLE_ADD] = "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
@@ -335,9 +344,17 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	size_t i;
 	int r;
 
-	st = stmt(s, ST_STATES_CLEAR);
+	/* more rows than mitigations reported: the module lost some; start over */
+	st = stmt(s, ST_STATES_COUNT);
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	r = step_done(st);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	r = 0;
+	if ((uint64_t)sqlite3_column_int64(st, 0) > rep->n_mitigations) {
+		st = stmt(s, ST_STATES_CLEAR);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		r = step_done(st);
+	}
 	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 

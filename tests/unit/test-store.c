@@ -93,6 +93,16 @@ static void test_reports(void **state)
 	free(json);
 	assert_int_equal(s->ops->host_json(s, "web-2", &json), -ENOENT);
 
+	/* a module without that mitigation any more: its row goes */
+	rep.seq = 2;
+	rep.n_mitigations = 0;
+	assert_int_equal(s->ops->ingest(s, &rep, 7500), 0);
+	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
+	assert_non_null(strstr(json, "\"mitigations\":[]"));
+	free(json);
+	rep.seq = 1;
+	rep.n_mitigations = 1;
+
 	/* retention: reports at 1000 and 2000 ms, expire what is before 1500 */
 	{
 		uint64_t rows;
