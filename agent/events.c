@@ -99,11 +99,6 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
 	e->n++;
 }
 
-const char *events_mitigation_name(unsigned int source)
-{
-	return kmemctl_mitigation_name(source);
-}
-
 int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *next_seq)
 {
 	Kmemctl__V1__EventKind kind;

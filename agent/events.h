@@ -53,8 +53,6 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
  * (counted as a dropped event: the module is newer than the agent).
  */
 int events_add_record(struct events *e, const void *rec, size_t len, uint64_t *next_seq);
-/* The name of the mitigation in a record's source field, or NULL. */
-const char *events_mitigation_name(unsigned int source);
 /* The events have been handed on: the queue empties, the counters stay. */
 void events_clear(struct events *e);
 

@@ -40,6 +40,7 @@
 #include "facts.h"
 #include "fileio.h"
 #include "guard.h"
+#include "kmemctl-names.h"
 #include "kmsg.h"
 #include "log.h"
 #include "macro.h"
@@ -730,7 +731,7 @@ static void on_kmemdev(evutil_socket_t fd, short what, void *arg)
 						 &a->dev_next_seq);
 			if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
 				on_trip(a,
-					events_mitigation_name(recs[i / sizeof(recs[0])].source));
+					kmemctl_mitigation_name(recs[i / sizeof(recs[0])].source));
 		}
 	}
 	/* the module went away (unloaded): look for it again at the next report */

@@ -69,21 +69,6 @@ static void sha256_hex(const char *text, char hex[65])
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-static void enroll_reply(struct evhttp_request *req, int code, const char *reason,
-			 Kmemctl__V1__EnrollReply *rr)
-{
-	size_t len = kmemctl__v1__enroll_reply__get_packed_size(rr);
-	uint8_t *buf = malloc(len ? len : 1);
-
-	if (!buf) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	kmemctl__v1__enroll_reply__pack(rr, buf);
-	reply_status_bytes(req, code, reason, PROTOBUF_TYPE, buf, len);
-	free(buf);
-}
-
 static void enroll_refuse(struct evhttp_request *req, int code, const char *reason,
 			  Kmemctl__V1__Status status, const char *why)
 {
@@ -91,7 +76,7 @@ static void enroll_refuse(struct evhttp_request *req, int code, const char *reas
 
 	rr.status = status;
 	rr.reason = (char *)why;
-	enroll_reply(req, code, reason, &rr);
+	reply_message(req, code, reason, &rr.base);
 }
 
 /* The certificate for host from the fleet CA, as PEM; ca_pem too. */
@@ -212,7 +197,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
-	enroll_reply(req, HTTP_OK, "OK", &rr);
+	reply_message(req, HTTP_OK, "OK", &rr.base);
 out:
 	EVP_PKEY_free(pub);
 	if (er)

@@ -19,28 +19,6 @@ void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls
 	reply_text(req, HTTP_OK, "OK", "ok");
 }
 
-static void send_reply(struct evhttp_request *req, int code, const char *reason,
-		       Kmemctl__V1__ReportReply *rr)
-{
-	size_t len = kmemctl__v1__report_reply__get_packed_size(rr);
-	uint8_t *buf = malloc(len ? len : 1);
-	struct evbuffer *b = evbuffer_new();
-
-	if (!buf || !b) {
-		free(buf);
-		if (b)
-			evbuffer_free(b);
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	kmemctl__v1__report_reply__pack(rr, buf);
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", PROTOBUF_TYPE);
-	evbuffer_add(b, buf, len);
-	evhttp_send_reply(req, code, reason, b);
-	evbuffer_free(b);
-	free(buf);
-}
-
 static void refuse(struct evhttp_request *req, int code, const char *reason,
 		   Kmemctl__V1__Status status, const char *why)
 {
@@ -48,7 +26,7 @@ static void refuse(struct evhttp_request *req, int code, const char *reason,
 
 	rr.status = status;
 	rr.reason = (char *)why;
-	send_reply(req, code, reason, &rr);
+	reply_message(req, code, reason, &rr.base);
 }
 
 /* The body as one contiguous buffer; evhttp already bounded its size. */
@@ -117,7 +95,6 @@ struct batch {
 static void batch_flush(struct batch *b)
 {
 	struct kmemd *k = b->k;
-	struct evbuffer *out;
 	size_t i;
 	int r;
 
@@ -138,14 +115,9 @@ static void batch_flush(struct batch *b)
 			refuse(b->p[i].req, 503, "Service Unavailable",
 			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 			       "the store failed; keep the report and send it again");
-		} else if ((out = evbuffer_new())) {
-			evhttp_add_header(evhttp_request_get_output_headers(b->p[i].req),
-					  "Content-Type", PROTOBUF_TYPE);
-			evbuffer_add(out, b->p[i].reply, b->p[i].len);
-			evhttp_send_reply(b->p[i].req, HTTP_OK, "OK", out);
-			evbuffer_free(out);
 		} else {
-			evhttp_send_error(b->p[i].req, HTTP_INTERNAL, NULL);
+			reply_bytes(b->p[i].req, HTTP_OK, "OK", PROTOBUF_TYPE, b->p[i].reply,
+				    b->p[i].len);
 		}
 		free(b->p[i].reply);
 	}

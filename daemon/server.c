@@ -127,13 +127,8 @@ void reply_text(struct evhttp_request *req, int code, const char *reason, const 
 	evbuffer_free(b);
 }
 
-void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len)
-{
-	reply_status_bytes(req, HTTP_OK, "OK", type, data, len);
-}
-
-void reply_status_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
-			const void *data, size_t len)
+void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+		 const void *data, size_t len)
 {
 	struct evbuffer *b = evbuffer_new();
 
@@ -145,6 +140,21 @@ void reply_status_bytes(struct evhttp_request *req, int code, const char *reason
 	evbuffer_add(b, data, len);
 	evhttp_send_reply(req, code, reason, b);
 	evbuffer_free(b);
+}
+
+void reply_message(struct evhttp_request *req, int code, const char *reason,
+		   const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+
+	if (!buf) {
+		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		return;
+	}
+	protobuf_c_message_pack(m, buf);
+	reply_bytes(req, code, reason, PROTOBUF_TYPE, buf, len);
+	free(buf);
 }
 
 int64_t kmemd_now_ms(void)

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <protobuf-c/protobuf-c.h>
+
 #include "kmemctl/v1/facts.pb-c.h"
 
 #include "kmemd.h"
@@ -31,9 +33,11 @@ struct route {
 };
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text);
-void reply_bytes(struct evhttp_request *req, const char *type, const void *data, size_t len);
-void reply_status_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
-			const void *data, size_t len);
+void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+		 const void *data, size_t len);
+/* m encoded, as application/x-protobuf. */
+void reply_message(struct evhttp_request *req, int code, const char *reason,
+		   const ProtobufCMessage *m);
 int64_t kmemd_now_ms(void);
 /* Host ids and policy names: 1 to max of [A-Za-z0-9._-]. */
 bool kmemd_name_valid(const char *s, size_t max);

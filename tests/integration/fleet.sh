@@ -26,22 +26,9 @@ cleanup() {
 trap cleanup EXIT
 cd "$work"
 
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- kmemd log" >&2
-	cat kmemd.log >&2 || true
-	exit 1
-}
-
-wait_for() { # seconds command...
-	local i n=$(($1 * 10))
-	shift
-	for i in $(seq $n); do
-		"$@" && return 0
-		sleep 0.1
-	done
-	return 1
-}
+FAIL_LOG=kmemd.log
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
 
 $KMEMCTL pki init pki >/dev/null
 $KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null

@@ -1,0 +1,24 @@
+# Helpers for the integration tests; source it after `cd` into the work dir.
+# FAIL_LOG names a log to show when a check fails.
+
+# fail MSG...: say what failed, show the tail of $FAIL_LOG, exit 1
+fail() {
+	echo "FAIL: $*" >&2
+	if [ -n "${FAIL_LOG:-}" ]; then
+		echo "--- $FAIL_LOG" >&2
+		tail -40 "$FAIL_LOG" >&2 || true
+	fi
+	exit 1
+}
+
+# wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 when
+# SECONDS pass first. Never a bare sleep.
+wait_for() {
+	local i n=$(($1 * 10))
+	shift
+	for i in $(seq $n); do
+		"$@" && return 0
+		sleep 0.1
+	done
+	return 1
+}
