@@ -173,7 +173,7 @@ int do_enroll(int argc, char **argv)
 		log_error("'%s' exists; not replacing a host key", keyfile);
 		return EXIT_ERROR;
 	}
-	r = pki_keygen(&key);
+	r = pki_keygen(PKI_ROLE_HOST, &key);
 	if (r == 0)
 		r = pki_make_csr(key, host, &csr);
 	if (r < 0) {

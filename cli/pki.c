@@ -61,7 +61,7 @@ static int pki_init(int argc, char **argv)
 		log_error("'%s' exists; refusing to replace a CA key", key);
 		return EXIT_ERROR;
 	}
-	r = pki_keygen(&k);
+	r = pki_keygen(PKI_ROLE_SERVER, &k);
 	if (r == 0)
 		r = pki_make_ca("kmemctl fleet CA", days, k, &ca);
 	if (r == 0)
@@ -116,7 +116,7 @@ static int issue(const char *dir, const struct pki_subject *subj)
 	if (r == 0)
 		r = pki_read_key(cakey, &ck);
 	if (r == 0)
-		r = pki_keygen(&k);
+		r = pki_keygen(subj->role, &k);
 	if (r == 0)
 		r = pki_issue(ca, ck, k, subj, &x);
 	if (r == 0)

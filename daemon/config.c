@@ -21,6 +21,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("server", "ca", INI_PATH, ca),
 	OPT("server", "admin_ca", INI_PATH, admin_ca),
 	OPT("server", "max_connections", INI_UINT, max_connections, 1, 1000000),
+	OPT("server", "max_handshakes", INI_UINT, max_handshakes, 1, 100000),
 	OPT("server", "max_request", INI_SIZE, max_request, 1024, 64 << 20),
 	OPT("server", "max_headers", INI_UINT, max_headers, 4, 1000),
 	OPT("server", "io_timeout", INI_DURATION, io_timeout_ms, 100, 3600000),
@@ -41,6 +42,7 @@ void kmemd_config_defaults(struct kmemd_config *c)
 {
 	*c = (struct kmemd_config){
 		.max_connections = 20000,
+		.max_handshakes = 64,
 		.max_request = 1 << 20,
 		.max_headers = 64,
 		.io_timeout_ms = 30000,

@@ -20,6 +20,7 @@ struct kmemd_config {
 	uint64_t host_cert_days;
 	uint64_t enroll_rate; /* enrollments per minute per client address */
 	uint64_t max_connections;
+	uint64_t max_handshakes; /* in progress at once; more wait in the backlog */
 	uint64_t max_request; /* bytes */
 	uint64_t max_headers;
 	uint64_t io_timeout_ms;

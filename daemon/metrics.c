@@ -12,9 +12,11 @@
 #include <event2/buffer.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
@@ -120,6 +122,37 @@ static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, co
 	return k->store->ops->tally(k->store, which, tally_line, &t);
 }
 
+/* What the process holds: connections, and the memory they and the store cost. */
+static void process(struct evbuffer *b)
+{
+	struct mallinfo2 mi = mallinfo2();
+	unsigned long long size, rss = 0;
+	uint64_t conns, hs;
+	FILE *f = fopen("/proc/self/statm", "re");
+
+	if (!f || fscanf(f, "%llu %llu", &size, &rss) != 2)
+		rss = 0;
+	if (f)
+		fclose(f);
+	server_load(&conns, &hs);
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_connections Client connections open.\n"
+			    "# TYPE kmemd_connections gauge\n"
+			    "kmemd_connections %llu\n"
+			    "# HELP kmemd_handshakes TLS handshakes in progress.\n"
+			    "# TYPE kmemd_handshakes gauge\n"
+			    "kmemd_handshakes %llu\n"
+			    "# HELP kmemd_heap_bytes Heap memory allocated and not freed.\n"
+			    "# TYPE kmemd_heap_bytes gauge\n"
+			    "kmemd_heap_bytes %zu\n"
+			    "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
+			    "# TYPE process_resident_memory_bytes gauge\n"
+			    "process_resident_memory_bytes %llu\n",
+			    (unsigned long long)conns, (unsigned long long)hs,
+			    mi.uordblks + mi.hblkhd,
+			    rss * (unsigned long long)sysconf(_SC_PAGESIZE));
+}
+
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	struct probe_totals *t = calloc(1, sizeof(*t));
@@ -179,6 +212,7 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 			    (unsigned long long)st->reports_refused,
 			    (unsigned long long)st->reports_failed);
 	histogram(b, "kmemd_store_ingest_seconds", "", &st->ingest_ns, 1e-9);
+	process(b);
 out:
 	free(t);
 	if (r < 0) {

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "hostport.h"
 #include "kmemd.h"
@@ -40,14 +41,19 @@ struct server {
 };
 
 /*
- * Connections open now, counted by the life of their SSL. Not in struct
- * server: libevent frees a connection's SSL when its deferred callbacks
- * run, which can be after the server is gone.
+ * Connections open now, counted by the life of their SSL, and those of
+ * them still in their handshake. Not in struct server: libevent frees a
+ * connection's SSL when its deferred callbacks run, which can be after the
+ * server is gone (then listener is NULL).
  */
-static uint64_t connections;
+static struct {
+	uint64_t connections, handshakes, max_handshakes;
+	struct evconnlistener *listener;
+	bool paused;
+} live;
 
-/* SSL ex_data markers: a counted connection, and one over the limit. */
-static int conn_index = -1, over_index = -1;
+/* SSL ex_data markers: a counted connection, one over the limit, one in its handshake. */
+static int conn_index = -1, over_index = -1, hs_index = -1;
 
 static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
 {
@@ -57,7 +63,54 @@ static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
 	(void)argl;
 	(void)argp;
 	if (ptr)
-		connections--;
+		live.connections--;
+}
+
+/*
+ * A fleet reconnecting at once (kmemd restarted) would otherwise start a
+ * handshake for every host together: each holds ~40 KiB of handshake state
+ * while CPU-bound peers wait, and the long-lived state of every connection
+ * ends up scattered between those buffers. At max_handshakes the listener
+ * pauses; the kernel's backlog holds the rest.
+ */
+static void accept_pace(void)
+{
+	bool full = live.handshakes >= live.max_handshakes;
+
+	if (!live.listener || full == live.paused)
+		return;
+	live.paused = full;
+	if (full)
+		evconnlistener_disable(live.listener);
+	else
+		evconnlistener_enable(live.listener);
+}
+
+static void handshake_end(void)
+{
+	live.handshakes--;
+	accept_pace();
+}
+
+static void handshake_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
+			   void *argp)
+{
+	(void)parent;
+	(void)ad;
+	(void)idx;
+	(void)argl;
+	(void)argp;
+	if (ptr)
+		handshake_end();
+}
+
+static void handshake_info(const SSL *ssl, int where, int ret)
+{
+	(void)ret;
+	if (!(where & SSL_CB_HANDSHAKE_DONE) || !SSL_get_ex_data(ssl, hs_index))
+		return;
+	SSL_set_ex_data((SSL *)ssl, hs_index, NULL);
+	handshake_end();
 }
 
 /*
@@ -95,13 +148,23 @@ static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 
 	if (!ssl)
 		return NULL;
-	SSL_set_ex_data(ssl, conn_index, &connections);
+	SSL_set_ex_data(ssl, conn_index, &live);
 	/* over max_connections: answered 503 and closed (dispatch()) */
-	if (++connections > s->cfg->max_connections)
-		SSL_set_ex_data(ssl, over_index, &connections);
+	if (++live.connections > s->cfg->max_connections)
+		SSL_set_ex_data(ssl, over_index, &live);
+	SSL_set_ex_data(ssl, hs_index, &live);
+	SSL_set_info_callback(ssl, handshake_info);
+	live.handshakes++;
+	accept_pace();
 	evtimer_add(s->trim, &(struct timeval){ .tv_sec = 2 });
 	return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
 					      BEV_OPT_CLOSE_ON_FREE);
+}
+
+void server_load(uint64_t *connections, uint64_t *handshakes)
+{
+	*connections = live.connections;
+	*handshakes = live.handshakes;
 }
 
 static SSL *request_ssl(struct evhttp_request *req)
@@ -313,11 +376,46 @@ static void server_limits(struct server *s)
 				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
 }
 
+/*
+ * Not evhttp_bind_socket(): its backlog of 128 drops the SYNs of a fleet
+ * reconnecting at once, and each dropped host waits a second to retry.
+ */
+static int listen_socket(const char *host, uint16_t port)
+{
+	struct addrinfo hints = { .ai_family = AF_UNSPEC,
+				  .ai_socktype = SOCK_STREAM,
+				  .ai_flags = AI_PASSIVE | AI_NUMERICSERV };
+	struct addrinfo *ai;
+	char serv[8];
+	int fd, r;
+
+	snprintf(serv, sizeof(serv), "%u", port);
+	r = getaddrinfo(host[0] ? host : NULL, serv, &hints, &ai);
+	if (r)
+		return r == EAI_SYSTEM ? negative_errno() : -EADDRNOTAVAIL;
+	fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		goto err;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &(int){ 1 }, sizeof(int));
+	/* accepted connections inherit it: a reply never waits on a delayed ACK */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){ 1 }, sizeof(int));
+	if (bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, SOMAXCONN) < 0)
+		goto err;
+	freeaddrinfo(ai);
+	return fd;
+err:
+	r = negative_errno();
+	if (fd >= 0)
+		close(fd);
+	freeaddrinfo(ai);
+	return r;
+}
+
 static int setup_http(struct server *s)
 {
 	char host[256];
 	uint16_t port;
-	int r;
+	int fd, r;
 
 	r = hostport_split(s->cfg->listen, host, sizeof(host), &port, true);
 	if (r < 0)
@@ -330,13 +428,17 @@ static int setup_http(struct server *s)
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE);
 	evhttp_set_gencb(s->http, dispatch, s);
-	s->sock = evhttp_bind_socket_with_handle(s->http, host, port);
-	if (!s->sock)
-		return log_error_errno(negative_errno(), "cannot listen on '%s': %m",
-				       s->cfg->listen);
-	/* accepted connections inherit it: a reply never waits on a delayed ACK */
-	setsockopt(evhttp_bound_socket_get_fd(s->sock), IPPROTO_TCP, TCP_NODELAY, &(int){ 1 },
-		   sizeof(int));
+	fd = listen_socket(host, port);
+	if (fd < 0)
+		return log_error_errno(fd, "cannot listen on '%s': %m", s->cfg->listen);
+	s->sock = evhttp_accept_socket_with_handle(s->http, fd);
+	if (!s->sock) {
+		close(fd);
+		return -ENOMEM;
+	}
+	live.listener = evhttp_bound_socket_get_listener(s->sock);
+	live.paused = false;
+	accept_pace();
 	return 0;
 }
 
@@ -353,9 +455,13 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	if (conn_index < 0) {
 		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, conn_gone);
 		over_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
+		hs_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, handshake_gone);
 	}
+	live.max_handshakes = k->cfg->max_handshakes;
 	s->trim = evtimer_new(base, on_trim, s);
-	r = conn_index < 0 || over_index < 0 || !s->trim ? -ENOMEM : server_tls(k->cfg, &s->ctx);
+	r = conn_index < 0 || over_index < 0 || hs_index < 0 || !s->trim ?
+		    -ENOMEM :
+		    server_tls(k->cfg, &s->ctx);
 	if (r < 0)
 		goto err;
 	r = setup_http(s);
@@ -380,6 +486,8 @@ int server_reload(struct server *s, const struct kmemd_config *cfg)
 	s->ctx = ctx;
 	s->cfg = cfg;
 	server_limits(s);
+	live.max_handshakes = cfg->max_handshakes;
+	accept_pace();
 	return 0;
 }
 
@@ -401,6 +509,7 @@ void server_free(struct server *s)
 {
 	if (!s)
 		return;
+	live.listener = NULL;
 	if (s->http)
 		evhttp_free(s->http);
 	if (s->trim)

@@ -45,6 +45,8 @@ bool kmemd_name_valid(const char *s, size_t max);
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */
 void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
+/* Connections open now, and those of them still in their TLS handshake. */
+void server_load(uint64_t *connections, uint64_t *handshakes);
 /* The request body as one buffer (evhttp bounded its size); NULL when empty. */
 const uint8_t *request_body(struct evhttp_request *req, size_t *len);
 /* The Content-Type is exactly type (parameters after ';' ignored). */

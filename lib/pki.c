@@ -35,10 +35,17 @@ int pki_role_from_name(const char *s, enum pki_role *role)
 	return -EINVAL;
 }
 
-int pki_keygen(EVP_PKEY **out)
+int pki_keygen(enum pki_role role, EVP_PKEY **out)
 {
-	*out = EVP_EC_gen("P-256");
+	*out = role == PKI_ROLE_HOST ? EVP_PKEY_Q_keygen(NULL, NULL, "ED25519") :
+				       EVP_EC_gen("P-256");
 	return *out ? 0 : -EIO;
+}
+
+/* Ed25519 signs the message itself; it takes no digest */
+static const EVP_MD *key_md(EVP_PKEY *key)
+{
+	return EVP_PKEY_get_id(key) == EVP_PKEY_ED25519 ? NULL : EVP_sha256();
 }
 
 static int set_serial(X509 *x)
@@ -112,7 +119,7 @@ int pki_make_ca(const char *cn, long days, EVP_PKEY *key, X509 **out)
 	    add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE,pathlen:0") < 0 ||
 	    add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign") < 0 ||
 	    add_ext(x, x, NID_subject_key_identifier, "hash") < 0 ||
-	    !X509_sign(x, key, EVP_sha256())) {
+	    !X509_sign(x, key, key_md(key))) {
 		X509_free(x);
 		return -EIO;
 	}
@@ -150,7 +157,7 @@ int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pk
 	    add_ext(ca, x, NID_key_usage, "critical,digitalSignature") < 0 ||
 	    add_ext(ca, x, NID_ext_key_usage, eku) < 0 ||
 	    add_ext(ca, x, NID_authority_key_identifier, "keyid") < 0 ||
-	    add_sans(ca, x, subj) < 0 || !X509_sign(x, ca_key, EVP_sha256())) {
+	    add_sans(ca, x, subj) < 0 || !X509_sign(x, ca_key, key_md(ca_key))) {
 		X509_free(x);
 		return -EIO;
 	}
@@ -184,7 +191,7 @@ int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem)
 	name = X509_REQ_get_subject_name(req);
 	if (X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8, (const unsigned char *)cn, -1, -1,
 				       0) &&
-	    X509_REQ_set_pubkey(req, key) && X509_REQ_sign(req, key, EVP_sha256()) &&
+	    X509_REQ_set_pubkey(req, key) && X509_REQ_sign(req, key, key_md(key)) &&
 	    PEM_write_bio_X509_REQ(b, req))
 		r = bio_text(b, pem);
 out:

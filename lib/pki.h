@@ -3,8 +3,11 @@
  * Keys and X.509 certificates for the fleet PKI: the fleet CA, kmemd's
  * server certificate, host and admin client certificates.
  *
- * Keys are ECDSA P-256 because browsers (the dashboard with an admin client
- * certificate) do not accept Ed25519 in TLS. Identity lives in the subject:
+ * Host keys are Ed25519: kmemd keeps every connected host's parsed
+ * certificate, and an Ed25519 key is a fraction of a P-256 one in memory.
+ * The CA, server and admin keys are ECDSA P-256 because browsers (the
+ * dashboard with an admin client certificate) do not accept Ed25519 in TLS.
+ * Identity lives in the subject:
  * CN is the host id or the operator's name, OU the role ("host", "admin",
  * "server"); kmemd authorizes on the OU, and only certificates its own CA
  * signed reach that check.
@@ -34,7 +37,8 @@ struct pki_subject {
 const char *pki_role_name(enum pki_role role);
 int pki_role_from_name(const char *s, enum pki_role *role);
 
-int pki_keygen(EVP_PKEY **out);
+/* A new key for a certificate of role; the CA's is PKI_ROLE_SERVER's kind. */
+int pki_keygen(enum pki_role role, EVP_PKEY **out);
 int pki_make_ca(const char *cn, long days, EVP_PKEY *key, X509 **out);
 int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pki_subject *subj,
 	      X509 **out);

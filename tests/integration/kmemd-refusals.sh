@@ -206,6 +206,26 @@ code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/healt
 [ "$code" = 200 ] || fail "after the holders left: $code"
 echo "ok: a connection over max_connections gets 503; once they close, 200"
 
+# max_handshakes: two silent clients hold both handshake slots; a third
+# waits in the backlog (not refused) until they go
+printf '[server]\nmax_handshakes = 2\nio_timeout = 8s\n' >>kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 4 ]' || fail "no fourth reload"
+exec 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port
+sleep 0.5
+rc=0
+curl -sS --max-time 2 --cacert pki/ca.crt -o /dev/null "$URL/v1/health" 2>/dev/null || rc=$?
+[ "$rc" = 28 ] || fail "with the handshake slots full a client was served (curl exit $rc)"
+exec 5>&- 6>&-
+start=$(date +%s%N)
+code=$(curl -sS --max-time 5 --cacert pki/ca.crt -o /dev/null -w '%{http_code}' "$URL/v1/health")
+took=$((($(date +%s%N) - start) / 1000000))
+[ "$code" = 200 ] || fail "after the silent clients left: $code"
+cp kmemd.conf.good kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 5 ]' || fail "no fifth reload"
+echo "ok: at max_handshakes new clients wait; when the slots free, served in ${took} ms"
+
 # SIGKILL mid-stream, restart on the same port: nothing acknowledged is lost
 kill -9 "$kmemd_pid"
 wait "$kmemd_pid" 2>/dev/null || true

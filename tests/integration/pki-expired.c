@@ -32,7 +32,7 @@ int main(int argc, char **argv)
 	if (r == 0)
 		r = pki_read_key(cakey, &ck);
 	if (r == 0)
-		r = pki_keygen(&k);
+		r = pki_keygen(subj.role, &k);
 	if (r == 0)
 		r = pki_issue(ca, ck, k, &subj, &x);
 	if (r == 0)

@@ -186,7 +186,7 @@ static void test_keyring(void **state)
 	keyring_free(&kr);
 
 	/* A P-256 key is not a policy key. */
-	assert_int_equal(pki_keygen(&ec), 0);
+	assert_int_equal(pki_keygen(PKI_ROLE_SERVER, &ec), 0);
 	assert_int_equal(keyring_add(&kr, ec), -EINVAL);
 	snprintf(path, sizeof(path), "%s/c.pem", dir);
 	assert_int_equal(sign_write_public(path, ec), 0);

@@ -35,7 +35,7 @@ static void issue(X509 *ca, EVP_PKEY *ca_key, const char *name, const struct pki
 	EVP_PKEY *key;
 	X509 *cert;
 
-	assert_int_equal(pki_keygen(&key), 0);
+	assert_int_equal(pki_keygen(s->role, &key), 0);
 	assert_int_equal(pki_issue(ca, ca_key, key, s, &cert), 0);
 	snprintf(p, sizeof(p), "%s/%s.key", dir, name);
 	assert_int_equal(pki_write_key(p, key), 0);
@@ -49,7 +49,7 @@ static void make_ca(const char *name, X509 **ca, EVP_PKEY **key)
 {
 	char p[512];
 
-	assert_int_equal(pki_keygen(key), 0);
+	assert_int_equal(pki_keygen(PKI_ROLE_SERVER, key), 0);
 	assert_int_equal(pki_make_ca(name, 1, *key, ca), 0);
 	snprintf(p, sizeof(p), "%s/%s.crt", dir, name);
 	assert_int_equal(pki_write_cert(p, *ca), 0);
