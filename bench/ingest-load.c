@@ -102,7 +102,7 @@ static size_t encode(struct host *h)
 		hs[i].counts = counts;
 		hs[i].count = 64;
 		hs[i].sum_ns = 1234567;
-		hs[i].max_ns = 200000;
+		hs[i].max_ns = 100000; /* in the top bucket, (65536, 131072] */
 		ps[i].probe = (char *)probe[i];
 		ps[i].start_unix_ms = t - 10000;
 		ps[i].end_unix_ms = t;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
 #include <stddef.h>
 #include <string.h>
 #include <syslog.h>
 
 #include "kmemd.h"
+#include "log.h"
 #include "macro.h"
 
 static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
@@ -30,6 +32,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("enroll", "rate", INI_UINT, enroll_rate, 1, 100000),
 	OPT("store", "path", INI_PATH, store_path),
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
+	OPT("store", "raw_retention", INI_DURATION, raw_retention_ms, 3600000, 0),
 	OPT("store", "batch_wait", INI_DURATION, batch_wait_ms, 1, 1000),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
@@ -37,6 +40,15 @@ const struct ini_option kmemd_options[] = {
 };
 
 const size_t kmemd_n_options = ARRAY_SIZE(kmemd_options);
+
+int kmemd_config_check(const struct kmemd_config *c)
+{
+	if (c->raw_retention_ms > c->retention_ms)
+		return log_error_errno(-EINVAL,
+				       "[store] raw_retention is longer than retention: hourly "
+				       "rollups would outlive nothing");
+	return 0;
+}
 
 void kmemd_config_defaults(struct kmemd_config *c)
 {
@@ -46,7 +58,8 @@ void kmemd_config_defaults(struct kmemd_config *c)
 		.max_request = 1 << 20,
 		.max_headers = 64,
 		.io_timeout_ms = 30000,
-		.retention_ms = 14ULL * 86400000,
+		.retention_ms = 30ULL * 86400000,
+		.raw_retention_ms = 2ULL * 86400000,
 		.require_signature = true,
 		.host_cert_days = 365,
 		.batch_wait_ms = 5,

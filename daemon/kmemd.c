@@ -67,6 +67,8 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	kmemd_config_defaults(cfg);
 	r = conf_load(kmemd_options, kmemd_n_options, cfg, rl->path, true, CONF_RUN);
+	if (r == 0)
+		r = kmemd_config_check(cfg);
 	if (r == 0 &&
 	    (strcmp(cfg->listen, old->listen) || strcmp(cfg->store_path, old->store_path)))
 		log_warning("listen and store path changes take a restart; kept '%s' and '%s'",
@@ -104,22 +106,73 @@ out:
 	sd_notify(0, "READY=1");
 }
 
-/* Telemetry past [store] retention goes, checked every 10 minutes and at start. */
-static void on_expire(evutil_socket_t fd, short what, void *arg)
+/*
+ * Telemetry upkeep, at start and every 10 minutes: what is past [store]
+ * retention goes, and per-report samples and counters past raw_retention
+ * become hourly. The rollup runs a few hosts per loop turn, so reports
+ * and admin calls are served in between.
+ */
+struct upkeep {
+	struct kmemd *k;
+	struct event *tick, *step;
+	char cursor[STORE_ID_MAX];
+	int64_t before_ms;
+	uint64_t rows;
+	bool running; /* a rollup pass, between its steps */
+};
+
+#define UPKEEP_HOSTS 16
+
+static void on_upkeep_step(evutil_socket_t fd, short what, void *arg)
 {
-	struct kmemd *k = arg;
+	struct upkeep *u = arg;
+	struct store *st = u->k->store;
 	uint64_t rows;
 	int r;
 
 	(void)fd;
 	(void)what;
-	batch_commit(k);
-	r = k->store->ops->expire(k->store, kmemd_now_ms() - (int64_t)k->cfg->retention_ms, &rows);
+	batch_commit(u->k);
+	r = st->ops->rollup(st, u->before_ms, u->cursor, UPKEEP_HOSTS, &rows);
+	u->rows += rows;
+	if (r == 1) {
+		event_active(u->step, EV_TIMEOUT, 0);
+		return;
+	}
+	u->running = false;
 	if (r < 0)
-		log_error("expiring telemetry failed: %s", k->store->ops->error(k->store));
+		log_error("rolling telemetry up into hours failed after host '%s': %s", u->cursor,
+			  st->ops->error(st));
+	else if (u->rows)
+		log_info("rolled %llu rows of telemetry older than the raw retention up into hours",
+			 (unsigned long long)u->rows);
+}
+
+static void on_upkeep(evutil_socket_t fd, short what, void *arg)
+{
+	struct upkeep *u = arg;
+	struct store *st = u->k->store;
+	int64_t now = kmemd_now_ms();
+	uint64_t rows;
+	int r;
+
+	(void)fd;
+	(void)what;
+	batch_commit(u->k);
+	r = st->ops->expire(st, now - (int64_t)u->k->cfg->retention_ms, &rows);
+	if (r < 0)
+		log_error("expiring telemetry failed: %s", st->ops->error(st));
 	else if (rows)
 		log_info("expired %llu rows of telemetry older than the retention",
 			 (unsigned long long)rows);
+	/* a pass still running carries on from its cursor */
+	if (u->running)
+		return;
+	u->running = true;
+	u->cursor[0] = '\0';
+	u->rows = 0;
+	u->before_ms = now - (int64_t)u->k->cfg->raw_retention_ms;
+	event_active(u->step, EV_TIMEOUT, 0);
 }
 
 static int run(const struct kmemd_config *cfg, const char *path, bool debug)
@@ -129,7 +182,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	struct keyring keys = { 0 };
 	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
 	struct server *srv = NULL;
-	struct event *hup = NULL, *expire = NULL;
+	struct upkeep up = { .k = &k };
+	struct event *hup = NULL;
 	struct reload rl = { 0 };
 	char err[256];
 	int r;
@@ -153,11 +207,13 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	hup = r == 0 ? evsignal_new(base, SIGHUP, on_sighup, &rl) : NULL;
 	if (r == 0 && (!hup || event_add(hup, NULL) < 0))
 		r = -ENOMEM;
-	expire = r == 0 ? event_new(base, -1, EV_PERSIST, on_expire, &k) : NULL;
-	if (r == 0 && (!expire || event_add(expire, &(struct timeval){ .tv_sec = 600 }) < 0))
+	up.tick = r == 0 ? event_new(base, -1, EV_PERSIST, on_upkeep, &up) : NULL;
+	up.step = r == 0 ? event_new(base, -1, 0, on_upkeep_step, &up) : NULL;
+	if (r == 0 &&
+	    (!up.tick || !up.step || event_add(up.tick, &(struct timeval){ .tv_sec = 600 }) < 0))
 		r = -ENOMEM;
 	if (r == 0)
-		event_active(expire, EV_TIMEOUT, 0);
+		event_active(up.tick, EV_TIMEOUT, 0);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
@@ -165,14 +221,17 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	}
 	if (hup)
 		event_free(hup);
-	if (expire)
-		event_free(expire);
+	if (up.tick)
+		event_free(up.tick);
+	if (up.step)
+		event_free(up.step);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
 	k.store->ops->close(k.store);
+	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);
 	if (rl.cfg) {
 		ini_free(kmemd_options, kmemd_n_options, rl.cfg);
@@ -223,6 +282,8 @@ int main(int argc, char **argv)
 		check = CONF_CHECK_PRINT;
 	kmemd_config_defaults(&cfg);
 	r = conf_load(kmemd_options, kmemd_n_options, &cfg, path, check == CONF_RUN, check);
+	if (r == 0)
+		r = kmemd_config_check(&cfg);
 	log_set_max_level(debug ? LOG_DEBUG : cfg.log_level);
 	if (r == 0 && check == CONF_RUN)
 		r = run(&cfg, path, debug);

@@ -25,7 +25,8 @@ struct kmemd_config {
 	uint64_t max_headers;
 	uint64_t io_timeout_ms;
 	char *store_path;
-	uint64_t retention_ms;
+	uint64_t retention_ms; /* hourly rollups and events */
+	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
 	uint64_t batch_wait_ms; /* the longest a report waits for its commit */
 	bool require_signature;
 	char *keys_dir; /* operators' pinned Ed25519 keys */
@@ -34,10 +35,32 @@ struct kmemd_config {
 
 struct store;
 
+/* totals.c: probe histograms per probe and policy, summed from reports. */
+struct probe_series {
+	char probe[64];
+	char policy[96]; /* "name@version", "none" or "other" */
+	struct hist h;
+};
+
+struct probe_totals {
+	struct probe_series *s;
+	size_t n, cap;
+};
+
+/* Series beyond this are summed per probe as policy "other". */
+#define PROBE_SERIES_MAX 1024
+
+int probe_totals_add(struct probe_totals *t, const char *probe, const char *policy,
+		     const struct hist *h);
+/* Adds src into dst and empties src. */
+int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src);
+void probe_totals_free(struct probe_totals *t);
+
 /* kmemd's own counts since start, for /metrics. */
 struct kmemd_stats {
 	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
 	struct hist ingest_ns; /* how long storing one report took */
+	struct probe_totals probes; /* of committed reports */
 };
 
 struct batch;
@@ -61,6 +84,8 @@ struct server;
 extern const struct ini_option kmemd_options[];
 extern const size_t kmemd_n_options;
 void kmemd_config_defaults(struct kmemd_config *c);
+/* What no single option can say wrong; logged. */
+int kmemd_config_check(const struct kmemd_config *c);
 
 /* server.c: the HTTPS listener and its route table. */
 int server_new(struct event_base *base, struct kmemd *k, struct server **out);

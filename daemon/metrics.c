@@ -4,9 +4,8 @@
  *
  * /metrics carries no per-host label: a fleet of 100,000 hosts would make
  * 100,000 series per metric. Per-host numbers are in /v1/telemetry.
- * Probe histograms are the sum of every stored sample, so they only grow,
- * as Prometheus counters must (until retention drops old samples, which
- * Prometheus sees as a counter reset).
+ * Probe histograms are per probe and policy, summed in memory from the
+ * reports committed since kmemd started (totals.c).
  */
 #include <errno.h>
 #include <event2/buffer.h>
@@ -22,44 +21,6 @@
 #include "macro.h"
 #include "server.h"
 #include "store.h"
-
-#define MAX_PROBES 32
-
-struct probe_totals {
-	struct {
-		char name[STORE_ID_MAX];
-		struct hist h;
-	} p[MAX_PROBES];
-	size_t n;
-};
-
-static void merge_sample(struct hist *h, const struct store_sample *x)
-{
-	size_t i;
-
-	for (i = 0; i < x->ncounts && x->first_bucket + i < HIST_BUCKETS; i++)
-		h->buckets[x->first_bucket + i] += x->counts[i];
-	h->count += x->count;
-	h->sum_ns += x->sum_ns;
-	if (x->max_ns > h->max_ns)
-		h->max_ns = x->max_ns;
-}
-
-static int add_probe(void *arg, const struct store_sample *x)
-{
-	struct probe_totals *t = arg;
-	size_t i;
-
-	for (i = 0; i < t->n && strcmp(t->p[i].name, x->probe); i++)
-		;
-	if (i == t->n) {
-		if (t->n == MAX_PROBES)
-			return 0;
-		snprintf(t->p[t->n++].name, STORE_ID_MAX, "%s", x->probe);
-	}
-	merge_sample(&t->p[i].h, x);
-	return 0;
-}
 
 /* A sample named "<probe>-flushes" counts flushes; every other one is in ns. */
 static bool counts_events(const char *probe)
@@ -155,16 +116,15 @@ static void process(struct evbuffer *b)
 
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
-	struct probe_totals *t = calloc(1, sizeof(*t));
-	struct store_filter all = { 0 };
 	struct evbuffer *b = evbuffer_new();
 	const struct kmemd_stats *st = &k->stats;
-	char labels[STORE_ID_MAX + 16];
+	const struct probe_totals *t = &st->probes;
+	char labels[256];
 	size_t i;
 	int r;
 
 	(void)peer;
-	if (!t || !b) {
+	if (!b) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -178,25 +138,27 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_total", "counter",
 			  "Events the agents reported, by kind (lockups, stalls, trips, ...).",
 			  "kind", NULL);
-	if (r == 0)
-		r = k->store->ops->samples(k->store, &all, add_probe, t);
 	if (r < 0)
 		goto out;
 	evbuffer_add_printf(b, "# HELP kmemd_probe_seconds What the probes of kmemctl.ko "
-			       "measured, all hosts.\n# TYPE kmemd_probe_seconds histogram\n");
+			       "measured, by the policy the hosts ran.\n"
+			       "# TYPE kmemd_probe_seconds histogram\n");
 	for (i = 0; i < t->n; i++) {
-		if (counts_events(t->p[i].name))
+		if (counts_events(t->s[i].probe))
 			continue;
-		snprintf(labels, sizeof(labels), "probe=\"%s\"", t->p[i].name);
-		histogram(b, "kmemd_probe_seconds", labels, &t->p[i].h, 1e-9);
+		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i].probe,
+			 t->s[i].policy);
+		histogram(b, "kmemd_probe_seconds", labels, &t->s[i].h, 1e-9);
 	}
 	evbuffer_add_printf(b, "# HELP kmemd_probe_events Counts per probe event (TLB flushes "
-			       "per purge), all hosts.\n# TYPE kmemd_probe_events histogram\n");
+			       "per purge), by the policy the hosts ran.\n"
+			       "# TYPE kmemd_probe_events histogram\n");
 	for (i = 0; i < t->n; i++) {
-		if (!counts_events(t->p[i].name))
+		if (!counts_events(t->s[i].probe))
 			continue;
-		snprintf(labels, sizeof(labels), "probe=\"%s\"", t->p[i].name);
-		histogram(b, "kmemd_probe_events", labels, &t->p[i].h, 1);
+		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i].probe,
+			 t->s[i].policy);
+		histogram(b, "kmemd_probe_events", labels, &t->s[i].h, 1);
 	}
 	evbuffer_add_printf(b,
 			    "# HELP kmemd_reports_total Agent reports by outcome.\n"
@@ -214,7 +176,6 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 	histogram(b, "kmemd_store_ingest_seconds", "", &st->ingest_ns, 1e-9);
 	process(b);
 out:
-	free(t);
 	if (r < 0) {
 		if (b)
 			evbuffer_free(b);
@@ -240,8 +201,8 @@ static int merge(void *arg, const struct store_sample *x)
 	struct merged *m = arg;
 	size_t i;
 
-	merge_sample(&m->h, x);
-	m->samples++;
+	hist_merge(&m->h, &x->h);
+	m->samples += x->samples;
 	for (i = 0; i < m->nhosts && strcmp(m->hosts[i], x->host_id); i++)
 		;
 	if (i == m->nhosts) {

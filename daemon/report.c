@@ -90,6 +90,7 @@ struct batch {
 		size_t len;
 		bool stored; /* not a resend: counted as stored until the commit fails */
 	} p[BATCH_MAX];
+	struct probe_totals pending; /* the batch's probe histograms, for /metrics once committed */
 };
 
 static void batch_flush(struct batch *b)
@@ -106,6 +107,9 @@ static void batch_flush(struct batch *b)
 	if (r < 0)
 		log_error("committing %zu reports failed: %s", b->n,
 			  k->store->ops->error(k->store));
+	if (r == 0 && probe_totals_merge(&k->stats.probes, &b->pending) < 0)
+		log_warning("out of memory: some probe histograms are missing from /metrics");
+	b->pending.n = 0;
 	for (i = 0; i < b->n; i++) {
 		if (r < 0) {
 			k->stats.reports_failed++;
@@ -153,6 +157,7 @@ void batch_free(struct kmemd *k)
 		return;
 	batch_flush(k->batch);
 	event_free(k->batch->timer);
+	probe_totals_free(&k->batch->pending);
 	free(k->batch);
 	k->batch = NULL;
 }
@@ -177,6 +182,46 @@ void batch_commit(struct kmemd *k)
 {
 	if (k->batch)
 		batch_flush(k->batch);
+}
+
+/* The report's probe histograms, counted for /metrics when the batch commits. */
+static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
+{
+	char policy[96] = "none";
+	struct hist h;
+	size_t i;
+
+	if (rep->policy_name && rep->policy_name[0])
+		snprintf(policy, sizeof(policy), "%s@%llu", rep->policy_name,
+			 (unsigned long long)rep->policy_version);
+	for (i = 0; i < rep->n_probes; i++)
+		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) == 0 &&
+		    probe_totals_add(&b->pending, rep->probes[i]->probe, policy, &h) < 0)
+			log_warning("out of memory: a probe histogram is missing from /metrics");
+}
+
+/*
+ * What no agent sends: names that are not names (they become Prometheus
+ * labels and SQL keys), histograms that do not add up. NULL when valid.
+ */
+static const char *report_invalid(const Kmemctl__V1__Report *rep)
+{
+	struct hist h;
+	size_t i;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		if (!kmemd_name_valid(rep->probes[i]->probe, 63))
+			return "a probe name is not 1 to 63 of [A-Za-z0-9._-]";
+		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) < 0)
+			return "a probe histogram is inconsistent (buckets out of range or "
+			       "counts that do not add up)";
+	}
+	for (i = 0; i < rep->n_mitigations; i++)
+		if (!kmemd_name_valid(rep->mitigations[i]->id, 63))
+			return "a mitigation id is not 1 to 63 of [A-Za-z0-9._-]";
+	if (rep->policy_name && rep->policy_name[0] && !kmemd_name_valid(rep->policy_name, 63))
+		return "the policy name is not 1 to 63 of [A-Za-z0-9._-]";
+	return NULL;
 }
 
 /* The reply waits for the batch's commit; it takes rr's encoding. */
@@ -205,6 +250,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep;
+	const char *why;
 	int r;
 
 	if (!type || strcmp(type, PROTOBUF_TYPE) != 0) {
@@ -226,6 +272,15 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_WRONG_HOST,
 		       "certificate is for another host");
+		goto out;
+	}
+	why = report_invalid(rep);
+	if (why) {
+		log_warning("report %llu from '%s' refused: %s", (unsigned long long)rep->seq,
+			    peer->cn, why);
+		k->stats.reports_refused++;
+		refuse(req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
+		       why);
 		goto out;
 	}
 	log_debug("report %llu from '%s' (kernel '%s', %u cpus)", (unsigned long long)rep->seq,
@@ -265,6 +320,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
 	rr.policy = policy_for(k, rep);
+	if (r == 0)
+		batch_count(k->batch, rep);
 	batch_reply(k->batch, req, &rr, r == 0);
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);

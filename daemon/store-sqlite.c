@@ -53,6 +53,12 @@ static const char *const migrations[] = {
 	"CREATE TABLE enroll_secrets ("
 	" id INTEGER PRIMARY KEY, sha256 TEXT NOT NULL UNIQUE, created_ms INTEGER,"
 	" expires_ms INTEGER, revoked INTEGER NOT NULL DEFAULT 0, uses INTEGER DEFAULT 0);",
+	/* 3: telemetry past the raw window, one histogram per host, probe and hour */
+	"CREATE TABLE rollups ("
+	" host_id TEXT NOT NULL, probe TEXT NOT NULL, hour_ms INTEGER NOT NULL,"
+	" first_bucket INTEGER, counts BLOB, count INTEGER, sum_ns INTEGER, max_ns INTEGER,"
+	" samples INTEGER, PRIMARY KEY (host_id, probe, hour_ms)) WITHOUT ROWID;"
+	"CREATE INDEX rollups_by_probe ON rollups (probe, hour_ms);",
 };
 
 enum stmt {
@@ -82,6 +88,13 @@ enum stmt {
 	ST_EXPIRE_SAMPLES,
 	ST_EXPIRE_COUNTERS,
 	ST_EXPIRE_EVENTS,
+	ST_EXPIRE_ROLLUPS,
+	ST_ROLLUP_HOSTS,
+	ST_ROLLUP_READ,
+	ST_ROLLUP_GET,
+	ST_ROLLUP_PUT,
+	ST_ROLLUP_DROP,
+	ST_ROLLUP_COUNTERS,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -143,8 +156,13 @@ static const char *const sql[ST_N] = {
 	[ST_REVOKE] = "INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES (?1, ?2, 1)"
 		      " ON CONFLICT (host_id) DO UPDATE SET revoked = 1",
 	[ST_REVOKED] = "SELECT revoked FROM hosts WHERE host_id = ?1",
+	/* raw samples and hourly rollups never overlap: a sample rolled up is gone */
 	[ST_SAMPLES] = "SELECT s.host_id, s.probe, s.first_bucket, s.counts, s.count, s.sum_ns,"
-		       " s.max_ns, s.end_ms FROM samples s JOIN hosts h ON h.host_id = s.host_id"
+		       " s.max_ns, s.end_ms, s.n FROM (SELECT host_id, probe, first_bucket, counts,"
+		       " count, sum_ns, max_ns, end_ms, 1 AS n FROM samples UNION ALL"
+		       " SELECT host_id, probe, first_bucket, counts, count, sum_ns, max_ns,"
+		       " hour_ms + 3600000, samples FROM rollups) s"
+		       " JOIN hosts h ON h.host_id = s.host_id"
 		       " WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.end_ms >= ?2)"
 		       " AND (?3 = 0 OR s.end_ms <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
 		       " AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
@@ -156,6 +174,22 @@ static const char *const sql[ST_N] = {
 	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
 	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
 	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
+	[ST_EXPIRE_ROLLUPS] = "DELETE FROM rollups WHERE hour_ms + 3600000 <= ?1",
+	[ST_ROLLUP_HOSTS] =
+		"SELECT host_id FROM hosts WHERE host_id > ?1 ORDER BY host_id LIMIT ?2",
+	[ST_ROLLUP_READ] = "SELECT probe, end_ms / 3600000 * 3600000, first_bucket, counts, count,"
+			   " sum_ns, max_ns FROM samples WHERE host_id = ?1 AND end_ms < ?2"
+			   " ORDER BY probe, end_ms",
+	[ST_ROLLUP_GET] = "SELECT first_bucket, counts, count, sum_ns, max_ns, samples FROM rollups"
+			  " WHERE host_id = ?1 AND probe = ?2 AND hour_ms = ?3",
+	[ST_ROLLUP_PUT] =
+		"INSERT OR REPLACE INTO rollups VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_ROLLUP_DROP] = "DELETE FROM samples WHERE host_id = ?1 AND end_ms < ?2",
+	/* counters are cumulative: an hour keeps its last report */
+	[ST_ROLLUP_COUNTERS] =
+		"DELETE FROM counters WHERE host_id = ?1 AND unix_ms < ?2 AND rowid"
+		" NOT IN (SELECT rowid FROM (SELECT rowid, max(unix_ms) FROM counters"
+		" WHERE host_id = ?1 AND unix_ms < ?2 GROUP BY unix_ms / 3600000))",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -690,12 +724,46 @@ static int sq_revoked(struct store *s, const char *host_id)
 	return rc == SQLITE_ROW ? sqlite3_column_int(st, 0) != 0 : -EIO;
 }
 
+/* Columns col.. col+4: first_bucket, counts, count, sum_ns, max_ns. */
+static void column_hist(sqlite3_stmt *st, int col, struct hist *h)
+{
+	unsigned first = (unsigned)sqlite3_column_int(st, col);
+	size_t n = (size_t)sqlite3_column_bytes(st, col + 1) / 8;
+	const uint8_t *blob = sqlite3_column_blob(st, col + 1);
+	size_t i;
+
+	memset(h, 0, sizeof(*h));
+	/* the blob need not be aligned for u64 reads: copy each */
+	for (i = 0; i < n && first + i < HIST_BUCKETS; i++)
+		memcpy(&h->buckets[first + i], blob + i * 8, 8);
+	h->count = (uint64_t)sqlite3_column_int64(st, col + 2);
+	h->sum_ns = (uint64_t)sqlite3_column_int64(st, col + 3);
+	h->max_ns = (uint64_t)sqlite3_column_int64(st, col + 4);
+}
+
+/* Binds h from parameter col on, as column_hist() reads it: empty buckets trimmed. */
+static void bind_hist(sqlite3_stmt *st, int col, const struct hist *h)
+{
+	unsigned first = 0, last = HIST_BUCKETS;
+
+	while (first < HIST_BUCKETS && !h->buckets[first])
+		first++;
+	while (last > first && !h->buckets[last - 1])
+		last--;
+	sqlite3_bind_int(st, col, first < last ? (int)first : 0);
+	/* native-endian u64s: one host architecture per kmemd file */
+	sqlite3_bind_blob(st, col + 1, h->buckets + first, (int)(last - first) * 8,
+			  SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, col + 2, (sqlite3_int64)h->count);
+	sqlite3_bind_int64(st, col + 3, (sqlite3_int64)h->sum_ns);
+	sqlite3_bind_int64(st, col + 4, (sqlite3_int64)h->max_ns);
+}
+
 static int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg)
 {
 	sqlite3_stmt *st = stmt(s, ST_SAMPLES);
 	struct store_sample x;
-	uint64_t counts[64];
-	int rc, r = 0, n;
+	int rc, r = 0;
 
 	if (f->probe)
 		sqlite3_bind_text(st, 1, f->probe, -1, SQLITE_STATIC);
@@ -710,17 +778,9 @@ static int sq_samples(struct store *s, const struct store_filter *f, store_sampl
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		x.host_id = (const char *)sqlite3_column_text(st, 0);
 		x.probe = (const char *)sqlite3_column_text(st, 1);
-		x.first_bucket = (uint32_t)sqlite3_column_int(st, 2);
-		n = sqlite3_column_bytes(st, 3);
-		/* the blob need not be aligned for u64 reads: copy it */
-		x.ncounts = (size_t)n / 8 < ARRAY_SIZE(counts) ? (size_t)n / 8 : ARRAY_SIZE(counts);
-		if (x.ncounts)
-			memcpy(counts, sqlite3_column_blob(st, 3), x.ncounts * 8);
-		x.counts = counts;
-		x.count = (uint64_t)sqlite3_column_int64(st, 4);
-		x.sum_ns = (uint64_t)sqlite3_column_int64(st, 5);
-		x.max_ns = (uint64_t)sqlite3_column_int64(st, 6);
+		column_hist(st, 2, &x.h);
 		x.end_ms = sqlite3_column_int64(st, 7);
+		x.samples = (uint64_t)sqlite3_column_int64(st, 8);
 		r = cb(arg, &x);
 	}
 	if (r)
@@ -796,7 +856,8 @@ static int sq_secret_revoke(struct store *s, int64_t id)
 
 static int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows)
 {
-	static const enum stmt q[] = { ST_EXPIRE_SAMPLES, ST_EXPIRE_COUNTERS, ST_EXPIRE_EVENTS };
+	static const enum stmt q[] = { ST_EXPIRE_SAMPLES, ST_EXPIRE_COUNTERS, ST_EXPIRE_EVENTS,
+				       ST_EXPIRE_ROLLUPS };
 	sqlite3_stmt *st;
 	size_t i;
 	int r;
@@ -813,6 +874,118 @@ static int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows)
 		exec(DB(s), "ROLLBACK TO expire");
 	exec(DB(s), "RELEASE expire");
 	return r;
+}
+
+/* Adds h (n intervals) to the host's rollup of probe and hour. */
+static int rollup_add(struct store *s, const char *host, const char *probe, int64_t hour,
+		      const struct hist *h, uint64_t n)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLUP_GET);
+	struct hist sum = *h;
+	int rc;
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, probe, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, hour);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		struct hist old;
+
+		column_hist(st, 0, &old);
+		hist_merge(&sum, &old);
+		n += (uint64_t)sqlite3_column_int64(st, 5);
+	} else if (rc != SQLITE_DONE) {
+		return -EIO;
+	}
+	st = stmt(s, ST_ROLLUP_PUT);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, probe, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, hour);
+	bind_hist(st, 4, &sum);
+	sqlite3_bind_int64(st, 9, (sqlite3_int64)n);
+	return step_done(st);
+}
+
+/* One host's samples before before_ms into hourly rows; its counters thinned to one per hour. */
+static int rollup_host(struct store *s, const char *host, int64_t before_ms, uint64_t *rows)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLUP_READ);
+	char probe[STORE_ID_MAX] = "";
+	struct hist acc = { 0 }, h;
+	int64_t hour = -1;
+	uint64_t n = 0;
+	int rc, r = 0;
+
+	/* samples for one host arrive in probe and time order: merge runs of one hour */
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 2, before_ms);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *p = (const char *)sqlite3_column_text(st, 0);
+		int64_t hr = sqlite3_column_int64(st, 1);
+
+		if (n && (hr != hour || strcmp(p ?: "", probe) != 0)) {
+			r = rollup_add(s, host, probe, hour, &acc, n);
+			memset(&acc, 0, sizeof(acc));
+			n = 0;
+		}
+		snprintf(probe, sizeof(probe), "%s", p ?: "");
+		hour = hr;
+		column_hist(st, 2, &h);
+		hist_merge(&acc, &h);
+		n++;
+		(*rows)++;
+	}
+	sqlite3_reset(((struct sqlite_store *)s)->st[ST_ROLLUP_READ]);
+	if (r == 0 && rc != SQLITE_DONE)
+		r = -EIO;
+	if (r == 0 && n)
+		r = rollup_add(s, host, probe, hour, &acc, n);
+	if (r == 0) {
+		st = stmt(s, ST_ROLLUP_DROP);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, before_ms);
+		r = step_done(st);
+	}
+	if (r == 0) {
+		st = stmt(s, ST_ROLLUP_COUNTERS);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, before_ms);
+		r = step_done(st);
+		*rows += (uint64_t)sqlite3_changes(DB(s));
+	}
+	return r;
+}
+
+static int sq_rollup(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX],
+		     unsigned max_hosts, uint64_t *rows)
+{
+	char hosts[16][STORE_ID_MAX];
+	unsigned n = 0, i;
+	sqlite3_stmt *st = stmt(s, ST_ROLLUP_HOSTS);
+	int rc, r;
+
+	*rows = 0;
+	if (max_hosts > ARRAY_SIZE(hosts))
+		max_hosts = ARRAY_SIZE(hosts);
+	sqlite3_bind_text(st, 1, cursor, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)max_hosts);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW)
+		snprintf(hosts[n++], STORE_ID_MAX, "%s", sqlite3_column_text(st, 0));
+	if (rc != SQLITE_DONE)
+		return -EIO;
+	r = exec(DB(s), "SAVEPOINT rollup");
+	for (i = 0; r == 0 && i < n; i++)
+		r = rollup_host(s, hosts[i], before_ms, rows);
+	if (r < 0) {
+		exec(DB(s), "ROLLBACK TO rollup");
+		*rows = 0;
+	}
+	exec(DB(s), "RELEASE rollup");
+	if (r < 0)
+		return r;
+	if (n)
+		snprintf(cursor, STORE_ID_MAX, "%s", hosts[n - 1]);
+	return n == max_hosts;
 }
 
 static const struct store_ops sqlite_ops = {
@@ -839,6 +1012,7 @@ static const struct store_ops sqlite_ops = {
 	.secret_use = sq_secret_use,
 	.secret_revoke = sq_secret_revoke,
 	.expire = sq_expire,
+	.rollup = sq_rollup,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

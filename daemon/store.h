@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hist.h"
 #include "kmemctl/v1/report.pb-c.h"
 
 #define STORE_ID_MAX 128
@@ -45,15 +46,16 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
-/* One stored probe sample (a histogram delta of one host's interval). */
+/*
+ * One stored probe sample: a histogram delta of one host's interval, or,
+ * past the raw window, the merged samples of one host's hour.
+ */
 struct store_sample {
 	const char *host_id;
 	const char *probe;
-	uint32_t first_bucket;
-	const uint64_t *counts; /* aligned copy, ncounts long */
-	size_t ncounts;
-	uint64_t count, sum_ns, max_ns;
+	struct hist h;
 	int64_t end_ms;
+	uint64_t samples; /* intervals merged in it */
 };
 
 /* Which samples: NULL and 0 match anything. */
@@ -121,8 +123,18 @@ struct store_ops {
 	/* Counts a use: -ENOENT unknown, -EKEYREVOKED, -EKEYEXPIRED. */
 	int (*secret_use)(struct store *s, const char *sha256, int64_t now_ms);
 	int (*secret_revoke)(struct store *s, int64_t id);
-	/* Drops samples, counters and events older than before_ms; how many rows. */
+	/* Drops telemetry (raw, hourly, events) older than before_ms; how many rows. */
 	int (*expire)(struct store *s, int64_t before_ms, uint64_t *rows);
+	/*
+	 * Downsampling, a few hosts at a time: for up to max_hosts hosts after
+	 * cursor (host ids in order; "" to start), samples older than before_ms
+	 * are merged into one histogram per probe and hour, and counters (they
+	 * are cumulative) keep each hour's last report. cursor is set to the
+	 * last host done; 1 when hosts remain, 0 when the pass is done. *rows:
+	 * raw rows replaced.
+	 */
+	int (*rollup)(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX],
+		      unsigned max_hosts, uint64_t *rows);
 };
 
 struct store {

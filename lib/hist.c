@@ -147,8 +147,12 @@ int hist_from_pb(struct hist *h, const Kmemctl__V1__Histogram *pb)
 	}
 	if (total != pb->count)
 		return -EINVAL;
-	/* The maximum must lie in the highest non-empty bucket. */
-	if (pb->count && hist_bucket(pb->max_ns) != top)
+	/*
+	 * The maximum is at least in the highest non-empty bucket; it may be
+	 * above: the module's max_ns is read after its buckets, and a value
+	 * recorded in between raises only the maximum.
+	 */
+	if (pb->count && hist_bucket(pb->max_ns) < top)
 		return -EINVAL;
 	t.count = pb->count;
 	t.sum_ns = pb->sum_ns;

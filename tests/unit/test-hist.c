@@ -177,6 +177,10 @@ static void test_pb_bad(void **state)
 	counts[0] = 1;
 	assert_int_equal(hist_from_pb(&h, &pb), 0);
 	assert_int_equal(h.buckets[6], 3);
+	/* a maximum above the top bucket: recorded after the buckets were read */
+	pb.max_ns = 5000;
+	assert_int_equal(hist_from_pb(&h, &pb), 0);
+	assert_int_equal(h.max_ns, 5000);
 }
 
 static void test_text(void **state)

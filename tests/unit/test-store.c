@@ -177,6 +177,152 @@ static void test_secrets(void **state)
 	s->ops->close(s);
 }
 
+/* A report from host with one vmap-purge sample ending at t: count values in bucket 20. */
+static void report_at(struct store *s, const char *host, uint64_t seq, int64_t t, uint64_t count)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
+	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[] = { &p };
+	Kmemctl__V1__Counters c = KMEMCTL__V1__COUNTERS__INIT;
+
+	f.host_id = (char *)host;
+	rep.facts = &f;
+	rep.seq = seq;
+	rep.unix_ms = t;
+	h.first_bucket = 20;
+	h.n_counts = 1;
+	h.counts = &count;
+	h.count = count;
+	h.sum_ns = count * 1000000;
+	h.max_ns = 1000000 + seq;
+	p.probe = "vmap-purge";
+	p.end_unix_ms = t;
+	p.hist = &h;
+	rep.n_probes = 1;
+	rep.probes = pp;
+	c.soft_lockups = seq; /* cumulative, as agents count */
+	rep.counters = &c;
+	assert_int_equal(s->ops->ingest(s, &rep, t), 0);
+}
+
+struct seen {
+	uint64_t rows, samples, count, max_ns, bucket20;
+};
+
+static int see(void *arg, const struct store_sample *x)
+{
+	struct seen *v = arg;
+
+	v->rows++;
+	v->samples += x->samples;
+	v->count += x->h.count;
+	v->bucket20 += x->h.buckets[20];
+	if (x->h.max_ns > v->max_ns)
+		v->max_ns = x->h.max_ns;
+	return 0;
+}
+
+static int64_t count_rows(const char *q)
+{
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	int64_t n;
+
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+	n = sqlite3_column_int64(st, 0);
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return n;
+}
+
+#define HOUR 3600000
+
+/*
+ * Downsampling: past the raw window a host's samples become one histogram
+ * per probe and hour (nothing lost from the merged histogram), counters
+ * one row per hour, and queries read both.
+ */
+static void test_rollup(void **state)
+{
+	struct store_filter all = { .probe = "vmap-purge" }, old = all;
+	char cursor[STORE_ID_MAX] = "";
+	struct seen v = { 0 };
+	struct store *s;
+	uint64_t rows;
+
+	(void)state;
+	unlink(path);
+	s = open_store();
+	/* web-1: three reports in hour 0, one in hour 1, one in hour 2 (kept raw) */
+	report_at(s, "web-1", 1, 1000, 1);
+	report_at(s, "web-1", 2, 2000, 2);
+	report_at(s, "web-1", 3, 3000, 4);
+	report_at(s, "web-1", 4, HOUR + 500, 8);
+	report_at(s, "web-1", 5, 2 * HOUR + 1000, 16);
+	report_at(s, "web-2", 1, 1500, 32);
+	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
+	assert_int_equal(v.rows, 6);
+
+	/* one host per step: web-1, web-2, then nothing left */
+	assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 1, &rows), 1);
+	assert_string_equal(cursor, "web-1");
+	/* 4 samples merged; 2 of hour 0's 3 counters rows thinned */
+	assert_int_equal(rows, 6);
+	assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 1, &rows), 1);
+	assert_string_equal(cursor, "web-2");
+	assert_int_equal(rows, 1);
+	assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 1, &rows), 0);
+	assert_int_equal(rows, 0);
+
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM rollups"), 3);
+	assert_int_equal(count_rows("SELECT samples FROM rollups WHERE host_id = 'web-1'"
+				    " AND hour_ms = 0"),
+			 3);
+	/* the hour's last report, whose counters are the hour's totals */
+	assert_int_equal(count_rows("SELECT count(*) FROM counters WHERE host_id = 'web-1'"
+				    " AND unix_ms < 3600000"),
+			 1);
+	assert_int_equal(count_rows("SELECT seq FROM counters WHERE host_id = 'web-1'"
+				    " AND unix_ms < 3600000"),
+			 3);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters WHERE host_id = 'web-1'"), 3);
+
+	/* the same totals as before, from 3 rollups and 1 raw sample */
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
+	assert_int_equal(v.rows, 4);
+	assert_int_equal(v.samples, 6);
+	assert_int_equal(v.count, 63);
+	assert_int_equal(v.bucket20, 63);
+	assert_int_equal(v.max_ns, 1000005);
+	/* a range in hour 1 finds hour 1's rollup */
+	old.from_ms = HOUR + 100;
+	old.to_ms = 2 * HOUR;
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(s->ops->samples(s, &old, see, &v), 0);
+	assert_int_equal(v.count, 8);
+
+	/* a late report (from an agent's spool) joins its hour's rollup */
+	report_at(s, "web-1", 6, 2500, 64);
+	cursor[0] = '\0';
+	assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 8, &rows), 0);
+	assert_int_equal(count_rows("SELECT samples FROM rollups WHERE host_id = 'web-1'"
+				    " AND hour_ms = 0"),
+			 4);
+	assert_int_equal(count_rows("SELECT count FROM rollups WHERE host_id = 'web-1'"
+				    " AND hour_ms = 0"),
+			 71);
+
+	/* retention: hour 0's rollups end at HOUR and go; hour 1's stays */
+	assert_int_equal(s->ops->expire(s, HOUR, &rows), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM rollups"), 1);
+	s->ops->close(s);
+}
+
 /* A file from a newer kmemd is refused, not misread. */
 static void test_newer_schema(void **state)
 {
@@ -210,9 +356,8 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),
-		cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_rollup),
 		cmocka_unit_test(test_newer_schema),
 	};
 

@@ -1,0 +1,106 @@
+#!/bin/bash
+# kmemd's telemetry upkeep on a real SQLite file: three days of per-report
+# samples from 60 hosts (more than one rollup step) are, at start, rolled
+# up into hourly histograms past [store] raw_retention, with nothing lost
+# from what /v1/telemetry answers; counters keep one row per host and hour.
+set -euo pipefail
+
+BUILD=${1:?usage: kmemd-upkeep.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: kmemd-upkeep.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+
+work=$(mktemp -d "$BUILD/upkeep.XXXXXX")
+kmemd_pid=
+cleanup() {
+	[ -z "$kmemd_pid" ] || { kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null; }
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
+cd "$work"
+
+FAIL_LOG=kmemd.log
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
+
+$KMEMCTL pki init pki >/dev/null
+$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+$KMEMCTL pki issue pki admin ops >/dev/null
+cat >kmemd.conf <<CONF
+[server]
+listen = 127.0.0.1:0
+cert = $work/pki/kmemd.crt
+key = $work/pki/kmemd.key
+ca = $work/pki/ca.crt
+[store]
+path = $work/kmemd.sqlite
+raw_retention = 1h
+retention = 30d
+CONF
+
+start_kmemd() {
+	: >kmemd.log
+	$KMEMD -c kmemd.conf >kmemd.log 2>&1 &
+	kmemd_pid=$!
+	wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
+}
+stop_kmemd() {
+	kill "$kmemd_pid"
+	wait "$kmemd_pid" || fail "kmemd exited with $? on SIGTERM"
+	kmemd_pid=
+}
+
+# a raw_retention longer than retention is refused by the check
+printf '[store]\nraw_retention = 40d\n' >bad.conf
+cat kmemd.conf bad.conf >both.conf
+if $KMEMD -n -c both.conf 2>check.err; then
+	fail "kmemd -n accepted raw_retention > retention"
+fi
+grep -q "raw_retention is longer than retention" check.err || fail "check: $(cat check.err)"
+echo "ok: raw_retention longer than retention is refused"
+
+# the schema, then three days of history written as agents would have
+start_kmemd
+stop_kmemd
+now=$(($(date +%s) * 1000))
+n=8640
+sqlite3 kmemd.sqlite <<SQL
+WITH RECURSIVE h(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM h WHERE i < 59)
+INSERT INTO hosts (host_id, last_seq) SELECT printf('h%02d', i), 1 FROM h;
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $n - 1)
+INSERT INTO samples SELECT printf('h%02d', i % 60), 'vmap-purge', t - 10000, t, 20,
+	X'0300000000000000', 3, 3000000 + i, 2000000 + i
+	FROM (SELECT i, $now - i * 30000 AS t FROM n);
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $n - 1)
+INSERT INTO counters (host_id, unix_ms, seq, soft_lockups)
+	SELECT printf('h%02d', i % 60), $now - i * 30000, $n - i, $n - i FROM n;
+SQL
+hours=$(sqlite3 kmemd.sqlite "SELECT count(DISTINCT host_id || '/' || (unix_ms / 3600000))
+	FROM counters WHERE unix_ms < $now - 3600000")
+recent=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters WHERE unix_ms >= $now - 3600000")
+
+start_kmemd
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+wait_for 20 grep -q "rolled [0-9]* rows of telemetry" kmemd.log || fail "no rollup pass"
+old=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM samples WHERE end_ms < $now - 3600000")
+[ "$old" = 0 ] || fail "$old raw samples older than raw_retention remain"
+rollups=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM rollups")
+[ "$rollups" -gt 1000 ] || fail "only $rollups hourly rows"
+echo "ok: $n samples of 60 hosts over 3 days: the old ones now $rollups hourly rows"
+
+out=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+	"https://127.0.0.1:$port/v1/telemetry?probe=vmap-purge")
+echo "$out" | grep -q "\"samples\":$n," || fail "telemetry lost samples: $out"
+echo "$out" | grep -q "\"count\":$((n * 3))," || fail "telemetry lost counts: $out"
+echo "$out" | grep -q "\"max_ns\":$((2000000 + n - 1))," || fail "telemetry lost the max: $out"
+echo "$out" | grep -q "\"hosts\":60," || fail "telemetry lost hosts: $out"
+echo "ok: /v1/telemetry over raw and hourly rows: every sample, count and the max"
+
+rows=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters")
+[ "$rows" = $((hours + recent)) ] ||
+	fail "counters: $rows rows, want one per host and hour ($hours) plus $recent recent"
+last=$(sqlite3 kmemd.sqlite "SELECT max(seq) = max(soft_lockups) FROM counters")
+[ "$last" = 1 ] || fail "counters lost the hours' last reports"
+echo "ok: old counters keep each host's last report of each hour ($hours rows)"
+stop_kmemd
+echo PASS
