@@ -35,6 +35,7 @@ struct server {
 	struct evhttp *http;
 	struct evhttp_bound_socket *sock;
 	SSL_CTX *ctx;
+	STACK_OF(X509) * admin_cas; /* [server] admin_ca; NULL: the OU names operators */
 	const struct kmemd_config *cfg;
 	struct kmemd *k;
 	struct event *trim; /* after a burst of handshakes */
@@ -291,15 +292,25 @@ static int peer_identity(struct evhttp_request *req, struct tls_identity *id)
 	return tls_peer_identity(ssl, id);
 }
 
-static bool role_allows(enum route_role role, const struct tls_identity *id, int id_result)
+/*
+ * With a separate admin CA, operators are whoever it vouches for and no
+ * one else: the fleet CA, whose key kmemd keeps online for enrollment,
+ * cannot make an operator, and the admin CA cannot make a host. Without
+ * one, the OU ("host", "admin") of a fleet CA certificate says.
+ */
+static bool role_allows(const struct server *s, enum route_role role, SSL *ssl,
+			const struct tls_identity *id, int id_result)
 {
+	bool by_admin_ca = s->admin_cas && ssl && tls_peer_anchored_in(ssl, s->admin_cas);
+
 	switch (role) {
 	case ROLE_ANY:
 		return true;
 	case ROLE_HOST:
-		return id_result == 0 && strcmp(id->ou, "host") == 0;
+		return id_result == 0 && !by_admin_ca && strcmp(id->ou, "host") == 0;
 	case ROLE_ADMIN:
-		return id_result == 0 && strcmp(id->ou, "admin") == 0;
+		return id_result == 0 &&
+		       (s->admin_cas ? by_admin_ca : strcmp(id->ou, "admin") == 0);
 	}
 	return false;
 }
@@ -334,7 +345,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
 			return;
 		}
-		if (!role_allows(routes[i].role, &id, id_result)) {
+		if (!role_allows(s, routes[i].role, request_ssl(req), &id, id_result)) {
 			reply_text(req, 403, "Forbidden",
 				   "certificate role may not call this route");
 			return;
@@ -352,17 +363,59 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
 }
 
-/* The TLS context and the limits, as server_new() sets them. */
-static int server_tls(const struct kmemd_config *cfg, SSL_CTX **ctx)
+/* Some certificate is in both bundles. */
+static bool overlap(STACK_OF(X509) * a, STACK_OF(X509) * b)
 {
-	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL };
+	for (int i = 0; i < sk_X509_num(a); i++)
+		for (int j = 0; j < sk_X509_num(b); j++)
+			if (!X509_cmp(sk_X509_value(a, i), sk_X509_value(b, j)))
+				return true;
+	return false;
+}
+
+/* The admin CA's certificates; one that is also a fleet CA would make every host an operator. */
+static int admin_cas(const struct kmemd_config *cfg, STACK_OF(X509) * *out)
+{
+	STACK_OF(X509) *fleet = NULL, *admin = NULL;
+	int r;
+
+	*out = NULL;
+	if (!cfg->admin_ca)
+		return 0;
+	r = tls_read_certs(cfg->admin_ca, &admin);
+	if (r < 0)
+		return log_error_errno(r, "admin_ca '%s' holds no PEM certificate", cfg->admin_ca);
+	r = tls_read_certs(cfg->ca, &fleet);
+	if (r == 0 && overlap(fleet, admin))
+		r = log_error_errno(-EINVAL, "admin_ca '%s' must be another CA than ca '%s'",
+				    cfg->admin_ca, cfg->ca);
+	sk_X509_pop_free(fleet, X509_free);
+	if (r < 0) {
+		sk_X509_pop_free(admin, X509_free);
+		return r;
+	}
+	*out = admin;
+	return 0;
+}
+
+/* The TLS context and the admin CA, as server_new() and server_reload() set them. */
+static int server_tls(const struct kmemd_config *cfg, SSL_CTX **ctx, STACK_OF(X509) * *admin)
+{
+	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_OPTIONAL, cfg->admin_ca };
 	char err[256];
-	int r = tls_server_ctx(&tc, ctx);
+	int r = admin_cas(cfg, admin);
 
 	if (r < 0)
-		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
+		return r;
+	r = tls_server_ctx(&tc, ctx);
+	if (r < 0) {
+		log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s'%s%s failed: %s",
 				cfg->cert ? cfg->cert : "(unset)", cfg->key ? cfg->key : "(unset)",
-				cfg->ca ? cfg->ca : "(unset)", tls_error_string(err, sizeof(err)));
+				cfg->ca ? cfg->ca : "(unset)", cfg->admin_ca ? ", admin_ca " : "",
+				cfg->admin_ca ?: "", tls_error_string(err, sizeof(err)));
+		sk_X509_pop_free(*admin, X509_free);
+		*admin = NULL;
+	}
 	return r;
 }
 
@@ -461,7 +514,7 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->trim = evtimer_new(base, on_trim, s);
 	r = conn_index < 0 || over_index < 0 || hs_index < 0 || !s->trim ?
 		    -ENOMEM :
-		    server_tls(k->cfg, &s->ctx);
+		    server_tls(k->cfg, &s->ctx, &s->admin_cas);
 	if (r < 0)
 		goto err;
 	r = setup_http(s);
@@ -476,14 +529,17 @@ err:
 
 int server_reload(struct server *s, const struct kmemd_config *cfg)
 {
+	STACK_OF(X509) * admin;
 	SSL_CTX *ctx;
-	int r = server_tls(cfg, &ctx);
+	int r = server_tls(cfg, &ctx, &admin);
 
 	if (r < 0)
 		return r;
 	/* each open connection's SSL holds its own reference to the old context */
 	SSL_CTX_free(s->ctx);
 	s->ctx = ctx;
+	sk_X509_pop_free(s->admin_cas, X509_free);
+	s->admin_cas = admin;
 	s->cfg = cfg;
 	server_limits(s);
 	live.max_handshakes = cfg->max_handshakes;
@@ -515,5 +571,6 @@ void server_free(struct server *s)
 	if (s->trim)
 		event_free(s->trim);
 	SSL_CTX_free(s->ctx);
+	sk_X509_pop_free(s->admin_cas, X509_free);
 	free(s);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/x509v3.h>
 #include <string.h>
 
@@ -63,14 +64,15 @@ int tls_server_ctx(const struct tls_config *cfg, SSL_CTX **out)
 	if (cfg->client_auth != TLS_CLIENT_NONE) {
 		STACK_OF(X509_NAME) *names = SSL_load_client_CA_file(cfg->ca);
 
-		if (!names) {
+		if (!names || (cfg->admin_ca &&
+			       (SSL_CTX_load_verify_file(ctx, cfg->admin_ca) != 1 ||
+				!SSL_add_file_cert_subjects_to_stack(names, cfg->admin_ca)))) {
+			sk_X509_NAME_pop_free(names, X509_NAME_free);
 			SSL_CTX_free(ctx);
 			return -EINVAL;
 		}
 		SSL_CTX_set_client_CA_list(ctx, names);
 	}
-	/* Resumption keeps a reconnecting agent cheap; tickets rotate with the process. */
-	SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_SERVER);
 	*out = ctx;
 	return 0;
 }
@@ -162,6 +164,40 @@ int tls_cert_identity(X509 *cert, struct tls_identity *id)
 		return -EIO;
 	id->not_after = timegm(&tm);
 	return id->cn[0] ? 0 : -EBADMSG;
+}
+
+int tls_read_certs(const char *path, STACK_OF(X509) * *out)
+{
+	STACK_OF(X509) *certs = sk_X509_new_null();
+	BIO *b = BIO_new_file(path, "r");
+	X509 *x;
+
+	while (certs && b && (x = PEM_read_bio_X509(b, NULL, NULL, NULL)))
+		if (!sk_X509_push(certs, x))
+			X509_free(x);
+	ERR_clear_error(); /* the end of the file */
+	BIO_free(b);
+	if (!certs || !sk_X509_num(certs)) {
+		sk_X509_free(certs);
+		return -EINVAL;
+	}
+	*out = certs;
+	return 0;
+}
+
+bool tls_peer_anchored_in(SSL *ssl, STACK_OF(X509) * cas)
+{
+	STACK_OF(X509) *chain = SSL_get0_verified_chain(ssl);
+	X509 *anchor;
+	int i;
+
+	if (!chain || !sk_X509_num(chain) || SSL_get_verify_result(ssl) != X509_V_OK)
+		return false;
+	anchor = sk_X509_value(chain, sk_X509_num(chain) - 1);
+	for (i = 0; i < sk_X509_num(cas); i++)
+		if (!X509_cmp(anchor, sk_X509_value(cas, i)))
+			return true;
+	return false;
 }
 
 int tls_peer_identity(SSL *ssl, struct tls_identity *id)

@@ -11,6 +11,7 @@
 #define KMEMCTL_TLS_H
 
 #include <openssl/ssl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <time.h>
 
@@ -25,6 +26,7 @@ struct tls_config {
 	const char *key; /* PEM private key */
 	const char *ca; /* PEM CA: verifies the peer */
 	enum tls_client_auth client_auth; /* server contexts only */
+	const char *admin_ca; /* server: a second CA clients may come from; NULL: none */
 };
 
 struct tls_identity {
@@ -42,6 +44,10 @@ int tls_client_ctx(const struct tls_config *cfg, SSL_CTX **out);
 int tls_client_ssl(SSL_CTX *ctx, const char *host, SSL **out);
 
 int tls_cert_identity(X509 *cert, struct tls_identity *id);
+/* Every certificate in a PEM file (a CA bundle); -EINVAL when it holds none. */
+int tls_read_certs(const char *path, STACK_OF(X509) * *out);
+/* The peer's verified chain ends at one of cas. */
+bool tls_peer_anchored_in(SSL *ssl, STACK_OF(X509) * cas);
 /* -ENOENT when the peer sent no certificate, -EPERM when it did not verify. */
 int tls_peer_identity(SSL *ssl, struct tls_identity *id);
 

@@ -232,6 +232,40 @@ kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 5 ]' || fail "no fifth reload"
 echo "ok: at max_handshakes new clients wait; when the slots free, served in ${took} ms"
 
+# a separate admin CA: its certificates are the operators, the fleet CA's are not
+$KMEMCTL pki init admin-pki >/dev/null
+$KMEMCTL pki issue admin-pki admin alice >/dev/null
+$KMEMCTL pki issue admin-pki host h1 >/dev/null
+call() { # cert-dir cert-name path: prints the status code
+	curl -sS --cacert pki/ca.crt --cert "$1/$2.crt" --key "$1/$2.key" -o body.out \
+		-w '%{http_code}' "$URL$3" || true
+}
+[ "$(call pki ops /v1/hosts)" = 200 ] || fail "the fleet CA's operator before admin_ca"
+printf '[server]\nadmin_ca = %s\n' "$work/pki/ca.crt" >>kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "reload failed" kmemd.log) -ge 2 ]' ||
+	fail "admin_ca = ca was not refused"
+grep -q "must be another CA" kmemd.log || fail "no reason for refusing admin_ca = ca"
+cp kmemd.conf.good kmemd.conf
+printf '[server]\nadmin_ca = %s\n' "$work/admin-pki/ca.crt" >>kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 6 ]' || fail "no sixth reload"
+code=$(call admin-pki alice /v1/hosts)
+[ "$code" = 200 ] || fail "an admin CA operator: $code $(cat body.out)"
+code=$(call pki ops /v1/hosts)
+[ "$code" = 403 ] || fail "a fleet CA certificate with OU=admin under admin_ca: $code"
+code=$(curl -sS --cacert pki/ca.crt --cert admin-pki/h1.crt --key admin-pki/h1.key \
+	-o body.out -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
+	--data-binary @"$report" "$URL/v1/agent/report" || true)
+[ "$code" = 403 ] || fail "a host certificate from the admin CA reported: $code"
+before=$(acked)
+wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before ]" ||
+	fail "fleet hosts stopped reporting under admin_ca"
+cp kmemd.conf.good kmemd.conf
+kill -HUP "$kmemd_pid"
+wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 7 ]' || fail "no seventh reload"
+echo "ok: with admin_ca only its certificates are operators (fleet OU=admin: 403; its hosts: 403)"
+
 # SIGKILL mid-stream, restart on the same port: nothing acknowledged is lost
 kill -9 "$kmemd_pid"
 wait "$kmemd_pid" 2>/dev/null || true

@@ -90,6 +90,8 @@ struct server {
 	int ok; /* handshake and one byte exchanged */
 	int id_result;
 	struct tls_identity id;
+	STACK_OF(X509) * anchors; /* NULL, or: was the peer anchored in them */
+	bool anchored;
 };
 
 static void *serve(void *arg)
@@ -103,6 +105,7 @@ static void *serve(void *arg)
 	s->ok = SSL_accept(ssl) == 1 && SSL_read(ssl, &c, 1) == 1 && c == 'p' &&
 		SSL_write(ssl, "q", 1) == 1;
 	s->id_result = tls_peer_identity(ssl, &s->id);
+	s->anchored = s->anchors && tls_peer_anchored_in(ssl, s->anchors);
 	if (s->ok)
 		SSL_shutdown(ssl);
 	SSL_free(ssl);
@@ -117,12 +120,13 @@ struct run {
 	const char *cli_cert, *cli_key, *cli_ca;
 	const char *host;
 	int tls12_only;
+	const char *admin_ca; /* a second CA the server trusts */
 };
 
 /* One connection; returns 1 when the client got the server's reply. */
 static int handshake(const struct run *r, struct server *s)
 {
-	char sc[512], sk[512], ca[512], cc[512], ck[512];
+	char sc[512], sk[512], ca[512], cc[512], ck[512], aca[512];
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
 	SSL_CTX *cctx;
@@ -134,7 +138,12 @@ static int handshake(const struct run *r, struct server *s)
 	path_of(sc, sizeof(sc), r->srv_cert);
 	path_of(sk, sizeof(sk), r->srv_key);
 	path_of(ca, sizeof(ca), "fleet-ca.crt");
-	assert_int_equal(tls_server_ctx(&(struct tls_config){ sc, sk, ca, r->auth }, &s->ctx), 0);
+	if (r->admin_ca)
+		path_of(aca, sizeof(aca), r->admin_ca);
+	assert_int_equal(tls_server_ctx(&(struct tls_config){ sc, sk, ca, r->auth,
+							      r->admin_ca ? aca : NULL },
+					&s->ctx),
+			 0);
 	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_int_equal(bind(s->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
 	assert_int_equal(listen(s->lfd, 1), 0);
@@ -268,6 +277,39 @@ static void test_tls12_refused(void **state)
 	assert_int_equal(s.ok, 0);
 }
 
+/* A second CA for operators: trusted, and told apart from the fleet CA. */
+static void test_admin_ca(void **state)
+{
+	struct run r = good;
+	struct server s = { 0 };
+	char p[512];
+
+	(void)state;
+	path_of(p, sizeof(p), "other-ca.crt");
+	assert_int_equal(tls_read_certs(p, &s.anchors), 0);
+	assert_int_equal(sk_X509_num(s.anchors), 1);
+	/* not trusted unless given */
+	r.cli_cert = "stranger.crt";
+	r.cli_key = "stranger.key";
+	assert_int_equal(handshake(&r, &s), 0);
+	r.admin_ca = "other-ca.crt";
+	assert_int_equal(handshake(&r, &s), 1);
+	assert_true(s.anchored);
+	assert_string_equal(s.id.issuer_cn, "other-ca");
+	/* a fleet certificate on the same server is not anchored in it */
+	r.cli_cert = "host.crt";
+	r.cli_key = "host.key";
+	assert_int_equal(handshake(&r, &s), 1);
+	assert_false(s.anchored);
+	sk_X509_pop_free(s.anchors, X509_free);
+
+	/* a bundle with no certificate, or no file */
+	path_of(p, sizeof(p), "host.key");
+	assert_int_equal(tls_read_certs(p, &s.anchors), -EINVAL);
+	assert_int_equal(tls_read_certs("/nonexistent", &s.anchors), -EINVAL);
+	ERR_clear_error();
+}
+
 static void test_ctx_errors(void **state)
 {
 	char sc[512], sk[512], hk[512];
@@ -296,6 +338,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
+		cmocka_unit_test(test_admin_ca),
 		cmocka_unit_test(test_hostname),
 		cmocka_unit_test(test_client_wrong_ca),
 		cmocka_unit_test(test_client_missing_cert),
