@@ -14,6 +14,7 @@
 
 #include "kmemctl/v1/policy.pb-c.h"
 #include "log.h"
+#include "message-ids.h"
 #include "macro.h"
 #include "policydoc.h"
 #include "selector.h"
@@ -188,8 +189,7 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	snprintf(detail, sizeof(detail), "%s/%llu%s", p.name, (unsigned long long)p.version,
 		 p.bundle ? "" : " (unsigned)");
-	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "policy.add", detail);
-	log_info("policy %s added by '%s'", detail, peer->cn);
+	kmemd_audit(k, MID_POLICY_UPLOADED, peer->cn, "policy.add", NULL, detail);
 	reply_json(req, 201, "Created",
 		   json_pack("{s:s, s:I, s:b}", "name", p.name, "version", (json_int_t)p.version,
 			     "signed", p.bundle != NULL));
@@ -258,8 +258,7 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	snprintf(detail, sizeof(detail), "%s/%llu to %s", a.policy, (unsigned long long)a.version,
 		 a.selector_json);
-	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "policy.assign", detail);
-	log_info("assignment %lld: %s by '%s'", (long long)id, detail, peer->cn);
+	kmemd_audit(k, MID_POLICY_ASSIGNED, peer->cn, "policy.assign", NULL, detail);
 	reply_json(req, 201, "Created", json_pack("{s:I}", "id", (json_int_t)id));
 	json_decref(o);
 	free(a.selector_json);
@@ -304,8 +303,7 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "host.revoke", host);
-	log_notice("host '%s' revoked by '%s'", host, peer->cn);
+	kmemd_audit(k, MID_HOST_REVOKED, peer->cn, "host.revoke", host, host);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "revoked", 1));
 	json_decref(o);
 }

@@ -185,15 +185,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 		goto out;
 	}
 	snprintf(detail, sizeof(detail), "%s from %s", er->host_id, addr);
-	k->store->ops->audit(k->store, kmemd_now_ms(), er->host_id, "host.enroll", detail);
-	{
-		char f_host[96];
-		const char *fields[] = { f_host, NULL };
-
-		snprintf(f_host, sizeof(f_host), "HOST_ID=%s", er->host_id);
-		log_event(LOG_NOTICE, MID_HOST_ENROLLED, fields, "host '%s' enrolled from %s",
-			  er->host_id, addr);
-	}
+	kmemd_audit(k, MID_HOST_ENROLLED, er->host_id, "host.enroll", er->host_id, detail);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
@@ -243,7 +235,7 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 		return;
 	}
 	snprintf(detail, sizeof(detail), "secret %lld", (long long)id);
-	k->store->ops->audit(k->store, now, peer->cn, "enroll.secret.add", detail);
+	kmemd_audit(k, MID_ENROLL_SECRET_ADDED, peer->cn, "enroll.secret.add", NULL, detail);
 	reply_json(req, 201, "Created",
 		   json_pack("{s:I, s:s, s:I}", "id", (json_int_t)id, "secret", secret,
 			     "expires_ms", (json_int_t)expires));
@@ -276,6 +268,6 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 		return;
 	}
 	snprintf(detail, sizeof(detail), "secret %lld", (long long)id);
-	k->store->ops->audit(k->store, kmemd_now_ms(), peer->cn, "enroll.secret.revoke", detail);
+	kmemd_audit(k, MID_ENROLL_SECRET_REVOKED, peer->cn, "enroll.secret.revoke", NULL, detail);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:I, s:b}", "id", id, "revoked", 1));
 }

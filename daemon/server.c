@@ -27,7 +27,9 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "message-ids.h"
 #include "server.h"
+#include "store.h"
 #include "tls.h"
 
 struct server {
@@ -227,6 +229,23 @@ int64_t kmemd_now_ms(void)
 
 	clock_gettime(CLOCK_REALTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, const char *action,
+		 const char *host, const char *detail)
+{
+	char f_actor[96], f_action[64], f_detail[1100], f_host[96];
+	const char *fields[] = { f_actor, f_action, f_detail, host ? f_host : NULL, NULL };
+
+	snprintf(f_actor, sizeof(f_actor), "ACTOR=%s", actor);
+	snprintf(f_action, sizeof(f_action), "ACTION=%s", action);
+	snprintf(f_detail, sizeof(f_detail), "DETAIL=%s", detail);
+	snprintf(f_host, sizeof(f_host), "HOST_ID=%s", host ? host : "");
+	/* the change is made: a lost audit row still leaves the journal's */
+	if (k->store->ops->audit(k->store, kmemd_now_ms(), actor, action, detail) < 0)
+		log_error("the audit row for %s by '%s' (%s) was not stored: %s", action, actor,
+			  detail, k->store->ops->error(k->store));
+	log_event(LOG_NOTICE, message_id, fields, "%s by '%s': %s", action, actor, detail);
 }
 
 bool kmemd_name_valid(const char *s, size_t max)

@@ -39,6 +39,13 @@ void reply_bytes(struct evhttp_request *req, int code, const char *reason, const
 void reply_message(struct evhttp_request *req, int code, const char *reason,
 		   const ProtobufCMessage *m);
 int64_t kmemd_now_ms(void);
+/*
+ * A change made by actor (an operator's certificate name, or an enrolling
+ * host): a row in the store's audit table and a journal event with
+ * message_id and ACTOR=, ACTION=, DETAIL= (and HOST_ID= when host is set).
+ */
+void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, const char *action,
+		 const char *host, const char *detail);
 /* Host ids and policy names: 1 to max of [A-Za-z0-9._-]. */
 bool kmemd_name_valid(const char *s, size_t max);
 /* Sends o (stolen) as application/json. */
