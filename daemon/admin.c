@@ -167,6 +167,8 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 	if (r == 0)
 		r = policy_doc_parse(p.document_json, strlen(p.document_json), &doc, why,
 				     sizeof(why));
+	if (r == 0)
+		r = policy_doc_check_known(&doc, why, sizeof(why));
 	if (r == 0) {
 		r = k->store->ops->policy_add(k->store, &p, kmemd_now_ms());
 		if (r == -EEXIST)

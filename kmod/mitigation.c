@@ -103,14 +103,17 @@ static const struct kmem_param no_params[] = { {} };
 
 /* Upstream's fix yields after every CPU; larger values trade latency for throughput. */
 static const struct kmem_param rstat_params[] = {
-	{ .key = "every_cpus", .def = 1, .min = 1, .max = 4096 },
+	{ .key = "every_cpus", .def = KMEMCTL_RSTAT_EVERY_CPUS_DEF,
+	  .min = KMEMCTL_RSTAT_EVERY_CPUS_MIN, .max = KMEMCTL_RSTAT_EVERY_CPUS_MAX },
 	{}
 };
 
 /* Upstream defaults: 1 MiB batches, quarantine up to 1/32 of RAM. */
 static const struct kmem_param quarantine_params[] = {
-	{ .key = "batch_bytes", .def = 1 << 20, .min = 1 << 12, .max = 1 << 30 },
-	{ .key = "max_fraction", .def = 32, .min = 4, .max = 4096 },
+	{ .key = "batch_bytes", .def = KMEMCTL_QUARANTINE_BATCH_BYTES_DEF,
+	  .min = KMEMCTL_QUARANTINE_BATCH_BYTES_MIN, .max = KMEMCTL_QUARANTINE_BATCH_BYTES_MAX },
+	{ .key = "max_fraction", .def = KMEMCTL_QUARANTINE_MAX_FRACTION_DEF,
+	  .min = KMEMCTL_QUARANTINE_MAX_FRACTION_MIN, .max = KMEMCTL_QUARANTINE_MAX_FRACTION_MAX },
 	{}
 };
 

@@ -25,6 +25,32 @@ static inline const char *kmemctl_mitigation_name(unsigned int source)
 	return source < KMEMCTL_MIT_COUNT ? names[source] : 0;
 }
 
+/* A mitigation parameter's range, as the module enforces it. */
+struct kmemctl_param {
+	const char *mitigation, *key;
+	unsigned long long min, max;
+};
+
+/* NULL when this build's module has no such mitigation parameter. */
+static inline const struct kmemctl_param *kmemctl_param_find(const char *mitigation,
+							     const char *key)
+{
+	static const struct kmemctl_param params[] = {
+		{ "rstat-yield", "every_cpus", KMEMCTL_RSTAT_EVERY_CPUS_MIN,
+		  KMEMCTL_RSTAT_EVERY_CPUS_MAX },
+		{ "kasan-quarantine", "batch_bytes", KMEMCTL_QUARANTINE_BATCH_BYTES_MIN,
+		  KMEMCTL_QUARANTINE_BATCH_BYTES_MAX },
+		{ "kasan-quarantine", "max_fraction", KMEMCTL_QUARANTINE_MAX_FRACTION_MIN,
+		  KMEMCTL_QUARANTINE_MAX_FRACTION_MAX },
+	};
+
+	for (unsigned int i = 0; i < sizeof(params) / sizeof(params[0]); i++)
+		if (!__builtin_strcmp(params[i].mitigation, mitigation) &&
+		    !__builtin_strcmp(params[i].key, key))
+			return &params[i];
+	return 0;
+}
+
 static inline const char *kmemctl_probe_name(unsigned int source)
 {
 	static const char *const names[] = {

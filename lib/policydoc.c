@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "kmemctl-names.h"
 #include "macro.h"
 #include "policydoc.h"
 
@@ -180,6 +181,63 @@ int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char 
 		r = parse_probe(id, v, &doc->probes[doc->nprobes++], err, errlen);
 		if (r < 0)
 			return r;
+	}
+	return 0;
+}
+
+/* "a, b, c": the names the module has, for an error that says what is. */
+static void known_names(const char *(*name)(unsigned int), unsigned int n, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (unsigned int i = 0; i < n && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s", i ? ", " : "", name(i));
+}
+
+int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errlen)
+{
+	const struct kmemctl_param *p;
+	char known[256];
+	size_t i, j;
+	unsigned int k;
+
+	for (i = 0; i < doc->nmitigations; i++) {
+		const struct policy_mitigation *m = &doc->mitigations[i];
+
+		for (k = 0; k < KMEMCTL_MIT_COUNT && strcmp(kmemctl_mitigation_name(k), m->id); k++)
+			;
+		if (k == KMEMCTL_MIT_COUNT) {
+			known_names(kmemctl_mitigation_name, KMEMCTL_MIT_COUNT, known,
+				    sizeof(known));
+			return fail(err, errlen,
+				    "mitigations: unknown mitigation \"%s\" (known: %s)", m->id,
+				    known);
+		}
+		for (j = 0; j < m->nparams; j++) {
+			p = kmemctl_param_find(m->id, m->params[j].key);
+			if (!p)
+				return fail(err, errlen,
+					    "mitigations.%s.params: unknown param \"%s\"", m->id,
+					    m->params[j].key);
+			if (m->params[j].value < p->min || m->params[j].value > p->max)
+				return fail(err, errlen,
+					    "mitigations.%s.params.%s: %llu is out of range [%llu, "
+					    "%llu]",
+					    m->id, p->key, (unsigned long long)m->params[j].value,
+					    p->min, p->max);
+		}
+	}
+	for (i = 0; i < doc->nprobes; i++) {
+		for (k = 0;
+		     k < KMEMCTL_PROBE_COUNT && strcmp(kmemctl_probe_name(k), doc->probes[i].id);
+		     k++)
+			;
+		if (k == KMEMCTL_PROBE_COUNT) {
+			known_names(kmemctl_probe_name, KMEMCTL_PROBE_COUNT, known, sizeof(known));
+			return fail(err, errlen, "probes: unknown probe \"%s\" (known: %s)",
+				    doc->probes[i].id, known);
+		}
 	}
 	return 0;
 }

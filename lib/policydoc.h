@@ -57,6 +57,13 @@ struct policy_doc {
 int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char *err,
 		     size_t errlen);
 
+/*
+ * kmemd's check on upload, stricter than an agent's: every mitigation,
+ * param and probe must be one this release's module has, and every param
+ * in the module's range. -EINVAL with a reason naming the key.
+ */
+int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errlen);
+
 /* true when id is a valid mitigation, probe or param name */
 bool policy_id_valid(const char *id);
 

@@ -75,6 +75,20 @@ enum kmemctl_mitigation {
 	KMEMCTL_MIT_COUNT,
 };
 
+/*
+ * Mitigation parameters (sysfs mitigations/<id>/params/<key>): default,
+ * minimum, maximum. kmemd refuses a policy outside them.
+ */
+#define KMEMCTL_RSTAT_EVERY_CPUS_DEF		1
+#define KMEMCTL_RSTAT_EVERY_CPUS_MIN		1
+#define KMEMCTL_RSTAT_EVERY_CPUS_MAX		4096
+#define KMEMCTL_QUARANTINE_BATCH_BYTES_DEF	1048576
+#define KMEMCTL_QUARANTINE_BATCH_BYTES_MIN	4096
+#define KMEMCTL_QUARANTINE_BATCH_BYTES_MAX	1073741824
+#define KMEMCTL_QUARANTINE_MAX_FRACTION_DEF	32
+#define KMEMCTL_QUARANTINE_MAX_FRACTION_MIN	4
+#define KMEMCTL_QUARANTINE_MAX_FRACTION_MAX	4096
+
 enum kmemctl_probe {
 	KMEMCTL_PROBE_RSTAT_FLUSH,	/* "rstat-flush" */
 	KMEMCTL_PROBE_USERCOPY_VMALLOC,	/* "usercopy-vmalloc" */

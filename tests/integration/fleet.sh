@@ -173,6 +173,14 @@ expect 400 "signed bundles only" "an unsigned policy" \
 	ops POST /v1/policies "${JS[@]}" --data '{"name":"web","version":1,"document":{}}'
 expect 415 "signed bundle" "a wrong content type" \
 	ops POST /v1/policies -H 'Content-Type: text/plain' --data-binary @web-1.bundle
+printf '{"mitigations":{"usercopy-fastpth":{"mode":"on"}}}' >typo.json
+$KMEMCTL policy sign -k signer.key -n web -v 1 -s ops -o typo.bundle typo.json
+expect 400 'unknown mitigation \\"usercopy-fastpth\\"' "a signed policy with an unknown mitigation" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @typo.bundle
+printf '{"mitigations":{"rstat-yield":{"params":{"every_cpus":0}}}}' >range.json
+$KMEMCTL policy sign -k signer.key -n web -v 1 -s ops -o range.bundle range.json
+expect 400 'every_cpus: 0 is out of range \[1, 4096\]' "a param out of range" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @range.bundle
 expect 201 '"signed":true' "a signed policy is uploaded" \
 	ops POST /v1/policies "${PB[@]}" --data-binary @web-1.bundle
 expect 409 "immutable" "the same version again" \

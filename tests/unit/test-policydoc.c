@@ -133,12 +133,58 @@ static void test_limits(void **state)
 	assert_int_equal(strlen(err), 7);
 }
 
+/* kmemd's check on upload: what this release's module has, in its ranges. */
+static void test_known(void **state)
+{
+	static const struct {
+		const char *json, *err;
+	} cases[] = {
+		{ "{\"mitigations\": {\"from-a-newer-module\": {}}}",
+		  "mitigations: unknown mitigation \"from-a-newer-module\" (known: kasan-flush-batch, "
+		  "tlb-gen, rstat-yield, usercopy-fastpath, kasan-quarantine)" },
+		{ "{\"mitigations\": {\"rstat-yield\": {\"params\": {\"every_cpu\": 2}}}}",
+		  "mitigations.rstat-yield.params: unknown param \"every_cpu\"" },
+		{ "{\"mitigations\": {\"tlb-gen\": {\"params\": {\"every_cpus\": 2}}}}",
+		  "mitigations.tlb-gen.params: unknown param \"every_cpus\"" },
+		{ "{\"mitigations\": {\"rstat-yield\": {\"params\": {\"every_cpus\": 0}}}}",
+		  "mitigations.rstat-yield.params.every_cpus: 0 is out of range [1, 4096]" },
+		{ "{\"mitigations\": {\"kasan-quarantine\": {\"params\": {\"max_fraction\": 4097}}}}",
+		  "mitigations.kasan-quarantine.params.max_fraction: 4097 is out of range [4, 4096]" },
+		{ "{\"mitigations\": {\"kasan-quarantine\": {\"params\": {\"batch_bytes\": 4095}}}}",
+		  "mitigations.kasan-quarantine.params.batch_bytes: 4095 is out of range [4096, "
+		  "1073741824]" },
+		{ "{\"probes\": {\"vmap-purge-flushes\": {\"enabled\": true}}}",
+		  "probes: unknown probe \"vmap-purge-flushes\" (known: rstat-flush, "
+		  "usercopy-vmalloc, vmap-purge, kasan-reduce, tlb-shootdown)" },
+	};
+	static const char good[] =
+		"{\"mitigations\": {"
+		"  \"rstat-yield\": {\"mode\": \"on\", \"params\": {\"every_cpus\": 4096}},"
+		"  \"kasan-quarantine\": {\"params\": {\"batch_bytes\": 4096, \"max_fraction\": 4}},"
+		"  \"usercopy-fastpath\": {\"mode\": \"off\"}"
+		"}, \"probes\": {\"vmap-purge\": {\"threshold_ns\": 1000000}}}";
+	struct policy_doc doc;
+	char err[512];
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		/* the agent takes each (a newer module may have it); kmemd does not */
+		assert_int_equal(parse(cases[i].json, &doc, err, sizeof(err)), 0);
+		assert_int_equal(policy_doc_check_known(&doc, err, sizeof(err)), -EINVAL);
+		assert_string_equal(err, cases[i].err);
+	}
+	assert_int_equal(parse(good, &doc, err, sizeof(err)), 0);
+	assert_int_equal(policy_doc_check_known(&doc, err, sizeof(err)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_limits),
+		cmocka_unit_test(test_known),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
