@@ -16,8 +16,9 @@ int main(int argc, char **argv)
 	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[1] = { &p };
 	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
 	uint64_t one = 1;
+	Kmemctl__V1__ProbeSample **probes;
 	Kmemctl__V1__Report *rep;
-	size_t len;
+	size_t len, n;
 	FILE *f;
 
 	if (argc != 5) {
@@ -39,9 +40,15 @@ int main(int argc, char **argv)
 	h.count = strtoull(argv[4], NULL, 10);
 	p.probe = argv[3];
 	p.hist = &h;
+	n = rep->n_probes;
+	probes = rep->probes;
 	rep->n_probes = 1;
 	rep->probes = pp;
 	len = kmemctl__v1__report__pack(rep, buf);
+	/* what unpack made is freed as it was made */
+	rep->n_probes = n;
+	rep->probes = probes;
+	kmemctl__v1__report__free_unpacked(rep, NULL);
 	f = fopen(argv[2], "wb");
 	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
 		fprintf(stderr, "report-edit: cannot write '%s'\n", argv[2]);
