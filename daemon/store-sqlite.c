@@ -125,7 +125,16 @@ static const char *const sql[ST_N] = {
 		" ON CONFLICT (host_id) DO UPDATE SET hostname = ?2, kernel_release = ?3,"
 		" build_id = ?4, possible_cpus = ?5, online_cpus = ?6, mem_total = ?7, kasan = ?8,"
 		" module_version = ?9, labels = ?10, last_seen_ms = ?11, last_seq = ?12,"
-		" policy_name = ?13, policy_version = ?14",
+		" policy_name = ?13, policy_version = ?14"
+		/*
+		 * most reports change nothing here: the row is rewritten when
+		 * something did, or to keep last_seen within a minute
+		 */
+		" WHERE hostname IS NOT ?2 OR kernel_release IS NOT ?3 OR build_id IS NOT ?4"
+		" OR possible_cpus IS NOT ?5 OR online_cpus IS NOT ?6 OR mem_total IS NOT ?7"
+		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
+		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
+		" OR last_seen_ms < ?11 - 60000",
 	[ST_STATES_COUNT] = "SELECT count(*) FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
 	/* a row that did not change is not written: most reports change none */
@@ -292,6 +301,7 @@ static int sq_open(const char *path, struct store **out, char *err, size_t errle
 	 */
 	sqlite3_busy_timeout(q->db, 5000);
 	r = exec(q->db, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
+			"PRAGMA wal_autocheckpoint = 8192; PRAGMA cache_size = -32768;"
 			"PRAGMA foreign_keys = ON;");
 	if (r == 0)
 		r = migrate(q->db);

@@ -86,12 +86,20 @@ static void test_reports(void **state)
 	assert_int_equal(s->ops->ingest(s, &rep, 7000), 0);
 	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
 	assert_non_null(strstr(json, "\"host_id\":\"web-1\""));
-	assert_non_null(strstr(json, "\"last_seen_ms\":7000"));
+	/* nothing but the time changed, within a minute: the row was not rewritten */
+	assert_non_null(strstr(json, "\"last_seen_ms\":5000"));
 	assert_non_null(strstr(json,
 			       "{\"id\":\"rstat-yield\",\"state\":\"tripped\",\"mode\":\"on\","
 			       "\"source\":\"policy\",\"reason\":\"on: enacted\"}"));
 	free(json);
 	assert_int_equal(s->ops->host_json(s, "web-2", &json), -ENOENT);
+	/* a minute on, last_seen moves */
+	rep.seq = 3;
+	assert_int_equal(s->ops->ingest(s, &rep, 65001), 0);
+	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
+	assert_non_null(strstr(json, "\"last_seen_ms\":65001"));
+	assert_non_null(strstr(json, "\"last_seq\":3"));
+	free(json);
 
 	/* a module without that mitigation any more: its row goes */
 	rep.seq = 2;
