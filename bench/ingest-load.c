@@ -4,7 +4,7 @@
  * one TLS connection to kmemd with its own host certificate and posts
  * reports over it, one in flight at a time (as kmem-agent does), HTTP/1.1
  * keep-alive. Phase 1 connects every host (one report each) and idles;
- * phase 2 posts back to back for the given time.
+ * phase 2 posts back to back for the given time (none with -t 0).
  *
  *   ingest-load -s HOST:PORT -C CA -d CERTDIR -n HOSTS -t SECONDS -i IDLE_SECONDS
  *
@@ -252,6 +252,8 @@ int main(int argc, char **argv)
 	printf("connected=%d failed=%llu\n", connected, (unsigned long long)failed);
 	fflush(stdout);
 	run_for(idle);
+	if (secs <= 0)
+		return 0;
 	/* phase 2: back to back */
 	phase = 2;
 	acked0 = acked;

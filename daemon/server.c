@@ -53,6 +53,7 @@ static struct {
 	uint64_t connections, handshakes, max_handshakes;
 	struct evconnlistener *listener;
 	bool paused;
+	struct event *trim; /* the server's, while it lives */
 } live;
 
 /* SSL ex_data markers: a counted connection, one over the limit, one in its handshake. */
@@ -65,8 +66,12 @@ static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
 	(void)idx;
 	(void)argl;
 	(void)argp;
-	if (ptr)
-		live.connections--;
+	if (!ptr)
+		return;
+	live.connections--;
+	/* a fleet disconnecting at once leaves as much freed heap as it took */
+	if (live.trim)
+		evtimer_add(live.trim, &(struct timeval){ .tv_sec = 2 });
 }
 
 /*
@@ -117,9 +122,10 @@ static void handshake_info(const SSL *ssl, int where, int ret)
 }
 
 /*
- * Handshakes leave freed memory between long-lived connection state; once
- * they quiet down, give it back to the system, or every idle host costs
- * kmemd the memory of its handshake.
+ * Handshakes leave freed memory between long-lived connection state, and
+ * closed connections leave theirs; once things quiet down, give it back
+ * to the system, or every idle host costs kmemd the memory of its
+ * handshake.
  */
 static void on_trim(evutil_socket_t fd, short what, void *arg)
 {
@@ -531,6 +537,7 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	}
 	live.max_handshakes = k->cfg->max_handshakes;
 	s->trim = evtimer_new(base, on_trim, s);
+	live.trim = s->trim;
 	r = conn_index < 0 || over_index < 0 || hs_index < 0 || !s->trim ?
 		    -ENOMEM :
 		    server_tls(k->cfg, &s->ctx, &s->admin_cas);
@@ -585,6 +592,7 @@ void server_free(struct server *s)
 	if (!s)
 		return;
 	live.listener = NULL;
+	live.trim = NULL;
 	if (s->http)
 		evhttp_free(s->http);
 	if (s->trim)
