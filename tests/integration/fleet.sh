@@ -30,9 +30,7 @@ FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
 
-$KMEMCTL pki init pki >/dev/null
-$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
-$KMEMCTL pki issue pki admin ops >/dev/null
+pki_fleet
 # web-1 and web-2 get certificates from the operator; db-1 enrolls
 for h in web-1 web-2; do
 	$KMEMCTL pki issue pki host $h >/dev/null
@@ -41,14 +39,8 @@ $KMEMCTL policy keygen signer >/dev/null
 mkdir keys
 cp signer.pem keys/
 
-cat >kmemd.conf <<CONF
-[server]
-listen = 127.0.0.1:0
-cert = $work/pki/kmemd.crt
-key = $work/pki/kmemd.key
-ca = $work/pki/ca.crt
-[store]
-path = $work/kmemd.sqlite
+kmemd_conf >kmemd.conf
+cat >>kmemd.conf <<CONF
 [policy]
 keys_dir = $work/keys
 [ca]

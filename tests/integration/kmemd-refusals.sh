@@ -30,9 +30,7 @@ FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
 
-$KMEMCTL pki init pki >/dev/null
-$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
-$KMEMCTL pki issue pki admin ops >/dev/null
+pki_fleet
 for h in h1 h2 h3; do
 	$KMEMCTL pki issue pki host $h >/dev/null
 done

@@ -23,20 +23,11 @@ FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
 
-$KMEMCTL pki init pki >/dev/null
-$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
-$KMEMCTL pki issue pki admin ops >/dev/null
-cat >kmemd.conf <<CONF
-[server]
-listen = 127.0.0.1:0
-cert = $work/pki/kmemd.crt
-key = $work/pki/kmemd.key
-ca = $work/pki/ca.crt
-[store]
-path = $work/kmemd.sqlite
-raw_retention = 1h
-retention = 30d
-CONF
+pki_fleet
+{
+	kmemd_conf
+	printf 'raw_retention = 1h\nretention = 30d\n'
+} >kmemd.conf
 
 start_kmemd() {
 	: >kmemd.log

@@ -22,3 +22,25 @@ wait_for() {
 	done
 	return 1
 }
+
+# pki_fleet: a fleet CA in pki/, kmemd's server certificate for 127.0.0.1
+# and operator "ops"'s admin certificate
+pki_fleet() {
+	$KMEMCTL pki init pki >/dev/null
+	$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+	$KMEMCTL pki issue pki admin ops >/dev/null
+}
+
+# kmemd_conf: kmemd on any free port with pki/ and a store in the work dir;
+# the [store] section comes last, for more of its keys to follow
+kmemd_conf() {
+	cat <<CONF
+[server]
+listen = 127.0.0.1:0
+cert = $PWD/pki/kmemd.crt
+key = $PWD/pki/kmemd.key
+ca = $PWD/pki/ca.crt
+[store]
+path = $PWD/kmemd.sqlite
+CONF
+}

@@ -24,13 +24,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() {
-	echo "FAIL: $*" >&2
-	echo "--- kmemd log" >&2
-	cat "$work/kmemd.log" >&2 || true
-	exit 1
-}
-
 expect_rc() {
 	local want=$1 what=$2 rc=0
 	shift 2
@@ -39,32 +32,17 @@ expect_rc() {
 	echo "ok: $what"
 }
 
-# Poll a file for a pattern; never a bare sleep.
-wait_for() {
-	local file=$1 pattern=$2 i
-	for i in $(seq 100); do
-		grep -q "$pattern" "$file" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	fail "'$pattern' did not appear in $file"
-}
-
 cd "$work"
+FAIL_LOG=kmemd.log
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
 $KMEMCTL pki init pki >/dev/null
 $KMEMCTL pki issue pki server kmemd ip 127.0.0.1 dns localhost >/dev/null
 $KMEMCTL pki issue pki host host-1 >/dev/null
 $KMEMCTL pki init foreign >/dev/null
 $KMEMCTL pki issue foreign host host-1 >/dev/null
 
-cat >kmemd.conf <<CONF
-[server]
-listen = 127.0.0.1:0
-cert = $work/pki/kmemd.crt
-key = $work/pki/kmemd.key
-ca = $work/pki/ca.crt
-[store]
-path = $work/kmemd.sqlite
-CONF
+kmemd_conf >kmemd.conf
 expect_rc 0 "kmemd -n accepts a good configuration" $KMEMD -n -c kmemd.conf
 printf '[server]\nlisten = 127.0.0.1:0\nio_timeout = forever\n' >bad.conf
 expect_rc 1 "kmemd -n refuses a bad configuration" $KMEMD -n -c bad.conf
@@ -72,7 +50,7 @@ grep -q "bad.conf:3: bad value 'forever' for 'io_timeout'" out || fail "no file:
 
 $KMEMD -d -c kmemd.conf >kmemd.log 2>&1 &
 kmemd_pid=$!
-wait_for kmemd.log "listening on port"
+wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
 port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log)
 
 agent_conf() { # host_id cert-dir port
@@ -98,7 +76,8 @@ agent_conf host-1 foreign "$port" >foreign.conf
 agent_conf host-1 pki 1 >closed.conf
 
 expect_rc 0 "agent report is acknowledged" $AGENT -o -r "$FIXTURE" -c good.conf
-wait_for kmemd.log "report 1 from 'host-1' (kernel '6.1.0-57-amd64', 4 cpus)"
+wait_for 10 grep -q "report 1 from 'host-1' (kernel '6.1.0-57-amd64', 4 cpus)" kmemd.log ||
+	fail "kmemd did not log host-1's report"
 expect_rc 4 "host-1 reporting as host-2 is refused" $AGENT -o -r "$FIXTURE" -c wrong-host.conf
 grep -q "certificate is for another host" out || fail "refusal reason not shown"
 expect_rc 3 "a certificate from a foreign CA gets no answer" \
