@@ -54,18 +54,24 @@ echo "ok: raw_retention longer than retention is refused"
 start_kmemd
 stop_kmemd
 now=$(($(date +%s) * 1000))
-n=8640
+cut=$((now - 3600000))
+gap=300000
+rows=8640
 sqlite3 kmemd.sqlite <<SQL
 WITH RECURSIVE h(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM h WHERE i < 59)
 INSERT INTO hosts (host_id, last_seq) SELECT printf('h%02d', i), 1 FROM h;
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $n - 1)
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $rows - 1)
 INSERT INTO samples SELECT printf('h%02d', i % 60), 'vmap-purge', t - 10000, t, 20,
 	X'0300000000000000', 3, 3000000 + i, 2000000 + i
-	FROM (SELECT i, $now - i * 30000 AS t FROM n);
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $n - 1)
+	FROM (SELECT i, $now - i * 30000 AS t FROM n) WHERE abs(t - $cut) > $gap;
+WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $rows - 1)
 INSERT INTO counters (host_id, unix_ms, seq, soft_lockups)
-	SELECT printf('h%02d', i % 60), $now - i * 30000, $n - i, $n - i FROM n;
+	SELECT printf('h%02d', i % 60), $now - i * 30000, $rows - i, $rows - i FROM n
+	WHERE abs($now - i * 30000 - $cut) > $gap;
 SQL
+# the rows within a few minutes of the raw window's edge are left out:
+# kmemd's clock at its pass is not this script's
+n=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM samples")
 hours=$(sqlite3 kmemd.sqlite "SELECT count(DISTINCT host_id || '/' || (unix_ms / 3600000))
 	FROM counters WHERE unix_ms < $now - 3600000")
 recent=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters WHERE unix_ms >= $now - 3600000")
@@ -83,13 +89,13 @@ out=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
 	"https://127.0.0.1:$port/v1/telemetry?probe=vmap-purge")
 echo "$out" | grep -q "\"samples\":$n," || fail "telemetry lost samples: $out"
 echo "$out" | grep -q "\"count\":$((n * 3))," || fail "telemetry lost counts: $out"
-echo "$out" | grep -q "\"max_ns\":$((2000000 + n - 1))," || fail "telemetry lost the max: $out"
+echo "$out" | grep -q "\"max_ns\":$((2000000 + rows - 1))," || fail "telemetry lost the max: $out"
 echo "$out" | grep -q "\"hosts\":60," || fail "telemetry lost hosts: $out"
 echo "ok: /v1/telemetry over raw and hourly rows: every sample, count and the max"
 
-rows=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters")
-[ "$rows" = $((hours + recent)) ] ||
-	fail "counters: $rows rows, want one per host and hour ($hours) plus $recent recent"
+kept=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters")
+[ "$kept" = $((hours + recent)) ] ||
+	fail "counters: $kept rows, want one per host and hour ($hours) plus $recent recent"
 last=$(sqlite3 kmemd.sqlite "SELECT max(seq) = max(soft_lockups) FROM counters")
 [ "$last" = 1 ] || fail "counters lost the hours' last reports"
 echo "ok: old counters keep each host's last report of each hour ($hours rows)"
