@@ -4,7 +4,6 @@
  * a route table that states per route which certificate role may call it,
  * and the handlers' common plumbing (identity, body, replies).
  */
-#include <ctype.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
@@ -252,18 +251,6 @@ void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, con
 		log_error("the audit row for %s by '%s' (%s) was not stored: %s", action, actor,
 			  detail, k->store->ops->error(k->store));
 	log_event(LOG_NOTICE, message_id, fields, "%s by '%s': %s", action, actor, detail);
-}
-
-bool kmemd_name_valid(const char *s, size_t max)
-{
-	size_t i, n = s ? strlen(s) : 0;
-
-	if (!n || n > max)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-			return false;
-	return true;
 }
 
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o)

@@ -14,6 +14,7 @@
 #include "kmemctl/v1/facts.pb-c.h"
 
 #include "kmemd.h"
+#include "selector.h"
 #include "tls.h"
 
 enum route_role {
@@ -46,8 +47,6 @@ int64_t kmemd_now_ms(void);
  */
 void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, const char *action,
 		 const char *host, const char *detail);
-/* Host ids and policy names: 1 to max of [A-Za-z0-9._-]. */
-bool kmemd_name_valid(const char *s, size_t max);
 /* Sends o (stolen) as application/json. */
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */

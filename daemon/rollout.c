@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rollout.h"
+
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+/* Only the keys in allowed (NULL-terminated) may appear in obj. */
+static int known_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
+		      size_t errlen)
+{
+	const char *key, *const *a;
+	json_t *v;
+
+	json_object_foreach(obj, key, v)
+	{
+		for (a = allowed; *a && strcmp(key, *a); a++)
+			;
+		if (!*a)
+			return fail(err, errlen, "%sunknown key \"%s\"", where, key);
+	}
+	return 0;
+}
+
+static int name_into(json_t *o, const char *key, char *out, bool required, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+	const char *s = json_string_value(v);
+
+	if (!v && !required)
+		return 0;
+	if (!kmemd_name_valid(s, ROLLOUT_NAME_MAX - 1))
+		return fail(err, errlen, "\"%s\" must be 1 to %d of [A-Za-z0-9._-]", key,
+			    ROLLOUT_NAME_MAX - 1);
+	strcpy(out, s);
+	return 0;
+}
+
+/* An integer in [min, max]; absent leaves *out as it is. */
+static int uint_into(json_t *o, const char *key, const char *where, uint64_t min, uint64_t max,
+		     uint64_t *out, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max)
+		return fail(err, errlen, "%s%s: want an integer from %llu to %llu", where, key,
+			    (unsigned long long)min, (unsigned long long)max);
+	*out = (uint64_t)json_integer_value(v);
+	return 0;
+}
+
+/* A number in (min, max]; absent leaves *out as it is. */
+static int real_into(json_t *o, const char *key, double min, double max, double *out, char *err,
+		     size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	if (!v)
+		return 0;
+	if (!json_is_number(v) || !(json_number_value(v) > min) || json_number_value(v) > max)
+		return fail(err, errlen, "gates.%s: want a number above %g, at most %g", key, min,
+			    max);
+	*out = json_number_value(v);
+	return 0;
+}
+
+static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char *err,
+		       size_t errlen)
+{
+	static const char *const keys[] = { "percent", "count", "bake_s", NULL };
+	char where[32];
+	json_t *w;
+	size_t i;
+	int r;
+
+	if (!json_is_array(a) || !json_array_size(a) || json_array_size(a) > ROLLOUT_MAX_WAVES)
+		return fail(err, errlen, "\"waves\" must be an array of 1 to %d waves",
+			    ROLLOUT_MAX_WAVES);
+	json_array_foreach(a, i, w)
+	{
+		struct rollout_wave *wv = &s->waves[i];
+		uint64_t bake_s = bake_ms / 1000;
+
+		snprintf(where, sizeof(where), "waves[%zu].", i);
+		if (!json_is_object(w))
+			return fail(err, errlen, "waves[%zu]: not an object", i);
+		r = known_keys(w, keys, where, err, errlen);
+		if (r < 0)
+			return r;
+		if (!json_object_get(w, "percent") == !json_object_get(w, "count"))
+			return fail(err, errlen,
+				    "waves[%zu]: want one of \"percent\" and \"count\"", i);
+		wv->percent = json_object_get(w, "percent") != NULL;
+		r = wv->percent ? uint_into(w, "percent", where, 1, 100, &wv->n, err, errlen) :
+				  uint_into(w, "count", where, 1, 1000000, &wv->n, err, errlen);
+		if (r == 0)
+			r = uint_into(w, "bake_s", where, 60, 30 * 86400, &bake_s, err, errlen);
+		if (r < 0)
+			return r;
+		wv->bake_ms = bake_s * 1000;
+		/* targets are cumulative; of the same kind they cannot shrink */
+		if (i && s->waves[i - 1].percent == wv->percent && s->waves[i - 1].n > wv->n)
+			return fail(err, errlen, "waves[%zu]: smaller than the wave before", i);
+		s->nwaves++;
+	}
+	return 0;
+}
+
+static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t errlen)
+{
+	static const char *const keys[] = { "lockup_alpha",   "min_exposure_h", "latency_probes",
+					    "latency_alpha",  "latency_effect", "max_hard_lockups",
+					    "p99_ceiling_ns", "min_hosts",	NULL };
+	json_t *p, *v;
+	size_t i;
+	int r;
+
+	if (!g)
+		return 0;
+	if (!json_is_object(g))
+		return fail(err, errlen, "\"gates\" must be an object");
+	r = known_keys(g, keys, "gates: ", err, errlen);
+	if (r == 0)
+		r = real_into(g, "lockup_alpha", 0, 0.5, &gt->lockup_alpha, err, errlen);
+	if (r == 0)
+		r = real_into(g, "min_exposure_h", 0, 1e9, &gt->min_exposure_h, err, errlen);
+	if (r == 0)
+		r = real_into(g, "latency_alpha", 0, 0.5, &gt->latency_alpha, err, errlen);
+	if (r == 0)
+		r = real_into(g, "latency_effect", 0.5, 1, &gt->latency_effect, err, errlen);
+	if (r == 0)
+		r = uint_into(g, "max_hard_lockups", "gates.", 0, 1000000, &gt->max_hard_lockups,
+			      err, errlen);
+	if (r == 0)
+		r = uint_into(g, "p99_ceiling_ns", "gates.", 0, UINT64_MAX >> 1,
+			      &gt->p99_ceiling_ns, err, errlen);
+	if (r == 0)
+		r = uint_into(g, "min_hosts", "gates.", 1, 100000, &gt->min_hosts, err, errlen);
+	if (r < 0)
+		return r;
+	p = json_object_get(g, "latency_probes");
+	if (!p)
+		return 0;
+	if (!json_is_array(p) || json_array_size(p) > ROLLOUT_MAX_PROBES)
+		return fail(err, errlen, "gates.latency_probes: want an array of at most %d names",
+			    ROLLOUT_MAX_PROBES);
+	gt->nprobes = 0;
+	json_array_foreach(p, i, v)
+	{
+		if (!kmemd_name_valid(json_string_value(v), ROLLOUT_NAME_MAX - 1))
+			return fail(err, errlen, "gates.latency_probes[%zu]: not a probe name", i);
+		strcpy(gt->latency_probes[gt->nprobes++], json_string_value(v));
+	}
+	return 0;
+}
+
+int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
+		       size_t errlen)
+{
+	static const char *const keys[] = { "name",   "policy",	  "version", "selector", "waves",
+					    "bake_s", "rollback", "gates",   NULL };
+	static const char *const rb_keys[] = { "policy", "version", NULL };
+	json_error_t je;
+	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *v;
+	uint64_t bake_s = 3600;
+	char *sel;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->gates = (struct rollout_gates){ .lockup_alpha = 0.01,
+					   .min_exposure_h = 24,
+					   .latency_alpha = 0.01,
+					   .latency_effect = 0.6,
+					   .min_hosts = 3 };
+	if (!o)
+		return fail(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+	if (!json_is_object(o)) {
+		r = fail(err, errlen, "want a JSON object");
+		goto out;
+	}
+	r = known_keys(o, keys, "", err, errlen);
+	if (r == 0)
+		r = name_into(o, "name", s->name, true, err, errlen);
+	if (r == 0)
+		r = name_into(o, "policy", s->policy, true, err, errlen);
+	if (r == 0 && !json_object_get(o, "version"))
+		r = fail(err, errlen, "\"version\" is required");
+	if (r == 0)
+		r = uint_into(o, "version", "", 1, UINT64_MAX >> 1, &s->version, err, errlen);
+	if (r == 0)
+		r = uint_into(o, "bake_s", "", 60, 30 * 86400, &bake_s, err, errlen);
+	if (r < 0)
+		goto out;
+	v = json_object_get(o, "selector");
+	if (!json_is_object(v)) {
+		r = fail(err, errlen, "\"selector\" is required (an object)");
+		goto out;
+	}
+	sel = json_dumps(v, JSON_COMPACT);
+	r = sel ? selector_parse(sel, strlen(sel), &s->selector, err, errlen) : -ENOMEM;
+	free(sel);
+	if (r == 0)
+		r = parse_waves(json_object_get(o, "waves"), bake_s * 1000, s, err, errlen);
+	if (r < 0)
+		goto out;
+	v = json_object_get(o, "rollback");
+	if (v) {
+		if (!json_is_object(v))
+			r = fail(err, errlen, "\"rollback\" must be an object");
+		if (r == 0)
+			r = known_keys(v, rb_keys, "rollback: ", err, errlen);
+		if (r == 0)
+			r = name_into(v, "policy", s->rollback_policy, true, err, errlen);
+		if (r == 0 && !json_object_get(v, "version"))
+			r = fail(err, errlen, "rollback: \"version\" is required");
+		if (r == 0)
+			r = uint_into(v, "version", "rollback.", 1, UINT64_MAX >> 1,
+				      &s->rollback_version, err, errlen);
+		/* an agent refuses an older version of the policy it runs */
+		if (r == 0 && !strcmp(s->rollback_policy, s->policy) &&
+		    s->rollback_version <= s->version)
+			r = fail(err, errlen,
+				 "rollback: version %llu of \"%s\" is not newer than the rolled "
+				 "out %llu; agents would refuse it",
+				 (unsigned long long)s->rollback_version, s->policy,
+				 (unsigned long long)s->version);
+		if (r < 0)
+			goto out;
+	}
+	r = parse_gates(json_object_get(o, "gates"), &s->gates, err, errlen);
+out:
+	json_decref(o);
+	return r;
+}
+
+void rollout_stratum(const char *build_id, uint32_t cpus, const char *role, char *out, size_t len)
+{
+	static const uint32_t classes[] = { 4, 16, 64, 256 };
+	size_t i;
+
+	for (i = 0; i < sizeof(classes) / sizeof(classes[0]) && cpus > classes[i]; i++)
+		;
+	if (i < sizeof(classes) / sizeof(classes[0]))
+		snprintf(out, len, "%s/cpus<=%u/%s", build_id ?: "", classes[i], role ?: "");
+	else
+		snprintf(out, len, "%s/cpus>256/%s", build_id ?: "", role ?: "");
+}
+
+uint64_t rollout_hash(const char *rollout, const char *host)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	const char *parts[] = { rollout, "/", host };
+
+	for (size_t i = 0; i < 3; i++)
+		for (const unsigned char *p = (const unsigned char *)parts[i]; *p; p++) {
+			h ^= *p;
+			h *= 0x100000001b3ULL;
+		}
+	return h;
+}
+
+size_t rollout_target(const struct rollout_spec *s, size_t k, size_t n)
+{
+	const struct rollout_wave *w = &s->waves[k];
+	size_t t;
+
+	if (!n)
+		return 0;
+	t = w->percent ? (size_t)((n * w->n + 99) / 100) : (size_t)w->n;
+	if (!t)
+		t = 1;
+	return t < n ? t : n;
+}
+
+static int by_stratum_hash(const void *a, const void *b)
+{
+	const struct rollout_member *x = a, *y = b;
+	int c = strcmp(x->stratum, y->stratum);
+
+	if (c)
+		return c;
+	return (x->hash > y->hash) - (x->hash < y->hash);
+}
+
+static int by_position(const void *a, const void *b)
+{
+	const struct rollout_member *x = a, *y = b;
+
+	if (x->position != y->position)
+		return (x->position > y->position) - (x->position < y->position);
+	return (x->hash > y->hash) - (x->hash < y->hash);
+}
+
+void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t n)
+{
+	size_t i, j, k;
+
+	for (i = 0; i < n; i++)
+		m[i].hash = rollout_hash(s->name, m[i].host);
+	qsort(m, n, sizeof(*m), by_stratum_hash);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && !strcmp(m[j].stratum, m[i].stratum); j++)
+			;
+		for (k = i; k < j; k++)
+			m[k].position = ((double)(k - i) + 0.5) / (double)(j - i);
+	}
+	qsort(m, n, sizeof(*m), by_position);
+	/* each member joins the first wave whose target covers its place */
+	for (i = 0, k = 0; i < n; i++) {
+		while (k < s->nwaves && rollout_target(s, k, n) <= i)
+			k++;
+		m[i].wave = (unsigned)k;
+	}
+}
+
+bool rollout_is_baseline(const struct rollout_member *a, const struct rollout_member *b, unsigned k)
+{
+	return b->wave > k && !strcmp(a->stratum, b->stratum);
+}

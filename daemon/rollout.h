@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Rollouts (docs/rollouts.md): the document an operator submits, and the
+ * plan made from it: which member hosts each wave reaches, and which
+ * members are a canary's matched baselines. Pure functions; the store
+ * keeps the result and the engine moves it.
+ */
+#ifndef KMEMD_ROLLOUT_H
+#define KMEMD_ROLLOUT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "selector.h"
+
+#define ROLLOUT_NAME_MAX 64
+#define ROLLOUT_MAX_WAVES 16
+#define ROLLOUT_MAX_PROBES 4
+
+struct rollout_wave {
+	bool percent; /* n is a percentage of the members, else a count */
+	uint64_t n;
+	uint64_t bake_ms;
+};
+
+struct rollout_gates {
+	double lockup_alpha;
+	double min_exposure_h; /* host-hours on each side */
+	char latency_probes[ROLLOUT_MAX_PROBES][ROLLOUT_NAME_MAX];
+	size_t nprobes;
+	double latency_alpha;
+	double latency_effect; /* P(canary slower) at least this to fail */
+	uint64_t max_hard_lockups;
+	uint64_t p99_ceiling_ns; /* 0: none */
+	uint64_t min_hosts; /* with data, on each side */
+};
+
+struct rollout_spec {
+	char name[ROLLOUT_NAME_MAX];
+	char policy[ROLLOUT_NAME_MAX];
+	uint64_t version;
+	struct selector selector;
+	struct rollout_wave waves[ROLLOUT_MAX_WAVES];
+	size_t nwaves;
+	char rollback_policy[ROLLOUT_NAME_MAX]; /* "": each host's previous policy */
+	uint64_t rollback_version;
+	struct rollout_gates gates;
+};
+
+/* -EINVAL with a one-line reason naming the key for anything but a valid document. */
+int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
+		       size_t errlen);
+
+/* A host of the rollout, as the plan needs it. */
+struct rollout_member {
+	char host[65];
+	char stratum[160]; /* kernel build id / CPU class / role label */
+	uint64_t hash;
+	double position; /* (rank in stratum + 1/2) / stratum size */
+	unsigned wave; /* the first wave that reaches it */
+};
+
+/* "build/cpus<=N/role": the hosts a canary is compared with share it. */
+void rollout_stratum(const char *build_id, uint32_t cpus, const char *role, char *out, size_t len);
+/* The stable order of a rollout's hosts: FNV-1a 64 of "rollout/host". */
+uint64_t rollout_hash(const char *rollout, const char *host);
+/* Hosts wave k reaches in all (cumulative), of n members. */
+size_t rollout_target(const struct rollout_spec *s, size_t k, size_t n);
+
+/*
+ * Orders members (host, stratum filled in) so that every prefix spreads
+ * over the strata, and sets each one's hash, position and wave (nwaves:
+ * no wave reaches it).
+ */
+void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t n);
+
+/* Whether member b is a baseline for canary a while wave k runs. */
+bool rollout_is_baseline(const struct rollout_member *a, const struct rollout_member *b,
+			 unsigned k);
+
+#endif

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * daemon/rollout.c: the rollout document (and its refusals), wave targets,
+ * the stable stratified order of hosts, matched baselines.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "rollout.h"
+
+static int parse(const char *json, struct rollout_spec *s, char *err, size_t errlen)
+{
+	return rollout_spec_parse(json, strlen(json), s, err, errlen);
+}
+
+static void test_parse(void **state)
+{
+	static const char json[] =
+		"{\"name\": \"rstat-on\", \"policy\": \"web\", \"version\": 6,"
+		" \"selector\": {\"labels\": {\"role\": \"web\"}},"
+		" \"waves\": [{\"percent\": 1}, {\"percent\": 10, \"bake_s\": 7200},"
+		"  {\"count\": 500}, {\"percent\": 100}],"
+		" \"rollback\": {\"policy\": \"web\", \"version\": 7},"
+		" \"gates\": {\"latency_probes\": [\"rstat-flush\"], \"min_hosts\": 5}}";
+	struct rollout_spec s;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse(json, &s, err, sizeof(err)), 0);
+	assert_string_equal(s.name, "rstat-on");
+	assert_string_equal(s.policy, "web");
+	assert_int_equal(s.version, 6);
+	assert_string_equal(s.selector.labels[0].value, "web");
+	assert_int_equal(s.nwaves, 4);
+	assert_true(s.waves[0].percent);
+	assert_int_equal(s.waves[0].bake_ms, 3600000);
+	assert_int_equal(s.waves[1].bake_ms, 7200000);
+	assert_false(s.waves[2].percent);
+	assert_int_equal(s.waves[2].n, 500);
+	assert_string_equal(s.rollback_policy, "web");
+	assert_int_equal(s.rollback_version, 7);
+	/* defaults, and what was given */
+	assert_true(s.gates.lockup_alpha == 0.01);
+	assert_true(s.gates.min_exposure_h == 24);
+	assert_int_equal(s.gates.min_hosts, 5);
+	assert_int_equal(s.gates.nprobes, 1);
+	assert_string_equal(s.gates.latency_probes[0], "rstat-flush");
+}
+
+static void test_refused(void **state)
+{
+	static const struct {
+		const char *json, *err;
+	} cases[] = {
+		{ "[]", "want a JSON object" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 5}], \"wave\": 1}",
+		  "unknown key \"wave\"" },
+		{ "{\"name\": \"r r\", \"policy\": \"p\", \"version\": 1}",
+		  "\"name\" must be 1 to 63 of [A-Za-z0-9._-]" },
+		{ "{\"name\": \"r\", \"policy\": \"p\"}", "\"version\" is required" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1}",
+		  "\"selector\" is required (an object)" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {}}",
+		  "an empty selector" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": []}",
+		  "\"waves\" must be an array of 1 to 16 waves" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}, {\"percent\": 5}]}",
+		  "waves[1]: smaller than the wave before" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10, \"count\": 5}]}",
+		  "waves[0]: want one of \"percent\" and \"count\"" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 101}]}",
+		  "waves[0].percent: want an integer from 1 to 100" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10, \"bake_s\": 5}]}",
+		  "waves[0].bake_s: want an integer from 60 to 2592000" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 3, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"rollback\": {\"policy\": \"p\", \"version\": 2}}",
+		  "rollback: version 2 of \"p\" is not newer than the rolled out 3; agents would "
+		  "refuse it" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"lockup_alpha\": 0.9}}",
+		  "gates.lockup_alpha: want a number above 0, at most 0.5" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"latency_probes\": [\"a b\"]}}",
+		  "gates.latency_probes[0]: not a probe name" },
+	};
+	struct rollout_spec s;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse(cases[i].json, &s, err, sizeof(err)), -EINVAL);
+		if (!strstr(err, cases[i].err))
+			fail_msg("case %zu: '%s' not in '%s'", i, cases[i].err, err);
+	}
+	assert_int_equal(parse("{\"name\":", &s, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not JSON"));
+}
+
+static void test_targets(void **state)
+{
+	struct rollout_spec s = {
+		.nwaves = 3, .waves = { { true, 1, 0 }, { false, 500, 0 }, { true, 100, 0 } }
+	};
+
+	(void)state;
+	assert_int_equal(rollout_target(&s, 0, 150), 2); /* 1.5 rounds up */
+	assert_int_equal(rollout_target(&s, 0, 10), 1); /* at least one host */
+	assert_int_equal(rollout_target(&s, 1, 150), 150); /* a count past the members */
+	assert_int_equal(rollout_target(&s, 2, 150), 150);
+	assert_int_equal(rollout_target(&s, 0, 0), 0);
+	assert_int_equal(rollout_hash("rstat-on", "web-0001"), 0x985c62dabd052616ULL);
+}
+
+#define N 200
+
+static void fill(struct rollout_member *m, size_t n, unsigned seed)
+{
+	/* 150 hosts of one kernel build and 50 of another, listed in any order */
+	for (size_t i = 0; i < n; i++) {
+		size_t h = (i * 7919 + seed) % n;
+
+		memset(&m[i], 0, sizeof(m[i]));
+		snprintf(m[i].host, sizeof(m[i].host), "web-%04zu", h);
+		rollout_stratum(h < 150 ? "build-a" : "build-b", h % 2 ? 8 : 96, "web",
+				m[i].stratum, sizeof(m[i].stratum));
+	}
+}
+
+static void test_plan(void **state)
+{
+	struct rollout_spec s = { .name = "rstat-on",
+				  .nwaves = 3,
+				  .waves = { { true, 10, 0 }, { true, 50, 0 }, { true, 100, 0 } } };
+	static struct rollout_member a[N], b[N];
+	size_t i, in_b = 0, in_b8 = 0, wave0 = 0;
+	char st[160];
+
+	(void)state;
+	rollout_stratum("x", 4, "db", st, sizeof(st));
+	assert_string_equal(st, "x/cpus<=4/db");
+	rollout_stratum("x", 300, "", st, sizeof(st));
+	assert_string_equal(st, "x/cpus>256/");
+	fill(a, N, 1);
+	fill(b, N, 77);
+	rollout_plan(&s, a, N);
+	rollout_plan(&s, b, N);
+	/* the same hosts give the same plan, whatever order they came in */
+	for (i = 0; i < N; i++) {
+		assert_string_equal(a[i].host, b[i].host);
+		assert_int_equal(a[i].wave, b[i].wave);
+	}
+	/*
+	 * the first wave is 20 hosts, spread over the four strata as the fleet
+	 * is (75, 75, 25, 25 hosts): within a host of 7.5, 7.5, 2.5, 2.5 each
+	 */
+	for (i = 0; i < N; i++) {
+		if (a[i].wave != 0)
+			continue;
+		wave0++;
+		in_b += strncmp(a[i].stratum, "build-b/", 8) == 0;
+		in_b8 += strcmp(a[i].stratum, "build-b/cpus<=16/web") == 0;
+	}
+	assert_int_equal(wave0, 20);
+	assert_in_range(in_b, 4, 6);
+	assert_in_range(in_b8, 2, 3);
+	assert_in_range(in_b - in_b8, 2, 3);
+	assert_int_equal(a[99].wave, 1);
+	assert_int_equal(a[100].wave, 2);
+	assert_int_equal(a[N - 1].wave, 2);
+	/* a canary's baselines: its stratum, not reached yet */
+	assert_true(rollout_is_baseline(&a[0], &a[0], 0) == false);
+	for (i = 20; i < N && strcmp(a[i].stratum, a[0].stratum); i++)
+		;
+	assert_true(i < N);
+	assert_true(rollout_is_baseline(&a[0], &a[i], 0));
+	assert_false(rollout_is_baseline(&a[0], &a[i], a[i].wave));
+	for (i = 20; i < N && !strcmp(a[i].stratum, a[0].stratum); i++)
+		;
+	assert_false(rollout_is_baseline(&a[0], &a[i], 0));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_targets),
+		cmocka_unit_test(test_plan),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
