@@ -34,8 +34,8 @@ static int add_row(void *arg, const char *json)
 	return o && json_array_append_new(r->array, o) == 0 ? 0 : -ENOMEM;
 }
 
-static void reply_rows(struct evhttp_request *req, struct kmemd *k,
-		       int (*list)(struct store *, store_row_cb, void *))
+void reply_rows(struct evhttp_request *req, struct kmemd *k,
+		int (*list)(struct store *, store_row_cb, void *))
 {
 	struct rows rows = { json_array() };
 	int r = rows.array ? list(k->store, add_row, &rows) : -ENOMEM;

@@ -60,7 +60,9 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
 	char name[STORE_ID_MAX];
 	uint64_t version;
 
-	if (desired_policy(k, rep->facts, name, sizeof(name), &version) < 0)
+	/* a rollout that reached the host has the say over direct assignments */
+	if (k->store->ops->rollout_desired(k->store, rep->facts->host_id, name, &version) < 0 &&
+	    desired_policy(k, rep->facts, name, sizeof(name), &version) < 0)
 		return NULL;
 	if (!strcmp(name, rep->policy_name) && version <= rep->policy_version)
 		return NULL;

@@ -59,6 +59,8 @@ struct rollout_member {
 	uint64_t hash;
 	double position; /* (rank in stratum + 1/2) / stratum size */
 	unsigned wave; /* the first wave that reaches it */
+	char prev_policy[ROLLOUT_NAME_MAX]; /* what it ran before; "": nothing */
+	uint64_t prev_version;
 };
 
 /* "build/cpus<=N/role": the hosts a canary is compared with share it. */

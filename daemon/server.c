@@ -147,6 +147,9 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/enroll/secrets", ROLE_ADMIN, handle_secret_post },
 	{ EVHTTP_REQ_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, handle_secret_revoke },
 	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, handle_metrics },
+	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_post },
+	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_get },
+	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, handle_rollout_action },
 };
 
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)

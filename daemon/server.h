@@ -15,6 +15,7 @@
 
 #include "kmemd.h"
 #include "selector.h"
+#include "store.h"
 #include "tls.h"
 
 enum route_role {
@@ -61,6 +62,16 @@ bool content_type_is(struct evhttp_request *req, const char *type);
 #define PROTOBUF_TYPE "application/x-protobuf"
 #define JSON_TYPE "application/json"
 
+/* What list yields (JSON objects) as one JSON array. */
+void reply_rows(struct evhttp_request *req, struct kmemd *k,
+		int (*list)(struct store *, store_row_cb, void *));
+/* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */
+void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
+void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
+			 const struct tls_identity *peer);
+void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer);
 void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_policies_get(struct evhttp_request *req, struct kmemd *k,

@@ -59,6 +59,16 @@ static const char *const migrations[] = {
 	" first_bucket INTEGER, counts BLOB, count INTEGER, sum_ns INTEGER, max_ns INTEGER,"
 	" samples INTEGER, PRIMARY KEY (host_id, probe, hour_ms)) WITHOUT ROWID;"
 	"CREATE INDEX rollups_by_probe ON rollups (probe, hour_ms);",
+	/* 4: rollouts, their member hosts in plan order */
+	"CREATE TABLE rollouts ("
+	" name TEXT PRIMARY KEY, spec TEXT NOT NULL, state TEXT NOT NULL,"
+	" wave INTEGER NOT NULL DEFAULT 0, wave_started_ms INTEGER, reason TEXT,"
+	" created_ms INTEGER, updated_ms INTEGER);"
+	"CREATE TABLE rollout_hosts ("
+	" rollout TEXT NOT NULL REFERENCES rollouts (name), host_id TEXT NOT NULL,"
+	" stratum TEXT, position REAL, wave INTEGER, prev_policy TEXT, prev_version INTEGER,"
+	" PRIMARY KEY (rollout, host_id)) WITHOUT ROWID;"
+	"CREATE INDEX rollout_hosts_by_host ON rollout_hosts (host_id);",
 };
 
 enum stmt {
@@ -95,6 +105,14 @@ enum stmt {
 	ST_ROLLUP_PUT,
 	ST_ROLLUP_DROP,
 	ST_ROLLUP_COUNTERS,
+	ST_HOST_FACTS,
+	ST_ROLLOUT_ADD,
+	ST_ROLLOUT_GET,
+	ST_ROLLOUTS,
+	ST_ROLLOUT_UPDATE,
+	ST_MEMBER_ADD,
+	ST_MEMBERS,
+	ST_ROLLOUT_DESIRED,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -199,6 +217,36 @@ static const char *const sql[ST_N] = {
 		"DELETE FROM counters WHERE host_id = ?1 AND unix_ms < ?2 AND rowid"
 		" NOT IN (SELECT rowid FROM (SELECT rowid, max(unix_ms) FROM counters"
 		" WHERE host_id = ?1 AND unix_ms < ?2 GROUP BY unix_ms / 3600000))",
+	[ST_HOST_FACTS] = "SELECT host_id, hostname, kernel_release, build_id, possible_cpus,"
+			  " online_cpus, mem_total, kasan, labels, policy_name, policy_version"
+			  " FROM hosts WHERE revoked = 0 AND last_seq > 0 ORDER BY host_id",
+	[ST_ROLLOUT_ADD] = "INSERT INTO rollouts (name, spec, state, created_ms, updated_ms)"
+			   " VALUES (?1, ?2, 'pending', ?3, ?3)",
+	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason FROM rollouts"
+			   " WHERE name = ?1",
+	[ST_ROLLOUTS] = "SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
+			" 'wave_started_ms', r.wave_started_ms, 'reason', r.reason,"
+			" 'created_ms', r.created_ms, 'updated_ms', r.updated_ms,"
+			" 'spec', json(r.spec), 'members', (SELECT json_group_array(n) FROM"
+			" (SELECT count(*) AS n FROM rollout_hosts m WHERE m.rollout = r.name"
+			" GROUP BY m.wave ORDER BY m.wave))) FROM rollouts r"
+			" ORDER BY r.created_ms DESC, r.name",
+	[ST_ROLLOUT_UPDATE] = "UPDATE rollouts SET state = ?2, wave = ?3, wave_started_ms = ?4,"
+			      " reason = ?5, updated_ms = ?6 WHERE name = ?1",
+	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_MEMBERS] = "SELECT host_id, stratum, position, wave, prev_policy, prev_version"
+		       " FROM rollout_hosts WHERE rollout = ?1 ORDER BY wave, position, host_id",
+	/* a rollout that never reached the host has no say there */
+	[ST_ROLLOUT_DESIRED] =
+		"SELECT CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
+		" coalesce(json_extract(r.spec, '$.rollback.policy'), m.prev_policy)"
+		" ELSE json_extract(r.spec, '$.policy') END,"
+		" CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
+		" coalesce(json_extract(r.spec, '$.rollback.version'), m.prev_version)"
+		" ELSE json_extract(r.spec, '$.version') END"
+		" FROM rollout_hosts m JOIN rollouts r ON r.name = m.rollout"
+		" WHERE m.host_id = ?1 AND r.state != 'pending' AND m.wave <= r.wave"
+		" ORDER BY r.created_ms DESC LIMIT 1",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -998,6 +1046,181 @@ static int sq_rollup(struct store *s, int64_t before_ms, char cursor[STORE_ID_MA
 	return n == max_hosts;
 }
 
+static int sq_host_facts(struct store *s, store_facts_cb cb, void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_HOST_FACTS);
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+		json_t *labels = json_loads(text_or_empty(st, 8), 0, NULL), *v;
+		size_t n = json_object_size(labels);
+		Kmemctl__V1__HostFacts__LabelsEntry *le = calloc(n ?: 1, sizeof(*le));
+		Kmemctl__V1__HostFacts__LabelsEntry **lep = calloc(n ?: 1, sizeof(*lep));
+		const char *key;
+
+		if (!le || !lep) {
+			free(le);
+			free(lep);
+			json_decref(labels);
+			return -ENOMEM;
+		}
+
+		f.host_id = (char *)text_or_empty(st, 0);
+		f.hostname = (char *)text_or_empty(st, 1);
+		f.kernel_release = (char *)text_or_empty(st, 2);
+		f.kernel_build_id = (char *)text_or_empty(st, 3);
+		f.possible_cpus = (uint32_t)sqlite3_column_int64(st, 4);
+		f.online_cpus = (uint32_t)sqlite3_column_int64(st, 5);
+		f.mem_total_bytes = (uint64_t)sqlite3_column_int64(st, 6);
+		f.kasan = sqlite3_column_int(st, 7) != 0;
+		json_object_foreach(labels, key, v)
+		{
+			if (!json_is_string(v))
+				continue;
+			kmemctl__v1__host_facts__labels_entry__init(&le[f.n_labels]);
+			le[f.n_labels].key = (char *)key;
+			le[f.n_labels].value = (char *)json_string_value(v);
+			lep[f.n_labels] = &le[f.n_labels];
+			f.n_labels++;
+		}
+		f.labels = lep;
+		r = cb(arg, &f, sqlite3_column_text(st, 9) ? text_or_empty(st, 9) : NULL,
+		       (uint64_t)sqlite3_column_int64(st, 10));
+		free(le);
+		free(lep);
+		json_decref(labels);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_ADD);
+	int rc;
+
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now_ms);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_CONSTRAINT)
+		return -EEXIST;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GET);
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	snprintf(r->name, sizeof(r->name), "%s", name);
+	r->spec_json = strdup(text_or_empty(st, 0));
+	snprintf(r->state, sizeof(r->state), "%s", text_or_empty(st, 1));
+	r->wave = (unsigned)sqlite3_column_int(st, 2);
+	r->wave_started_ms = sqlite3_column_int64(st, 3);
+	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, 4));
+	return r->spec_json ? 0 : -ENOMEM;
+}
+
+static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
+{
+	return rows(s, stmt(s, ST_ROLLOUTS), cb, arg);
+}
+
+static int sq_rollout_update(struct store *s, const struct store_rollout *r, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
+
+	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, r->state, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, (int)r->wave);
+	sqlite3_bind_int64(st, 4, r->wave_started_ms);
+	sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 6, now_ms);
+	if (step_done(st) < 0)
+		return -EIO;
+	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+}
+
+static int sq_rollout_start(struct store *s, const struct store_rollout *ro,
+			    const struct store_member *m, size_t n, int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	size_t i;
+	int r = exec(DB(s), "SAVEPOINT start");
+
+	for (i = 0; r == 0 && i < n; i++) {
+		st = stmt(s, ST_MEMBER_ADD);
+		sqlite3_bind_text(st, 1, ro->name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, m[i].host_id, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, m[i].stratum, -1, SQLITE_STATIC);
+		sqlite3_bind_double(st, 4, m[i].position);
+		sqlite3_bind_int(st, 5, (int)m[i].wave);
+		if (m[i].prev_policy) {
+			sqlite3_bind_text(st, 6, m[i].prev_policy, -1, SQLITE_STATIC);
+			sqlite3_bind_int64(st, 7, (sqlite3_int64)m[i].prev_version);
+		}
+		r = step_done(st);
+	}
+	if (r == 0)
+		r = sq_rollout_update(s, ro, now_ms);
+	if (r < 0)
+		exec(DB(s), "ROLLBACK TO start");
+	exec(DB(s), "RELEASE start");
+	return r;
+}
+
+static int sq_members(struct store *s, const char *rollout,
+		      int (*cb)(void *arg, const struct store_member *m), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_MEMBERS);
+	struct store_member m;
+	int rc, r = 0;
+
+	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		m.host_id = text_or_empty(st, 0);
+		m.stratum = text_or_empty(st, 1);
+		m.position = sqlite3_column_double(st, 2);
+		m.wave = (unsigned)sqlite3_column_int(st, 3);
+		m.prev_policy = sqlite3_column_text(st, 4) ? text_or_empty(st, 4) : NULL;
+		m.prev_version = (uint64_t)sqlite3_column_int64(st, 5);
+		r = cb(arg, &m);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_rollout_desired(struct store *s, const char *host, char name[STORE_ID_MAX],
+			      uint64_t *version)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_DESIRED);
+	int rc;
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	/* rolled back to nothing: no rollout has a say */
+	if (!sqlite3_column_text(st, 0))
+		return -ENOENT;
+	snprintf(name, STORE_ID_MAX, "%s", sqlite3_column_text(st, 0));
+	*version = (uint64_t)sqlite3_column_int64(st, 1);
+	return 0;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -1023,11 +1246,25 @@ static const struct store_ops sqlite_ops = {
 	.secret_revoke = sq_secret_revoke,
 	.expire = sq_expire,
 	.rollup = sq_rollup,
+	.host_facts = sq_host_facts,
+	.rollout_add = sq_rollout_add,
+	.rollout_get = sq_rollout_get,
+	.rollouts = sq_rollouts,
+	.rollout_update = sq_rollout_update,
+	.rollout_start = sq_rollout_start,
+	.members = sq_members,
+	.rollout_desired = sq_rollout_desired,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
 	return sqlite_ops.open(path, out, err, errlen);
+}
+
+void store_rollout_clear(struct store_rollout *r)
+{
+	free(r->spec_json);
+	r->spec_json = NULL;
 }
 
 void store_policy_clear(struct store_policy *p)

@@ -46,6 +46,30 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
+/* A rollout (docs/rollouts.md) as kept: its document and where it stands. */
+struct store_rollout {
+	char name[STORE_ID_MAX];
+	char *spec_json; /* malloc'ed by rollout_get */
+	char state[16]; /* pending running holding paused rolling-back rolled-back done aborted */
+	unsigned wave; /* the wave running (or last run) */
+	int64_t wave_started_ms;
+	char reason[256]; /* of the last change of state */
+};
+
+/* A host of a rollout: its place in the plan and what it ran before. */
+struct store_member {
+	const char *host_id;
+	const char *stratum;
+	double position;
+	unsigned wave;
+	const char *prev_policy; /* NULL: none */
+	uint64_t prev_version;
+};
+
+/* The facts a selector looks at, and the policy the host runs. */
+typedef int (*store_facts_cb)(void *arg, const Kmemctl__V1__HostFacts *f, const char *policy,
+			      uint64_t version);
+
 /*
  * One stored probe sample: a histogram delta of one host's interval, or,
  * past the raw window, the merged samples of one host's hour.
@@ -135,7 +159,34 @@ struct store_ops {
 	 */
 	int (*rollup)(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX],
 		      unsigned max_hosts, uint64_t *rows);
+	/* Every host not revoked, in host id order. */
+	int (*host_facts)(struct store *s, store_facts_cb cb, void *arg);
+	/* A new rollout, pending; -EEXIST when the name is taken. */
+	int (*rollout_add)(struct store *s, const char *name, const char *spec_json,
+			   int64_t now_ms);
+	/* -ENOENT when there is none; store_rollout_clear() after. */
+	int (*rollout_get)(struct store *s, const char *name, struct store_rollout *r);
+	/* Each rollout as a JSON object (with its member count per wave), newest first. */
+	int (*rollouts)(struct store *s, store_row_cb cb, void *arg);
+	/* Its state, wave, wave start and reason, as r says. */
+	int (*rollout_update)(struct store *s, const struct store_rollout *r, int64_t now_ms);
+	/* A pending rollout's n members, and r's state, all or nothing. */
+	int (*rollout_start)(struct store *s, const struct store_rollout *r,
+			     const struct store_member *m, size_t n, int64_t now_ms);
+	/* The members in plan order. */
+	int (*members)(struct store *s, const char *rollout,
+		       int (*cb)(void *arg, const struct store_member *m), void *arg);
+	/*
+	 * The policy the newest rollout that reached host wants there: its
+	 * policy while it runs or once done, the rollback target once rolled
+	 * back or aborted. 0 with name and version set, -ENOENT when no
+	 * rollout has a say.
+	 */
+	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
+			       uint64_t *version);
 };
+
+void store_rollout_clear(struct store_rollout *r);
 
 struct store {
 	const struct store_ops *ops;

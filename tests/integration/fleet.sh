@@ -251,6 +251,56 @@ grep -q '^kmemd_heap_bytes [0-9]' metrics.txt || fail "metrics: no kmemd_heap_by
 grep -q '[{,]host\(_id\)\?=' metrics.txt && fail "a per-host label in /metrics"
 echo "ok: /metrics passes promtool check metrics"
 
+# a rollout of another policy over role=web: one host, then both, then aborted
+printf '{"mitigations":{"rstat-yield":{"mode":"on"}}}' >rstat.json
+$KMEMCTL policy sign -k signer.key -n rstat -v 1 -s ops -o rstat.bundle rstat.json
+expect 201 '"signed":true' "the rollout's policy is uploaded" \
+	ops POST /v1/policies "${PB[@]}" --data-binary @rstat.bundle
+ROLLOUT='{"name":"rstat-on","policy":"rstat","version":1,"selector":{"labels":{"role":"web"}},
+	"waves":[{"count":1},{"percent":100}]}'
+expect 404 "no policy rstat version 9" "a rollout of an unknown policy" \
+	ops POST /v1/rollouts "${JS[@]}" --data "${ROLLOUT/\"version\":1/\"version\":9}"
+expect 400 'smaller than the wave before' "a rollout whose waves shrink" \
+	ops POST /v1/rollouts "${JS[@]}" --data "${ROLLOUT/\"count\":1\},\{\"percent\":100/\"percent\":50\},\{\"percent\":10}"
+expect 201 '"state":"pending"' "a rollout is created" ops POST /v1/rollouts "${JS[@]}" --data "$ROLLOUT"
+expect 409 "exists" "the same rollout name again" ops POST /v1/rollouts "${JS[@]}" --data "$ROLLOUT"
+expect 400 "no action" "an unknown action" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"go"}'
+expect 409 "cannot promote" "promoting a pending rollout" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"promote"}'
+DBROLL='{"name":"db-roll","policy":"rstat","version":1,"selector":{"labels":{"role":"db"}},"waves":[{"percent":100}]}'
+expect 201 '"state":"pending"' "a rollout over db-1" ops POST /v1/rollouts "${JS[@]}" --data "$DBROLL"
+expect 409 "runs no policy" "a rollout with nothing to roll back to" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"db-roll","action":"start"}'
+expect 200 '"state":"running","wave":0' "the rollout starts" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"start"}'
+runs() { # host policy
+	[ "$(sqlite3 kmemd.sqlite "SELECT policy_name FROM hosts WHERE host_id = '$1'")" = "$2" ]
+}
+waves=$(sqlite3 kmemd.sqlite "SELECT group_concat(n) FROM (SELECT count(*) AS n
+	FROM rollout_hosts WHERE rollout = 'rstat-on' GROUP BY wave ORDER BY wave)")
+[ "$waves" = 1,1 ] || fail "rollout members per wave: $waves"
+api ops GET /v1/rollouts | head -1 | grep -q '"members":\[1,1\]' ||
+	fail "GET /v1/rollouts: $(api ops GET /v1/rollouts)"
+wait_for 30 sh -c "grep -q 'policy rstat version 1 from kmemd accepted' agent-web-1.log agent-web-2.log" ||
+	fail "wave 1 reached no host"
+canary=$(grep -l 'policy rstat version 1 from kmemd accepted' agent-web-1.log agent-web-2.log)
+[ "$(echo "$canary" | wc -l)" = 1 ] || fail "wave 1 reached both hosts"
+echo "ok: wave 1 reaches one host ($canary)"
+expect 200 '"state":"running","wave":1' "the rollout is promoted" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"promote"}'
+for h in web-1 web-2; do
+	wait_for 30 runs $h rstat || fail "$h did not get rstat: $(api ops GET /v1/hosts)"
+done
+echo "ok: wave 2 reaches both"
+expect 200 '"state":"aborted"' "the rollout is aborted" \
+	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"abort"}'
+for h in web-1 web-2; do
+	wait_for 30 runs $h web || fail "$h was not rolled back to web: $(api ops GET /v1/hosts)"
+done
+runs db-1 rstat && fail "db-1 got the rollout's policy"
+echo "ok: an aborted rollout sends every host it reached back to what it ran"
+
 # everything stops cleanly (under the sanitizers: without leaks)
 for p in "${pids[@]}"; do
 	kill "$p"

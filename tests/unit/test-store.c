@@ -331,6 +331,146 @@ static void test_rollup(void **state)
 	s->ops->close(s);
 }
 
+static int count_facts(void *arg, const Kmemctl__V1__HostFacts *f, const char *policy,
+		       uint64_t version)
+{
+	unsigned *n = arg;
+
+	(*n)++;
+	if (!strcmp(f->host_id, "web-2")) {
+		assert_int_equal(f->n_labels, 1);
+		assert_string_equal(f->labels[0]->key, "role");
+		assert_string_equal(f->labels[0]->value, "web");
+		assert_string_equal(policy, "base");
+		assert_int_equal(version, 4);
+	}
+	return 0;
+}
+
+static int collect_members(void *arg, const struct store_member *m)
+{
+	char *out = arg;
+
+	strcat(out, m->host_id);
+	strcat(out, m->prev_policy ? "+ " : "- ");
+	return 0;
+}
+
+static int rollouts_json(void *arg, const char *json)
+{
+	snprintf(arg, 1024, "%s", json);
+	return 0;
+}
+
+/* Rollouts kept, their members, and which policy they want where. */
+static void test_rollouts(void **state)
+{
+	static const char spec[] = "{\"name\":\"r1\",\"policy\":\"web\",\"version\":6}";
+	static const char spec_rb[] = "{\"name\":\"r2\",\"policy\":\"web\",\"version\":6,"
+				      "\"rollback\":{\"policy\":\"web\",\"version\":7}}";
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__HostFacts__LabelsEntry le = KMEMCTL__V1__HOST_FACTS__LABELS_ENTRY__INIT,
+					    *lep[] = { &le };
+	struct store_member m[3];
+	struct store_rollout r;
+	char name[STORE_ID_MAX], list[256] = "", json[1024];
+	const char *hosts[] = { "web-1", "web-2", "web-3" };
+	uint64_t version;
+	unsigned n = 0;
+	struct store *s;
+
+	(void)state;
+	unlink(path);
+	s = open_store();
+	le.key = "role";
+	le.value = "web";
+	f.n_labels = 1;
+	f.labels = lep;
+	rep.facts = &f;
+	rep.policy_name = "base";
+	rep.policy_version = 4;
+	for (size_t i = 0; i < 3; i++) {
+		f.host_id = (char *)hosts[i];
+		rep.seq = 1;
+		rep.unix_ms = 1000;
+		assert_int_equal(s->ops->ingest(s, &rep, 1000), 0);
+	}
+	assert_int_equal(s->ops->host_facts(s, count_facts, &n), 0);
+	assert_int_equal(n, 3);
+
+	assert_int_equal(s->ops->rollout_add(s, "r1", spec, 2000), 0);
+	assert_int_equal(s->ops->rollout_add(s, "r1", spec, 2001), -EEXIST);
+	assert_int_equal(s->ops->rollout_get(s, "r9", &r), -ENOENT);
+	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
+	assert_string_equal(r.state, "pending");
+	assert_string_equal(r.spec_json, spec);
+	store_rollout_clear(&r);
+	/* web-1 in wave 0; web-2 (ran base/4) and web-3 (ran nothing) in wave 1 */
+	for (size_t i = 0; i < 3; i++) {
+		m[i] = (struct store_member){ .host_id = hosts[i],
+					      .stratum = "b/cpus<=4/web",
+					      .wave = i ? 1 : 0,
+					      .position = (double)i,
+					      .prev_policy = i == 2 ? NULL : "base",
+					      .prev_version = 4 };
+	}
+	r = (struct store_rollout){ .name = "r1", .state = "pending" };
+	assert_int_equal(s->ops->rollout_start(s, &r, m, 3, 2500), 0);
+	assert_int_equal(s->ops->members(s, "r1", collect_members, list), 0);
+	assert_string_equal(list, "web-1+ web-2+ web-3- ");
+	/* all or nothing: a host listed twice undoes the whole start */
+	{
+		struct store_member twice[] = { m[0], m[0] };
+		char none[64] = "";
+
+		assert_int_equal(s->ops->rollout_add(s, "r0", spec, 2550), 0);
+		r = (struct store_rollout){ .name = "r0", .state = "running" };
+		assert_int_equal(s->ops->rollout_start(s, &r, twice, 2, 2600), -EIO);
+		assert_int_equal(s->ops->members(s, "r0", collect_members, none), 0);
+		assert_string_equal(none, "");
+		assert_int_equal(s->ops->rollout_get(s, "r0", &r), 0);
+		assert_string_equal(r.state, "pending");
+		store_rollout_clear(&r);
+	}
+
+	/* pending: no say anywhere */
+	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), -ENOENT);
+	r = (struct store_rollout){ .name = "r1", .state = "running", .wave = 0 };
+	assert_int_equal(s->ops->rollout_update(s, &r, 3000), 0);
+	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), 0);
+	assert_string_equal(name, "web");
+	assert_int_equal(version, 6);
+	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), -ENOENT);
+	r.wave = 1;
+	assert_int_equal(s->ops->rollout_update(s, &r, 4000), 0);
+	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
+	/* rolled back: each host to what it ran; web-3 ran nothing, so no say */
+	strcpy(r.state, "rolled-back");
+	assert_int_equal(s->ops->rollout_update(s, &r, 5000), 0);
+	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
+	assert_string_equal(name, "base");
+	assert_int_equal(version, 4);
+	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), -ENOENT);
+	assert_int_equal(s->ops->rollouts(s, rollouts_json, json), 0);
+	assert_non_null(strstr(json, "\"state\":\"rolled-back\""));
+	assert_non_null(strstr(json, "\"members\":[1,2]"));
+
+	/* a newer rollout with a signed rollback version has the say */
+	assert_int_equal(s->ops->rollout_add(s, "r2", spec_rb, 6000), 0);
+	m[2].wave = 0;
+	r = (struct store_rollout){ .name = "r2", .state = "running" };
+	assert_int_equal(s->ops->rollout_start(s, &r, &m[2], 1, 6500), 0);
+	r = (struct store_rollout){ .name = "r2", .state = "aborted", .wave = 0 };
+	assert_int_equal(s->ops->rollout_update(s, &r, 7000), 0);
+	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), 0);
+	assert_string_equal(name, "web");
+	assert_int_equal(version, 7);
+	r = (struct store_rollout){ .name = "r9", .state = "running" };
+	assert_int_equal(s->ops->rollout_update(s, &r, 8000), -ENOENT);
+	s->ops->close(s);
+}
+
 /* A file from a newer kmemd is refused, not misread. */
 static void test_newer_schema(void **state)
 {
@@ -364,9 +504,9 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_reports),	 cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),	 cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts), cmocka_unit_test(test_newer_schema),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

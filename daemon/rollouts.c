@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The rollout admin API (docs/rollouts.md): create one, list them, and the
+ * operator's actions. Starting one makes its members and wave plan; the
+ * hosts of each wave reached get its policy with their next report.
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "message-ids.h"
+#include "rollout.h"
+#include "server.h"
+#include "store.h"
+
+/* The version exists and carries an operator's signature: agents take nothing else. */
+static int signed_policy(struct kmemd *k, const char *name, uint64_t version, char *why, size_t len)
+{
+	struct store_policy p;
+	int r = k->store->ops->policy_get(k->store, name, version, &p);
+
+	if (r < 0) {
+		snprintf(why, len, "no policy %s version %llu", name, (unsigned long long)version);
+		return r;
+	}
+	r = p.bundle ? 0 : -EPERM;
+	store_policy_clear(&p);
+	if (r < 0)
+		snprintf(why, len,
+			 "policy %s version %llu is unsigned: agents run signed policies only",
+			 name, (unsigned long long)version);
+	return r;
+}
+
+void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	struct rollout_spec *s = malloc(sizeof(*s));
+	char why[320], detail[320];
+	const uint8_t *body;
+	size_t len;
+	int r;
+
+	body = request_body(req, &len);
+	if (!content_type_is(req, JSON_TYPE) || !body) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		goto out;
+	}
+	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
+		goto out;
+	}
+	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
+	if (r == 0 && s->rollback_policy[0])
+		r = signed_policy(k, s->rollback_policy, s->rollback_version, why, sizeof(why));
+	if (r < 0) {
+		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
+			    r == -ENOENT ? "Not Found" : "Conflict", why);
+		goto out;
+	}
+	/* the document as sent: kmemd's own reading of it is rollout_spec_parse() */
+	{
+		char *text = strndup((const char *)body, len);
+
+		r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) :
+			   -ENOMEM;
+		free(text);
+	}
+	if (r == -EEXIST) {
+		snprintf(why, sizeof(why), "a rollout named %s exists", s->name);
+		reply_error(req, 409, "Conflict", why);
+		goto out;
+	}
+	if (r < 0) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		goto out;
+	}
+	snprintf(detail, sizeof(detail), "%s: %s/%llu in %zu waves", s->name, s->policy,
+		 (unsigned long long)s->version, s->nwaves);
+	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.create", NULL, detail);
+	reply_json(req, 201, "Created",
+		   json_pack("{s:s, s:s}", "name", s->name, "state", "pending"));
+out:
+	free(s);
+}
+
+void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
+			 const struct tls_identity *peer)
+{
+	(void)peer;
+	reply_rows(req, k, k->store->ops->rollouts);
+}
+
+/* The hosts the rollout's selector picks now, with what each runs. */
+struct members {
+	const struct rollout_spec *s;
+	struct rollout_member *m;
+	size_t n, cap;
+	char why[320]; /* a host rollback could not reach */
+};
+
+static int collect(void *arg, const Kmemctl__V1__HostFacts *f, const char *policy, uint64_t version)
+{
+	struct members *ms = arg;
+	struct rollout_member *m;
+	const char *role = "";
+	size_t i;
+
+	if (!selector_match(&ms->s->selector, f))
+		return 0;
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 64;
+
+		m = realloc(ms->m, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		ms->m = m;
+		ms->cap = cap;
+	}
+	for (i = 0; i < f->n_labels; i++)
+		if (!strcmp(f->labels[i]->key, "role"))
+			role = f->labels[i]->value;
+	m = &ms->m[ms->n++];
+	memset(m, 0, sizeof(*m));
+	snprintf(m->host, sizeof(m->host), "%s", f->host_id);
+	rollout_stratum(f->kernel_build_id, f->online_cpus, role, m->stratum, sizeof(m->stratum));
+	snprintf(m->prev_policy, sizeof(m->prev_policy), "%s", policy ?: "");
+	m->prev_version = version;
+	/*
+	 * Without a rollback version, rollback sends each host what it ran:
+	 * there must be something, under another name (an agent refuses an
+	 * older version of the policy it runs).
+	 */
+	if (!ms->s->rollback_policy[0] && !ms->why[0] &&
+	    (!m->prev_policy[0] || !strcmp(m->prev_policy, ms->s->policy)))
+		snprintf(ms->why, sizeof(ms->why),
+			 "host %s runs %s: without a \"rollback\" policy it could not be rolled "
+			 "back",
+			 m->host, m->prev_policy[0] ? "the rollout's policy" : "no policy");
+	return 0;
+}
+
+/* Members, their plan and the running state, all at once. */
+static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s, char *why,
+		 size_t len)
+{
+	struct members ms = { .s = s };
+	struct store_member *sm = NULL;
+	size_t i;
+	int r = k->store->ops->host_facts(k->store, collect, &ms);
+
+	if (r == 0 && !ms.n) {
+		snprintf(why, len, "no host matches the rollout's selector");
+		r = -ENOENT;
+	} else if (r == 0 && ms.why[0]) {
+		snprintf(why, len, "%s", ms.why);
+		r = -EPERM;
+	}
+	if (r < 0)
+		goto out;
+	rollout_plan(s, ms.m, ms.n);
+	sm = calloc(ms.n, sizeof(*sm));
+	if (!sm) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < ms.n; i++)
+		sm[i] = (struct store_member){ .host_id = ms.m[i].host,
+					       .stratum = ms.m[i].stratum,
+					       .position = ms.m[i].position,
+					       .wave = ms.m[i].wave,
+					       .prev_policy = ms.m[i].prev_policy[0] ?
+								      ms.m[i].prev_policy :
+								      NULL,
+					       .prev_version = ms.m[i].prev_version };
+	snprintf(ro->state, sizeof(ro->state), "running");
+	ro->wave = 0;
+	ro->wave_started_ms = kmemd_now_ms();
+	snprintf(ro->reason, sizeof(ro->reason), "started with %zu hosts", ms.n);
+	r = k->store->ops->rollout_start(k->store, ro, sm, ms.n, kmemd_now_ms());
+	if (r < 0)
+		snprintf(why, len, "the store failed");
+out:
+	free(sm);
+	free(ms.m);
+	return r;
+}
+
+static bool state_is(const struct store_rollout *ro, const char *const *states)
+{
+	for (; *states; states++)
+		if (!strcmp(ro->state, *states))
+			return true;
+	return false;
+}
+
+/*
+ * The operator's move: start (pending), pause (running, holding), resume
+ * (paused), promote (the next wave now, or done after the last), abort
+ * (any unfinished one: its hosts are rolled back).
+ */
+static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s,
+	       const char *action, char *why, size_t len)
+{
+	static const char *const pending[] = { "pending", NULL };
+	static const char *const active[] = { "running", "holding", NULL };
+	static const char *const paused[] = { "paused", NULL };
+	static const char *const open[] = { "running", "holding", "paused", NULL };
+	static const char *const unfinished[] = { "pending", "running", "holding", "paused", NULL };
+	const char *const *from;
+	int64_t now = kmemd_now_ms();
+
+	if (!strcmp(action, "start"))
+		from = pending;
+	else if (!strcmp(action, "pause"))
+		from = active;
+	else if (!strcmp(action, "resume"))
+		from = paused;
+	else if (!strcmp(action, "promote"))
+		from = open;
+	else if (!strcmp(action, "abort"))
+		from = unfinished;
+	else {
+		snprintf(why, len, "no action \"%s\": start, pause, resume, promote or abort",
+			 action);
+		return -EINVAL;
+	}
+	if (!state_is(ro, from)) {
+		snprintf(why, len, "rollout %s is %s: it cannot %s", ro->name, ro->state, action);
+		return -EBUSY;
+	}
+	if (from == pending)
+		return start(k, ro, s, why, len);
+	if (from == active) {
+		snprintf(ro->state, sizeof(ro->state), "paused");
+	} else if (from == paused) {
+		snprintf(ro->state, sizeof(ro->state), "running");
+	} else if (from == open && ro->wave + 1 >= s->nwaves) {
+		snprintf(ro->state, sizeof(ro->state), "done");
+	} else if (from == open) {
+		ro->wave++;
+		ro->wave_started_ms = now;
+		snprintf(ro->state, sizeof(ro->state), "running");
+	} else {
+		snprintf(ro->state, sizeof(ro->state), "aborted");
+	}
+	snprintf(ro->reason, sizeof(ro->reason), "%s by an operator", action);
+	return k->store->ops->rollout_update(k->store, ro, now);
+}
+
+/* {"name": N, "action": A}: the rollout as it now stands. */
+void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer)
+{
+	struct rollout_spec *s = malloc(sizeof(*s));
+	struct store_rollout ro = { 0 };
+	const char *name = NULL, *action = NULL;
+	char why[320], detail[400];
+	const uint8_t *body;
+	json_error_t je;
+	json_t *o = NULL;
+	size_t len;
+	int r;
+
+	body = request_body(req, &len);
+	if (!content_type_is(req, JSON_TYPE) || !body) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		goto out;
+	}
+	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:s}", "name", &name, "action",
+				 &action) < 0) {
+		snprintf(why, sizeof(why), "want {\"name\", \"action\"}: %s", je.text);
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+		goto out;
+	}
+	r = s ? k->store->ops->rollout_get(k->store, name, &ro) : -ENOMEM;
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no rollout %s", name);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+		goto out;
+	}
+	/* kept documents were checked when created */
+	if (r < 0 ||
+	    rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		goto out;
+	}
+	r = act(k, &ro, s, action, why, sizeof(why));
+	if (r < 0) {
+		reply_error(req,
+			    r == -EINVAL ? HTTP_BADREQUEST :
+			    r == -EIO	 ? HTTP_INTERNAL :
+					   409,
+			    r == -EINVAL ? "Bad Request" :
+			    r == -EIO	 ? "Internal Server Error" :
+					   "Conflict",
+			    why);
+		goto out;
+	}
+	snprintf(detail, sizeof(detail), "%s: %s, now %s in wave %u", ro.name, action, ro.state,
+		 ro.wave + 1);
+	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.action", NULL, detail);
+	reply_json(req, HTTP_OK, "OK",
+		   json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state", ro.state, "wave",
+			     (int)ro.wave, "reason", ro.reason));
+out:
+	json_decref(o);
+	store_rollout_clear(&ro);
+	free(s);
+}
