@@ -1,0 +1,175 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "gates.h"
+#include "stats.h"
+
+const char *gate_verdict_name(enum gate_verdict v)
+{
+	static const char *const names[] = { "pass", "fail", "inconclusive" };
+
+	return names[v];
+}
+
+static void say(struct gate_result *out, enum gate_verdict v, const char *fmt, ...)
+{
+	va_list ap;
+
+	out->verdict = v;
+	va_start(ap, fmt);
+	vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
+	va_end(ap);
+}
+
+struct side {
+	uint64_t events, hard;
+	double hours;
+	size_t with_data;
+	json_t *hosts;
+};
+
+static struct side sum(const struct gate_host *h, size_t n)
+{
+	struct side s = { .hosts = json_array() };
+
+	for (size_t i = 0; i < n; i++) {
+		s.events += h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
+		s.hard += h[i].hard_lockups;
+		s.hours += h[i].hours;
+		s.with_data += h[i].hours > 0;
+		json_array_append_new(s.hosts, json_string(h[i].host));
+	}
+	return s;
+}
+
+/* The hosts' p99s of probe p that have samples; how many. */
+static size_t p99s(const struct gate_host *h, size_t n, size_t p, double *out)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (h[i].p99_ns[p] >= 0)
+			out[k++] = h[i].p99_ns[p];
+	return k;
+}
+
+/*
+ * Latency: canary p99s against baseline p99s, one probe at a time. A
+ * probe that fails decides; else one without enough hosts holds the wave.
+ */
+static int latency(const struct rollout_gates *g, const struct gate_host *c, size_t nc,
+		   const struct gate_host *b, size_t nb, json_t *detail, struct gate_result *out)
+{
+	double *x = malloc((nc ?: 1) * sizeof(*x)), *y = malloc((nb ?: 1) * sizeof(*y));
+	json_t *probes = json_object();
+	char held[256] = "";
+	struct stats_mwu u;
+	int r = x && y && probes ? 0 : -ENOMEM;
+
+	for (size_t p = 0; r == 0 && p < g->nprobes && out->verdict == GATE_PASS; p++) {
+		size_t n1 = p99s(c, nc, p, x), n2 = p99s(b, nb, p, y);
+
+		if (n1 < g->min_hosts || n2 < g->min_hosts) {
+			if (!held[0])
+				snprintf(held, sizeof(held),
+					 "%s: p99 from %zu canaries and %zu baselines, fewer than "
+					 "%llu",
+					 g->latency_probes[p], n1, n2,
+					 (unsigned long long)g->min_hosts);
+			json_object_set_new(probes, g->latency_probes[p],
+					    json_pack("{s:I, s:I}", "canaries", (json_int_t)n1,
+						      "baselines", (json_int_t)n2));
+			continue;
+		}
+		r = stats_mwu(x, n1, y, n2, STATS_GREATER, &u);
+		if (r < 0)
+			break;
+		json_object_set_new(probes, g->latency_probes[p],
+				    json_pack("{s:I, s:I, s:f, s:f, s:f, s:b}", "canaries",
+					      (json_int_t)n1, "baselines", (json_int_t)n2, "u",
+					      u.u1, "p", u.p, "effect", u.effect, "exact",
+					      u.exact));
+		if (u.p < g->latency_alpha && u.effect >= g->latency_effect)
+			say(out, GATE_FAIL,
+			    "%s: canaries' p99 above the baselines' (Mann-Whitney p = %.3g, "
+			    "P(slower) = %.2f)",
+			    g->latency_probes[p], u.p, u.effect);
+	}
+	if (r == 0 && out->verdict == GATE_PASS && held[0])
+		say(out, GATE_INCONCLUSIVE, "%s", held);
+	json_object_set_new(detail, "latency", probes);
+	free(x);
+	free(y);
+	return r;
+}
+
+int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
+		const struct gate_host *base, size_t nb, bool final, struct gate_result *out)
+{
+	struct side c = sum(canary, nc), b = sum(base, nb);
+	size_t i, p;
+	int r = 0;
+
+	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:f}, s:{s:I, s:f}}", "canaries", c.hosts,
+				"baselines", b.hosts, "canary", "events", (json_int_t)c.events,
+				"hard_lockups", (json_int_t)c.hard, "hours", c.hours, "baseline",
+				"events", (json_int_t)b.events, "hours", b.hours);
+	if (!out->detail)
+		return -ENOMEM;
+	say(out, GATE_PASS, "every gate passed");
+	for (i = 0; i < nc; i++)
+		if (canary[i].unhealthy) {
+			say(out, GATE_FAIL, "%s: %s", canary[i].host, canary[i].unhealthy);
+			return 0;
+		}
+	if (c.hard > g->max_hard_lockups) {
+		say(out, GATE_FAIL, "%llu hard lockups on the canaries (at most %llu)",
+		    (unsigned long long)c.hard, (unsigned long long)g->max_hard_lockups);
+		return 0;
+	}
+	for (i = 0; g->p99_ceiling_ns && i < nc; i++)
+		for (p = 0; p < g->nprobes; p++)
+			if (canary[i].p99_ns[p] > (double)g->p99_ceiling_ns) {
+				say(out, GATE_FAIL, "%s: %s p99 %.0f ns, above the ceiling %llu",
+				    canary[i].host, g->latency_probes[p], canary[i].p99_ns[p],
+				    (unsigned long long)g->p99_ceiling_ns);
+				return 0;
+			}
+	if (c.with_data < g->min_hosts) {
+		say(out, GATE_INCONCLUSIVE, "%zu canaries reported, fewer than %llu", c.with_data,
+		    (unsigned long long)g->min_hosts);
+		return 0;
+	}
+	/* the last wave leaves no one to compare with: health and ceilings judged it */
+	if (final)
+		return 0;
+	if (b.with_data < g->min_hosts) {
+		say(out, GATE_INCONCLUSIVE, "%zu matched baselines reported, fewer than %llu",
+		    b.with_data, (unsigned long long)g->min_hosts);
+		return 0;
+	}
+	if (c.hours < g->min_exposure_h || b.hours < g->min_exposure_h) {
+		say(out, GATE_INCONCLUSIVE,
+		    "exposure %.1f canary and %.1f baseline host-hours, below %.1f", c.hours,
+		    b.hours, g->min_exposure_h);
+		return 0;
+	}
+	{
+		double pv = stats_rate_test(c.events, c.hours, b.events, b.hours);
+
+		json_object_set_new(out->detail, "lockup_p", json_real(pv));
+		if (pv < g->lockup_alpha) {
+			say(out, GATE_FAIL,
+			    "lockups: %llu in %.1f canary host-hours against %llu in %.1f "
+			    "(p = %.3g)",
+			    (unsigned long long)c.events, c.hours, (unsigned long long)b.events,
+			    b.hours, pv);
+			return 0;
+		}
+	}
+	r = latency(g, canary, nc, base, nb, out->detail, out);
+	return r;
+}
