@@ -214,11 +214,9 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 	size_t len;
 	int r;
 
-	body = request_body(req, &len);
-	if (!content_type_is(req, JSON_TYPE) || !body) {
-		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+	body = request_json(req, &len);
+	if (!body)
 		return;
-	}
 	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "policy", &policy,
 				 "version", &version, "selector", &selector) < 0) {
@@ -287,11 +285,9 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 	json_t *o;
 	size_t len;
 
-	body = request_body(req, &len);
-	if (!content_type_is(req, JSON_TYPE) || !body) {
-		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+	body = request_json(req, &len);
+	if (!body)
 		return;
-	}
 	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
 	    !kmemd_name_valid(host, 64)) {

@@ -45,11 +45,9 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 	size_t len;
 	int r;
 
-	body = request_body(req, &len);
-	if (!content_type_is(req, JSON_TYPE) || !body) {
-		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+	body = request_json(req, &len);
+	if (!body)
 		goto out;
-	}
 	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
 		goto out;
@@ -266,11 +264,9 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 	size_t len;
 	int r;
 
-	body = request_body(req, &len);
-	if (!content_type_is(req, JSON_TYPE) || !body) {
-		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+	body = request_json(req, &len);
+	if (!body)
 		goto out;
-	}
 	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:s}", "name", &name, "action",
 				 &action) < 0) {

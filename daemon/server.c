@@ -290,6 +290,17 @@ const uint8_t *request_body(struct evhttp_request *req, size_t *len)
 	return *len ? evbuffer_pullup(in, -1) : NULL;
 }
 
+const uint8_t *request_json(struct evhttp_request *req, size_t *len)
+{
+	const uint8_t *body = request_body(req, len);
+
+	if (!content_type_is(req, JSON_TYPE) || !body) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		return NULL;
+	}
+	return body;
+}
+
 bool content_type_is(struct evhttp_request *req, const char *type)
 {
 	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");

@@ -54,6 +54,8 @@ void reply_json(struct evhttp_request *req, int code, const char *reason, json_t
 void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
 /* Connections open now, and those of them still in their TLS handshake. */
 void server_load(uint64_t *connections, uint64_t *handshakes);
+/* The body of a JSON request; NULL, with 415 sent, when it is not one. */
+const uint8_t *request_json(struct evhttp_request *req, size_t *len);
 /* The request body as one buffer (evhttp bounded its size); NULL when empty. */
 const uint8_t *request_body(struct evhttp_request *req, size_t *len);
 /* The Content-Type is exactly type (parameters after ';' ignored). */

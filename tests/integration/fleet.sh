@@ -277,6 +277,11 @@ expect 200 '"state":"running","wave":0' "the rollout starts" \
 runs() { # host policy
 	[ "$(sqlite3 kmemd.sqlite "SELECT policy_name FROM hosts WHERE host_id = '$1'")" = "$2" ]
 }
+web_run() { # policy why
+	for h in web-1 web-2; do
+		wait_for 30 runs $h "$1" || fail "$h $2: $(api ops GET /v1/hosts)"
+	done
+}
 waves=$(sqlite3 kmemd.sqlite "SELECT group_concat(n) FROM (SELECT count(*) AS n
 	FROM rollout_hosts WHERE rollout = 'rstat-on' GROUP BY wave ORDER BY wave)")
 [ "$waves" = 1,1 ] || fail "rollout members per wave: $waves"
@@ -289,15 +294,11 @@ canary=$(grep -l 'policy rstat version 1 from kmemd accepted' agent-web-1.log ag
 echo "ok: wave 1 reaches one host ($canary)"
 expect 200 '"state":"running","wave":1' "the rollout is promoted" \
 	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"promote"}'
-for h in web-1 web-2; do
-	wait_for 30 runs $h rstat || fail "$h did not get rstat: $(api ops GET /v1/hosts)"
-done
+web_run rstat "did not get rstat"
 echo "ok: wave 2 reaches both"
 expect 200 '"state":"aborted"' "the rollout is aborted" \
 	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"abort"}'
-for h in web-1 web-2; do
-	wait_for 30 runs $h web || fail "$h was not rolled back to web: $(api ops GET /v1/hosts)"
-done
+web_run web "was not rolled back to web"
 runs db-1 rstat && fail "db-1 got the rollout's policy"
 echo "ok: an aborted rollout sends every host it reached back to what it ran"
 
