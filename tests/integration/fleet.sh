@@ -15,20 +15,9 @@ AGENT=$BUILD/agent/kmem-agent
 
 work=$(mktemp -d "$BUILD/fleet.XXXXXX")
 chmod 755 "$work"
-pids=()
-cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
-	done
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-
-FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
+in_work
 
 pki_fleet
 # web-1 and web-2 get certificates from the operator; db-1 enrolls

@@ -16,19 +16,9 @@ FIXTURE=$SRC/tests/fixtures/host-6.1
 
 work=$(mktemp -d "$BUILD/refusals.XXXXXX")
 chmod 755 "$work"
-kmemd_pid=
-agent_pid=
-cleanup() {
-	[ -z "$agent_pid" ] || { kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null; }
-	[ -z "$kmemd_pid" ] || { kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null; }
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-
-FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
+in_work
 
 pki_fleet
 for h in h1 h2 h3; do

@@ -11,17 +11,9 @@ KMEMCTL=$BUILD/cli/kmemctl
 KMEMD=$BUILD/daemon/kmemd
 
 work=$(mktemp -d "$BUILD/upkeep.XXXXXX")
-kmemd_pid=
-cleanup() {
-	[ -z "$kmemd_pid" ] || { kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null; }
-	[ -n "${KEEP:-}" ] || rm -rf "$work"
-}
-trap cleanup EXIT
-cd "$work"
-
-FAIL_LOG=kmemd.log
 # shellcheck source=tests/integration/lib.sh
 . "$SRC/tests/integration/lib.sh"
+in_work
 
 pki_fleet
 {

@@ -1,5 +1,25 @@
-# Helpers for the integration tests; source it after `cd` into the work dir.
-# FAIL_LOG names a log to show when a check fails.
+# Helpers for the integration tests. Source it once $work is made, then
+# call in_work. FAIL_LOG names a log to show when a check fails.
+
+pids=()
+kmemd_pid=
+agent_pid=
+
+# in_work: run in $work; at exit stop every process in pids, kmemd_pid and
+# agent_pid, then remove $work (unless KEEP is set)
+in_work() {
+	cd "$work"
+	FAIL_LOG=kmemd.log
+	trap leave_work EXIT
+}
+
+leave_work() {
+	local p
+	for p in "${pids[@]}" $agent_pid $kmemd_pid; do
+		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+	done
+	[ -n "${KEEP:-}" ] || rm -rf "$work"
+}
 
 # fail MSG...: say what failed, show the tail of $FAIL_LOG, exit 1
 fail() {

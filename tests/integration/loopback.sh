@@ -15,14 +15,8 @@ FIXTURE=$SRC/tests/fixtures/host-6.1
 work=$(mktemp -d "$BUILD/loopback.XXXXXX")
 # the agent's network child runs as nobody and must reach its spool
 chmod 755 "$work"
-kmemd_pid=
-agent_pid=
-cleanup() {
-	[ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
-	[ -n "$kmemd_pid" ] && kill "$kmemd_pid" 2>/dev/null && wait "$kmemd_pid" 2>/dev/null
-	rm -rf "$work"
-}
-trap cleanup EXIT
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
 
 expect_rc() {
 	local want=$1 what=$2 rc=0
@@ -32,10 +26,7 @@ expect_rc() {
 	echo "ok: $what"
 }
 
-cd "$work"
-FAIL_LOG=kmemd.log
-# shellcheck source=tests/integration/lib.sh
-. "$SRC/tests/integration/lib.sh"
+in_work
 $KMEMCTL pki init pki >/dev/null
 $KMEMCTL pki issue pki server kmemd ip 127.0.0.1 dns localhost >/dev/null
 $KMEMCTL pki issue pki host host-1 >/dev/null
