@@ -113,6 +113,9 @@ enum stmt {
 	ST_MEMBER_ADD,
 	ST_MEMBERS,
 	ST_ROLLOUT_DESIRED,
+	ST_WINDOW_REPORTS,
+	ST_WINDOW_EVENTS,
+	ST_WINDOW_TRIPPED,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -247,6 +250,17 @@ static const char *const sql[ST_N] = {
 		" FROM rollout_hosts m JOIN rollouts r ON r.name = m.rollout"
 		" WHERE m.host_id = ?1 AND r.state != 'pending' AND m.wave <= r.wave"
 		" ORDER BY r.created_ms DESC LIMIT 1",
+	[ST_WINDOW_REPORTS] = "SELECT min(unix_ms), max(unix_ms) FROM counters"
+			      " WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3",
+	/* lockups counted, and the first sign of an unhealthy mitigation */
+	[ST_WINDOW_EVENTS] =
+		"SELECT kind, count(*), min(CASE WHEN coalesce(mitigation, '') = '' THEN"
+		" coalesce(message, '') ELSE mitigation || ': ' || coalesce(message, '') END)"
+		" FROM events WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3"
+		" AND kind IN ('soft-lockup', 'hard-lockup', 'rcu-stall', 'transition-stall',"
+		" 'policy-refused') GROUP BY kind",
+	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
+			      " AND state = 'tripped' ORDER BY id LIMIT 1",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -1221,6 +1235,70 @@ static int sq_rollout_desired(struct store *s, const char *host, char name[STORE
 	return 0;
 }
 
+struct p99 {
+	struct hist h;
+};
+
+static int merge_p99(void *arg, const struct store_sample *x)
+{
+	hist_merge(&((struct p99 *)arg)->h, &x->h);
+	return 0;
+}
+
+static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+		     const char *const *probes, size_t nprobes, struct store_window *w)
+{
+	sqlite3_stmt *st = stmt(s, ST_WINDOW_REPORTS);
+	size_t i;
+	int rc, r = 0;
+
+	memset(w, 0, sizeof(*w));
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	w->hours = (double)(sqlite3_column_int64(st, 1) - sqlite3_column_int64(st, 0)) / 3600000;
+	st = stmt(s, ST_WINDOW_EVENTS);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = text_or_empty(st, 0);
+		uint64_t n = (uint64_t)sqlite3_column_int64(st, 1);
+
+		if (!strcmp(kind, "soft-lockup"))
+			w->soft_lockups = n;
+		else if (!strcmp(kind, "hard-lockup"))
+			w->hard_lockups = n;
+		else if (!strcmp(kind, "rcu-stall"))
+			w->rcu_stalls = n;
+		else if (!w->unhealthy[0])
+			snprintf(w->unhealthy, sizeof(w->unhealthy), "%s: %s", kind,
+				 text_or_empty(st, 2));
+	}
+	if (rc != SQLITE_DONE)
+		return -EIO;
+	st = stmt(s, ST_WINDOW_TRIPPED);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW)
+		snprintf(w->unhealthy, sizeof(w->unhealthy), "mitigation %s tripped: %s",
+			 text_or_empty(st, 0), text_or_empty(st, 1));
+	else if (rc != SQLITE_DONE)
+		return -EIO;
+	for (i = 0; r == 0 && i < nprobes && i < 4; i++) {
+		struct store_filter f = {
+			.probe = probes[i], .from_ms = from_ms, .to_ms = to_ms - 1, .host = host
+		};
+		struct p99 p = { 0 };
+
+		r = sq_samples(s, &f, merge_p99, &p);
+		w->p99_ns[i] = p.h.count ? (double)hist_quantile(&p.h, 0.99) : -1;
+	}
+	return r;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -1254,6 +1332,7 @@ static const struct store_ops sqlite_ops = {
 	.rollout_start = sq_rollout_start,
 	.members = sq_members,
 	.rollout_desired = sq_rollout_desired,
+	.window = sq_window,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

@@ -66,6 +66,14 @@ struct store_member {
 	uint64_t prev_version;
 };
 
+/* What a rollout gate judges of one host over a window of time. */
+struct store_window {
+	double hours; /* from its first report in the window to its last */
+	uint64_t soft_lockups, hard_lockups, rcu_stalls;
+	double p99_ns[4]; /* of each probe asked for; -1: no samples */
+	char unhealthy[192]; /* a tripped mitigation, a stalled transition, a refusal; "" */
+};
+
 /* The facts a selector looks at, and the policy the host runs. */
 typedef int (*store_facts_cb)(void *arg, const Kmemctl__V1__HostFacts *f, const char *policy,
 			      uint64_t version);
@@ -184,6 +192,9 @@ struct store_ops {
 	 */
 	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
 			       uint64_t *version);
+	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
+	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+		      const char *const *probes, size_t nprobes, struct store_window *w);
 };
 
 void store_rollout_clear(struct store_rollout *r);

@@ -471,6 +471,75 @@ static void test_rollouts(void **state)
 	s->ops->close(s);
 }
 
+/* What a rollout gate judges of one host over a window. */
+static void test_window(void **state)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__KernelEvent e = KMEMCTL__V1__KERNEL_EVENT__INIT, *ep[] = { &e };
+	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+	const char *probes[] = { "vmap-purge", "rstat-flush" };
+	struct store_window w;
+	struct store *s;
+
+	(void)state;
+	unlink(path);
+	s = open_store();
+	/* reports at 0, 30 and 60 minutes; 2 and 4 values in bucket 20 (~1 ms) */
+	report_at(s, "w1", 1, 0, 2);
+	report_at(s, "w1", 2, 1800000, 4);
+	report_at(s, "w1", 3, 3600000, 4);
+	/* a soft lockup and a refused policy at 40 minutes */
+	f.host_id = "w1";
+	rep.facts = &f;
+	rep.seq = 4;
+	rep.unix_ms = 2400000;
+	rep.n_events = 1;
+	rep.events = ep;
+	e.kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP;
+	e.unix_ms = 2400000;
+	e.message = "watchdog: BUG: soft lockup - CPU#1 stuck for 23s!";
+	assert_int_equal(s->ops->ingest(s, &rep, 2400000), 0);
+
+	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 2, &w), 0);
+	assert_true(w.hours == 1);
+	assert_int_equal(w.soft_lockups, 1);
+	assert_int_equal(w.hard_lockups, 0);
+	assert_true(w.p99_ns[0] > 524288 && w.p99_ns[0] <= 1048576);
+	assert_true(w.p99_ns[1] == -1);
+	assert_string_equal(w.unhealthy, "");
+	/* the window is half-open: the last report and its sample are out */
+	assert_int_equal(s->ops->window(s, "w1", 0, 3600000, probes, 1, &w), 0);
+	assert_true(w.hours == 2400000.0 / 3600000);
+	/* a host not heard from: no exposure, no data */
+	assert_int_equal(s->ops->window(s, "w9", 0, 3600001, probes, 1, &w), 0);
+	assert_true(w.hours == 0);
+	assert_true(w.p99_ns[0] == -1);
+
+	e.kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_POLICY_REFUSED;
+	e.message = "rstat version 1 is older than version 2, which runs here";
+	rep.seq = 5;
+	rep.unix_ms = e.unix_ms = 2500000;
+	assert_int_equal(s->ops->ingest(s, &rep, 2500000), 0);
+	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 1, &w), 0);
+	assert_string_equal(w.unhealthy,
+			    "policy-refused: rstat version 1 is older than version 2, which runs "
+			    "here");
+	/* a mitigation that tripped says more than a refusal */
+	rep.seq = 6;
+	rep.unix_ms = 2600000;
+	rep.n_events = 0;
+	rep.n_mitigations = 1;
+	rep.mitigations = mp;
+	m.id = "rstat-yield";
+	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_TRIPPED;
+	m.reason = "tripped: flush took 2 s";
+	assert_int_equal(s->ops->ingest(s, &rep, 2600000), 0);
+	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 1, &w), 0);
+	assert_string_equal(w.unhealthy, "mitigation rstat-yield tripped: tripped: flush took 2 s");
+	s->ops->close(s);
+}
+
 /* A file from a newer kmemd is refused, not misread. */
 static void test_newer_schema(void **state)
 {
@@ -504,9 +573,10 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),	 cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	 cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_rollouts), cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts),     cmocka_unit_test(test_window),
+		cmocka_unit_test(test_newer_schema),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
