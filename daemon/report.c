@@ -230,14 +230,13 @@ static const char *report_invalid(const Kmemctl__V1__Report *rep)
 static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1__ReportReply *rr,
 			bool stored)
 {
-	size_t len = kmemctl__v1__report_reply__get_packed_size(rr);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len;
+	uint8_t *buf = pack_message(&rr->base, &len);
 
 	if (!buf) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
-	kmemctl__v1__report_reply__pack(rr, buf);
 	b->p[b->n].req = req;
 	b->p[b->n].reply = buf;
 	b->p[b->n].len = len;

@@ -216,17 +216,27 @@ void reply_bytes(struct evhttp_request *req, int code, const char *reason, const
 	evbuffer_free(b);
 }
 
+uint8_t *pack_message(const ProtobufCMessage *m, size_t *len)
+{
+	uint8_t *buf;
+
+	*len = protobuf_c_message_get_packed_size(m);
+	buf = malloc(*len ? *len : 1);
+	if (buf)
+		protobuf_c_message_pack(m, buf);
+	return buf;
+}
+
 void reply_message(struct evhttp_request *req, int code, const char *reason,
 		   const ProtobufCMessage *m)
 {
-	size_t len = protobuf_c_message_get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
+	size_t len;
+	uint8_t *buf = pack_message(m, &len);
 
 	if (!buf) {
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
 		return;
 	}
-	protobuf_c_message_pack(m, buf);
 	reply_bytes(req, code, reason, PROTOBUF_TYPE, buf, len);
 	free(buf);
 }

@@ -37,6 +37,8 @@ struct route {
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text);
 void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
 		 const void *data, size_t len);
+/* m encoded in a buffer of its own (malloc'ed); NULL when out of memory. */
+uint8_t *pack_message(const ProtobufCMessage *m, size_t *len);
 /* m encoded, as application/x-protobuf. */
 void reply_message(struct evhttp_request *req, int code, const char *reason,
 		   const ProtobufCMessage *m);

@@ -36,6 +36,13 @@ static struct store *open_store(void)
 	return s;
 }
 
+/* A store on a new file, for a test that counts rows. */
+static struct store *fresh_store(void)
+{
+	unlink(path);
+	return open_store();
+}
+
 static void test_reports(void **state)
 {
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
@@ -262,8 +269,7 @@ static void test_rollup(void **state)
 	uint64_t rows;
 
 	(void)state;
-	unlink(path);
-	s = open_store();
+	s = fresh_store();
 	/* web-1: three reports in hour 0, one in hour 1, one in hour 2 (kept raw) */
 	report_at(s, "web-1", 1, 1000, 1);
 	report_at(s, "web-1", 2, 2000, 2);
@@ -381,8 +387,7 @@ static void test_rollouts(void **state)
 	struct store *s;
 
 	(void)state;
-	unlink(path);
-	s = open_store();
+	s = fresh_store();
 	le.key = "role";
 	le.value = "web";
 	f.n_labels = 1;
@@ -483,8 +488,7 @@ static void test_window(void **state)
 	struct store *s;
 
 	(void)state;
-	unlink(path);
-	s = open_store();
+	s = fresh_store();
 	/* reports at 0, 30 and 60 minutes; 2 and 4 values in bucket 20 (~1 ms) */
 	report_at(s, "w1", 1, 0, 2);
 	report_at(s, "w1", 2, 1800000, 4);
