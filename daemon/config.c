@@ -34,6 +34,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
 	OPT("store", "raw_retention", INI_DURATION, raw_retention_ms, 3600000, 0),
 	OPT("store", "batch_wait", INI_DURATION, batch_wait_ms, 1, 1000),
+	OPT("rollout", "tick", INI_DURATION, rollout_tick_ms, 100, 3600000),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
@@ -63,6 +64,7 @@ void kmemd_config_defaults(struct kmemd_config *c)
 		.require_signature = true,
 		.host_cert_days = 365,
 		.batch_wait_ms = 5,
+		.rollout_tick_ms = 60000,
 		.enroll_rate = 10,
 		.log_level = LOG_INFO,
 	};

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "gates.h"
+#include "macro.h"
 #include "stats.h"
 
 const char *gate_verdict_name(enum gate_verdict v)
@@ -14,11 +15,13 @@ const char *gate_verdict_name(enum gate_verdict v)
 	return names[v];
 }
 
-static void say(struct gate_result *out, enum gate_verdict v, const char *fmt, ...)
+_printf_(4, 5) static void say(struct gate_result *out, enum gate_verdict v, const char *gate,
+			       const char *fmt, ...)
 {
 	va_list ap;
 
 	out->verdict = v;
+	out->gate = gate;
 	va_start(ap, fmt);
 	vsnprintf(out->reason, sizeof(out->reason), fmt, ap);
 	va_end(ap);
@@ -31,11 +34,14 @@ struct side {
 	json_t *hosts;
 };
 
-static struct side sum(const struct gate_host *h, size_t n)
+/* The hosts compared: matched ones only, unless all. */
+static struct side sum(const struct gate_host *h, size_t n, bool all)
 {
 	struct side s = { .hosts = json_array() };
 
 	for (size_t i = 0; i < n; i++) {
+		if (h[i].unmatched && !all)
+			continue;
 		s.events += h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
 		s.hard += h[i].hard_lockups;
 		s.hours += h[i].hours;
@@ -51,7 +57,7 @@ static size_t p99s(const struct gate_host *h, size_t n, size_t p, double *out)
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (h[i].p99_ns[p] >= 0)
+		if (h[i].p99_ns[p] >= 0 && !h[i].unmatched)
 			out[k++] = h[i].p99_ns[p];
 	return k;
 }
@@ -93,83 +99,101 @@ static int latency(const struct rollout_gates *g, const struct gate_host *c, siz
 					      u.u1, "p", u.p, "effect", u.effect, "exact",
 					      u.exact));
 		if (u.p < g->latency_alpha && u.effect >= g->latency_effect)
-			say(out, GATE_FAIL,
+			say(out, GATE_FAIL, "latency",
 			    "%s: canaries' p99 above the baselines' (Mann-Whitney p = %.3g, "
 			    "P(slower) = %.2f)",
 			    g->latency_probes[p], u.p, u.effect);
 	}
 	if (r == 0 && out->verdict == GATE_PASS && held[0])
-		say(out, GATE_INCONCLUSIVE, "%s", held);
+		say(out, GATE_INCONCLUSIVE, "latency", "%s", held);
 	json_object_set_new(detail, "latency", probes);
 	free(x);
 	free(y);
 	return r;
 }
 
-int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
-		const struct gate_host *base, size_t nb, bool final, struct gate_result *out)
+/* Fails on the first unhealthy canary or ceiling crossed; false if none. */
+static bool health(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
+		   uint64_t hard, struct gate_result *out)
 {
-	struct side c = sum(canary, nc), b = sum(base, nb);
 	size_t i, p;
-	int r = 0;
 
-	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:f}, s:{s:I, s:f}}", "canaries", c.hosts,
-				"baselines", b.hosts, "canary", "events", (json_int_t)c.events,
-				"hard_lockups", (json_int_t)c.hard, "hours", c.hours, "baseline",
-				"events", (json_int_t)b.events, "hours", b.hours);
-	if (!out->detail)
-		return -ENOMEM;
-	say(out, GATE_PASS, "every gate passed");
 	for (i = 0; i < nc; i++)
 		if (canary[i].unhealthy) {
-			say(out, GATE_FAIL, "%s: %s", canary[i].host, canary[i].unhealthy);
-			return 0;
+			say(out, GATE_FAIL, "health", "%s: %s", canary[i].host,
+			    canary[i].unhealthy);
+			return true;
 		}
-	if (c.hard > g->max_hard_lockups) {
-		say(out, GATE_FAIL, "%llu hard lockups on the canaries (at most %llu)",
-		    (unsigned long long)c.hard, (unsigned long long)g->max_hard_lockups);
-		return 0;
+	if (hard > g->max_hard_lockups) {
+		say(out, GATE_FAIL, "hard-lockups",
+		    "%llu hard lockups on the canaries (at most %llu)", (unsigned long long)hard,
+		    (unsigned long long)g->max_hard_lockups);
+		return true;
 	}
 	for (i = 0; g->p99_ceiling_ns && i < nc; i++)
 		for (p = 0; p < g->nprobes; p++)
 			if (canary[i].p99_ns[p] > (double)g->p99_ceiling_ns) {
-				say(out, GATE_FAIL, "%s: %s p99 %.0f ns, above the ceiling %llu",
-				    canary[i].host, g->latency_probes[p], canary[i].p99_ns[p],
+				say(out, GATE_FAIL, "p99-ceiling",
+				    "%s: %s p99 %.0f ns, above the ceiling %llu", canary[i].host,
+				    g->latency_probes[p], canary[i].p99_ns[p],
 				    (unsigned long long)g->p99_ceiling_ns);
-				return 0;
+				return true;
 			}
+	return false;
+}
+
+int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
+		const struct gate_host *base, size_t nb, enum gate_scope scope,
+		struct gate_result *out)
+{
+	struct side all = sum(canary, nc, true), c = sum(canary, nc, false),
+		    b = sum(base, nb, true);
+	double pv;
+
+	json_decref(all.hosts);
+	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:f}, s:{s:I, s:f}}", "canaries", c.hosts,
+				"baselines", b.hosts, "canary", "events", (json_int_t)c.events,
+				"hard_lockups", (json_int_t)all.hard, "hours", c.hours, "baseline",
+				"events", (json_int_t)b.events, "hours", b.hours);
+	if (!out->detail)
+		return -ENOMEM;
+	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");
+	if (health(g, canary, nc, all.hard, out) || scope == GATES_HEALTH)
+		return 0;
+	if (scope == GATES_LAST_WAVE) {
+		/* no one is left to compare with: health and ceilings judged it */
+		if (all.with_data < g->min_hosts)
+			say(out, GATE_INCONCLUSIVE, "canaries",
+			    "%zu canaries reported, fewer than %llu", all.with_data,
+			    (unsigned long long)g->min_hosts);
+		return 0;
+	}
 	if (c.with_data < g->min_hosts) {
-		say(out, GATE_INCONCLUSIVE, "%zu canaries reported, fewer than %llu", c.with_data,
+		say(out, GATE_INCONCLUSIVE, "canaries",
+		    "%zu matched canaries reported, fewer than %llu", c.with_data,
 		    (unsigned long long)g->min_hosts);
 		return 0;
 	}
-	/* the last wave leaves no one to compare with: health and ceilings judged it */
-	if (final)
-		return 0;
 	if (b.with_data < g->min_hosts) {
-		say(out, GATE_INCONCLUSIVE, "%zu matched baselines reported, fewer than %llu",
-		    b.with_data, (unsigned long long)g->min_hosts);
+		say(out, GATE_INCONCLUSIVE, "baselines",
+		    "%zu matched baselines reported, fewer than %llu", b.with_data,
+		    (unsigned long long)g->min_hosts);
 		return 0;
 	}
 	if (c.hours < g->min_exposure_h || b.hours < g->min_exposure_h) {
-		say(out, GATE_INCONCLUSIVE,
-		    "exposure %.1f canary and %.1f baseline host-hours, below %.1f", c.hours,
+		say(out, GATE_INCONCLUSIVE, "exposure",
+		    "exposure %.3g canary and %.3g baseline host-hours, below %.3g", c.hours,
 		    b.hours, g->min_exposure_h);
 		return 0;
 	}
-	{
-		double pv = stats_rate_test(c.events, c.hours, b.events, b.hours);
-
-		json_object_set_new(out->detail, "lockup_p", json_real(pv));
-		if (pv < g->lockup_alpha) {
-			say(out, GATE_FAIL,
-			    "lockups: %llu in %.1f canary host-hours against %llu in %.1f "
-			    "(p = %.3g)",
-			    (unsigned long long)c.events, c.hours, (unsigned long long)b.events,
-			    b.hours, pv);
-			return 0;
-		}
+	pv = stats_rate_test(c.events, c.hours, b.events, b.hours);
+	json_object_set_new(out->detail, "lockup_p", json_real(pv));
+	if (pv < g->lockup_alpha) {
+		say(out, GATE_FAIL, "lockups",
+		    "lockups: %llu in %.3g canary host-hours against %llu in %.3g (p = %.3g)",
+		    (unsigned long long)c.events, c.hours, (unsigned long long)b.events, b.hours,
+		    pv);
+		return 0;
 	}
-	r = latency(g, canary, nc, base, nb, out->detail, out);
-	return r;
+	return latency(g, canary, nc, base, nb, out->detail, out);
 }

@@ -175,6 +175,31 @@ static void on_upkeep(evutil_socket_t fd, short what, void *arg)
 	event_active(u->step, EV_TIMEOUT, 0);
 }
 
+/* Rollouts judged every [rollout] tick, as the configuration now says. */
+struct engine_timer {
+	struct kmemd *k;
+	struct event *ev;
+};
+
+static void arm(struct engine_timer *t)
+{
+	uint64_t ms = t->k->cfg->rollout_tick_ms;
+
+	event_add(t->ev, &(struct timeval){ .tv_sec = (time_t)(ms / 1000),
+					    .tv_usec = (suseconds_t)(ms % 1000) * 1000 });
+}
+
+static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine_timer *t = arg;
+
+	(void)fd;
+	(void)what;
+	batch_commit(t->k);
+	rollouts_tick(t->k);
+	arm(t);
+}
+
 static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 {
 	struct event_base *base = event_base_new();
@@ -183,6 +208,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
 	struct server *srv = NULL;
 	struct upkeep up = { .k = &k };
+	struct engine_timer et = { .k = &k };
 	struct event *hup = NULL;
 	struct reload rl = { 0 };
 	char err[256];
@@ -214,6 +240,12 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		r = -ENOMEM;
 	if (r == 0)
 		event_active(up.tick, EV_TIMEOUT, 0);
+	/* the first judgement once the listener is up: a restart resumes at once */
+	et.ev = r == 0 ? evtimer_new(base, on_rollout_tick, &et) : NULL;
+	if (r == 0 && !et.ev)
+		r = -ENOMEM;
+	if (r == 0)
+		event_active(et.ev, EV_TIMEOUT, 0);
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
@@ -225,6 +257,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(up.tick);
 	if (up.step)
 		event_free(up.step);
+	if (et.ev)
+		event_free(et.ev);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
 	server_free(srv);

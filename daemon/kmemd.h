@@ -28,6 +28,7 @@ struct kmemd_config {
 	uint64_t retention_ms; /* hourly rollups and events */
 	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
 	uint64_t batch_wait_ms; /* the longest a report waits for its commit */
+	uint64_t rollout_tick_ms; /* how often rollouts are judged */
 	bool require_signature;
 	char *keys_dir; /* operators' pinned Ed25519 keys */
 	int log_level;
@@ -95,6 +96,8 @@ int batch_new(struct kmemd *k);
 void batch_free(struct kmemd *k);
 /* Commits and answers the open batch now: before any other write. */
 void batch_commit(struct kmemd *k);
+/* rollouts.c: judges and moves every unfinished rollout now. */
+void rollouts_tick(struct kmemd *k);
 /* New TLS context and limits from cfg for new connections; the old stay as they are. */
 int server_reload(struct server *s, const struct kmemd_config *cfg);
 /* Port actually bound (useful with port 0 in tests). */

@@ -110,7 +110,7 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 		r = wv->percent ? uint_into(w, "percent", where, 1, 100, &wv->n, err, errlen) :
 				  uint_into(w, "count", where, 1, 1000000, &wv->n, err, errlen);
 		if (r == 0)
-			r = uint_into(w, "bake_s", where, 60, 30 * 86400, &bake_s, err, errlen);
+			r = uint_into(w, "bake_s", where, 1, 30 * 86400, &bake_s, err, errlen);
 		if (r < 0)
 			return r;
 		wv->bake_ms = bake_s * 1000;
@@ -204,7 +204,7 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 	if (r == 0)
 		r = uint_into(o, "version", "", 1, UINT64_MAX >> 1, &s->version, err, errlen);
 	if (r == 0)
-		r = uint_into(o, "bake_s", "", 60, 30 * 86400, &bake_s, err, errlen);
+		r = uint_into(o, "bake_s", "", 1, 30 * 86400, &bake_s, err, errlen);
 	if (r < 0)
 		goto out;
 	v = json_object_get(o, "selector");
@@ -329,7 +329,33 @@ void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t
 	}
 }
 
-bool rollout_is_baseline(const struct rollout_member *a, const struct rollout_member *b, unsigned k)
+static int by_stratum_ptr(const void *a, const void *b)
 {
-	return b->wave > k && !strcmp(a->stratum, b->stratum);
+	return strcmp((*(struct rollout_member *const *)a)->stratum,
+		      (*(struct rollout_member *const *)b)->stratum);
+}
+
+int rollout_match(struct rollout_member *m, size_t n, unsigned k)
+{
+	struct rollout_member **p = malloc((n ?: 1) * sizeof(*p));
+	size_t i, j, g, reached;
+
+	if (!p)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		p[i] = &m[i];
+	qsort(p, n, sizeof(*p), by_stratum_ptr);
+	for (i = 0; i < n; i = j) {
+		reached = 0;
+		for (j = i; j < n && !strcmp(p[j]->stratum, p[i]->stratum); j++)
+			reached += p[j]->wave <= k;
+		for (g = i; g < j; g++) {
+			if (p[g]->wave <= k)
+				p[g]->role = reached < j - i ? ROLLOUT_CANARY : ROLLOUT_UNMATCHED;
+			else
+				p[g]->role = reached ? ROLLOUT_BASELINE : ROLLOUT_UNUSED;
+		}
+	}
+	free(p);
+	return 0;
 }

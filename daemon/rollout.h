@@ -52,6 +52,14 @@ struct rollout_spec {
 int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
 		       size_t errlen);
 
+/* What a member is while wave k runs. */
+enum rollout_role {
+	ROLLOUT_CANARY, /* reached, with baselines in its stratum */
+	ROLLOUT_UNMATCHED, /* reached, but no one in its stratum is left to compare with */
+	ROLLOUT_BASELINE, /* not reached, in a stratum with canaries */
+	ROLLOUT_UNUSED, /* not reached, and no canary to compare with */
+};
+
 /* A host of the rollout, as the plan needs it. */
 struct rollout_member {
 	char host[65];
@@ -61,6 +69,7 @@ struct rollout_member {
 	unsigned wave; /* the first wave that reaches it */
 	char prev_policy[ROLLOUT_NAME_MAX]; /* what it ran before; "": nothing */
 	uint64_t prev_version;
+	enum rollout_role role; /* set by rollout_match() */
 };
 
 /* "build/cpus<=N/role": the hosts a canary is compared with share it. */
@@ -77,8 +86,11 @@ size_t rollout_target(const struct rollout_spec *s, size_t k, size_t n);
  */
 void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t n);
 
-/* Whether member b is a baseline for canary a while wave k runs. */
-bool rollout_is_baseline(const struct rollout_member *a, const struct rollout_member *b,
-			 unsigned k);
+/*
+ * Sets each member's role while wave k runs: a canary's matched baselines
+ * are the members of its stratum that no wave has reached yet. Keeps the
+ * order of m. -ENOMEM or 0.
+ */
+int rollout_match(struct rollout_member *m, size_t n, unsigned k);
 
 #endif

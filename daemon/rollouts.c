@@ -6,13 +6,16 @@
  */
 #include <errno.h>
 #include <event2/http.h>
+#include <event2/keyvalq_struct.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "engine.h"
 #include "log.h"
 #include "message-ids.h"
+#include "policydoc.h"
 #include "rollout.h"
 #include "server.h"
 #include "store.h"
@@ -36,6 +39,43 @@ static int signed_policy(struct kmemd *k, const char *name, uint64_t version, ch
 	return r;
 }
 
+/*
+ * Whether rolling back to name@version undoes what the rollout's policy
+ * changes: a mitigation it does not mention would stay as the rollout set
+ * it. -EPERM with why; -ENOENT for a version kmemd does not have.
+ */
+static int undoes(struct kmemd *k, const struct rollout_spec *s, const char *name, uint64_t version,
+		  char *why, size_t len)
+{
+	struct store_policy p = { 0 }, b = { 0 };
+	struct policy_doc *d = malloc(2 * sizeof(*d));
+	char err[160];
+	int r = d ? k->store->ops->policy_get(k->store, s->policy, s->version, &p) : -ENOMEM;
+
+	if (r == 0)
+		r = k->store->ops->policy_get(k->store, name, version, &b);
+	if (r == -ENOENT)
+		snprintf(why, len, "kmemd has no policy %s version %llu to roll back to", name,
+			 (unsigned long long)version);
+	/* stored documents were checked when uploaded */
+	if (r == 0 && (policy_doc_parse(p.document_json, strlen(p.document_json), &d[0], err,
+					sizeof(err)) < 0 ||
+		       policy_doc_parse(b.document_json, strlen(b.document_json), &d[1], err,
+					sizeof(err)) < 0))
+		r = -EIO;
+	if (r == 0 && policy_doc_undoes(&d[0], &d[1], err, sizeof(err)) < 0) {
+		snprintf(why, len,
+			 "rolling back to %s version %llu would not undo %s version %llu: %s there",
+			 name, (unsigned long long)version, s->policy,
+			 (unsigned long long)s->version, err);
+		r = -EPERM;
+	}
+	store_policy_clear(&p);
+	store_policy_clear(&b);
+	free(d);
+	return r;
+}
+
 void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
@@ -55,6 +95,12 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
 	if (r == 0 && s->rollback_policy[0])
 		r = signed_policy(k, s->rollback_policy, s->rollback_version, why, sizeof(why));
+	if (r == 0 && s->rollback_policy[0])
+		r = undoes(k, s, s->rollback_policy, s->rollback_version, why, sizeof(why));
+	if (r == -EIO || r == -ENOMEM) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		goto out;
+	}
 	if (r < 0) {
 		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
 			    r == -ENOENT ? "Not Found" : "Conflict", why);
@@ -91,6 +137,39 @@ void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
 {
 	(void)peer;
 	reply_rows(req, k, k->store->ops->rollouts);
+}
+
+/* ?name=N: one rollout with its members and its verdicts and their numbers. */
+void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer)
+{
+	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	struct evkeyvalq q = { 0 };
+	const char *name = NULL;
+	char *json = NULL, why[320];
+	int r;
+
+	(void)peer;
+	if (query && evhttp_parse_query_str(query, &q) == 0)
+		name = evhttp_find_header(&q, "name");
+	if (!kmemd_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request",
+			    "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]");
+		goto out;
+	}
+	r = k->store->ops->rollout_status(k->store, name, &json);
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no rollout %s", name);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+	} else if (r < 0) {
+		log_error("rollout status failed: %s", k->store->ops->error(k->store));
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+	} else {
+		reply_bytes(req, HTTP_OK, "OK", JSON_TYPE, json, strlen(json));
+	}
+out:
+	free(json);
+	evhttp_clear_headers(&q);
 }
 
 /* The hosts the rollout's selector picks now, with what each runs. */
@@ -158,6 +237,19 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 		snprintf(why, len, "%s", ms.why);
 		r = -EPERM;
 	}
+	/* each policy the hosts would go back to must undo the rollout's */
+	for (i = 0; r == 0 && !s->rollback_policy[0] && i < ms.n; i++) {
+		size_t j;
+
+		for (j = 0; j < i && (strcmp(ms.m[j].prev_policy, ms.m[i].prev_policy) ||
+				      ms.m[j].prev_version != ms.m[i].prev_version);
+		     j++)
+			;
+		if (j == i)
+			r = undoes(k, s, ms.m[i].prev_policy, ms.m[i].prev_version, why, len);
+	}
+	if (r == -EIO)
+		snprintf(why, len, "the store failed");
 	if (r < 0)
 		goto out;
 	rollout_plan(s, ms.m, ms.n);
@@ -247,7 +339,7 @@ static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_s
 		snprintf(ro->state, sizeof(ro->state), "aborted");
 	}
 	snprintf(ro->reason, sizeof(ro->reason), "%s by an operator", action);
-	return k->store->ops->rollout_update(k->store, ro, now);
+	return k->store->ops->rollout_update(k->store, ro, NULL, now);
 }
 
 /* {"name": N, "action": A}: the rollout as it now stands. */
@@ -308,4 +400,38 @@ out:
 	json_decref(o);
 	store_rollout_clear(&ro);
 	free(s);
+}
+
+/* The engine's changes, to the journal: verdicts under their MESSAGE_ID. */
+static void on_change(void *arg, const struct engine_change *c)
+{
+	const struct store_rollout *ro = c->ro;
+	char f_rollout[16 + STORE_ID_MAX], f_wave[32], f_verdict[48], f_gate[48], f_state[48];
+	const char *fields[] = { f_rollout, f_wave, f_verdict, f_gate, f_state, NULL };
+
+	(void)arg;
+	if (!c->v) {
+		log_notice("rollout %s: %s, now %s: %s", ro->name, c->was, ro->state, ro->reason);
+		return;
+	}
+	snprintf(f_rollout, sizeof(f_rollout), "ROLLOUT=%s", ro->name);
+	snprintf(f_wave, sizeof(f_wave), "WAVE=%u", c->v->wave + 1);
+	snprintf(f_verdict, sizeof(f_verdict), "VERDICT=%s", c->v->verdict);
+	snprintf(f_gate, sizeof(f_gate), "GATE=%s", c->v->gate);
+	snprintf(f_state, sizeof(f_state), "STATE=%s", ro->state);
+	log_event(strcmp(c->v->verdict, "fail") ? LOG_NOTICE : LOG_WARNING, MID_ROLLOUT_VERDICT,
+		  fields, "rollout %s wave %u: %s%s%s: %s; now %s", ro->name, c->v->wave + 1,
+		  c->v->verdict, c->v->gate[0] ? " at " : "", c->v->gate, c->v->reason, ro->state);
+}
+
+void rollouts_tick(struct kmemd *k)
+{
+	int r = engine_tick(k->store, kmemd_now_ms(), on_change, NULL);
+
+	if (r == -EIO)
+		log_error("judging rollouts failed: %s", k->store->ops->error(k->store));
+	else if (r < 0)
+		log_error_errno(r, "judging rollouts failed: %m");
+	else if (r > 0)
+		log_debug("%d rollouts judged", r);
 }

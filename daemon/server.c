@@ -149,6 +149,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, handle_metrics },
 	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_post },
 	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_get },
+	{ EVHTTP_REQ_GET, "/v1/rollouts/status", ROLE_ADMIN, handle_rollout_status },
 	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, handle_rollout_action },
 };
 

@@ -74,6 +74,8 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
+void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer);
 void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
 void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);

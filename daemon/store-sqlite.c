@@ -69,6 +69,12 @@ static const char *const migrations[] = {
 	" stratum TEXT, position REAL, wave INTEGER, prev_policy TEXT, prev_version INTEGER,"
 	" PRIMARY KEY (rollout, host_id)) WITHOUT ROWID;"
 	"CREATE INDEX rollout_hosts_by_host ON rollout_hosts (host_id);",
+	/* 5: each wave's verdicts with the numbers behind them */
+	"CREATE TABLE verdicts ("
+	" id INTEGER PRIMARY KEY, rollout TEXT NOT NULL REFERENCES rollouts (name),"
+	" wave INTEGER NOT NULL, ts_ms INTEGER, verdict TEXT NOT NULL, gate TEXT, reason TEXT,"
+	" detail TEXT);"
+	"CREATE INDEX verdicts_by_rollout ON verdicts (rollout, id);",
 };
 
 enum stmt {
@@ -113,6 +119,11 @@ enum stmt {
 	ST_MEMBER_ADD,
 	ST_MEMBERS,
 	ST_ROLLOUT_DESIRED,
+	ST_ROLLOUTS_ACTIVE,
+	ST_VERDICT_ADD,
+	ST_VERDICT_LAST,
+	ST_ROLLOUT_STATUS,
+	ST_ROLLBACK_PENDING,
 	ST_WINDOW_REPORTS,
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
@@ -250,15 +261,51 @@ static const char *const sql[ST_N] = {
 		" FROM rollout_hosts m JOIN rollouts r ON r.name = m.rollout"
 		" WHERE m.host_id = ?1 AND r.state != 'pending' AND m.wave <= r.wave"
 		" ORDER BY r.created_ms DESC LIMIT 1",
+	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
+			       " ('running', 'holding', 'paused', 'rolling-back')"
+			       " ORDER BY created_ms, name",
+	[ST_VERDICT_ADD] =
+		"INSERT INTO verdicts (rollout, wave, ts_ms, verdict, gate, reason, detail)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_VERDICT_LAST] = "SELECT wave, verdict, gate FROM verdicts WHERE rollout = ?1"
+			    " ORDER BY id DESC LIMIT 1",
+	[ST_ROLLOUT_STATUS] =
+		"SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
+		" 'wave_started_ms', r.wave_started_ms, 'reason', r.reason,"
+		" 'created_ms', r.created_ms, 'updated_ms', r.updated_ms, 'spec', json(r.spec),"
+		" 'members', (SELECT json_group_array(json_object('host_id', m.host_id,"
+		" 'stratum', m.stratum, 'wave', m.wave, 'previous', CASE WHEN m.prev_policy IS NULL"
+		" THEN NULL ELSE json_object('name', m.prev_policy, 'version', m.prev_version) END,"
+		" 'policy', json_object('name', h.policy_name, 'version', h.policy_version),"
+		" 'last_seen_ms', h.last_seen_ms)) FROM (SELECT * FROM rollout_hosts"
+		" WHERE rollout = r.name ORDER BY wave, position, host_id) m"
+		" LEFT JOIN hosts h ON h.host_id = m.host_id),"
+		" 'verdicts', (SELECT json_group_array(json_object('wave', v.wave, 'ts_ms', v.ts_ms,"
+		" 'verdict', v.verdict, 'gate', v.gate, 'reason', v.reason, 'detail',"
+		" json(v.detail))) FROM (SELECT * FROM verdicts WHERE rollout = r.name"
+		" ORDER BY id) v)) FROM rollouts r WHERE r.name = ?1",
+	/* reached hosts with a rollback target, not revoked, not running it yet */
+	[ST_ROLLBACK_PENDING] =
+		"SELECT count(*), min(m.host_id) FROM rollout_hosts m"
+		" JOIN rollouts r ON r.name = m.rollout JOIN hosts h ON h.host_id = m.host_id"
+		" WHERE m.rollout = ?1 AND m.wave <= r.wave AND h.revoked = 0"
+		" AND coalesce(json_extract(r.spec, '$.rollback.policy'), m.prev_policy) NOT NULL"
+		" AND (h.policy_name IS NOT coalesce(json_extract(r.spec, '$.rollback.policy'),"
+		" m.prev_policy) OR h.policy_version IS NOT"
+		" coalesce(json_extract(r.spec, '$.rollback.version'), m.prev_version))",
 	[ST_WINDOW_REPORTS] = "SELECT min(unix_ms), max(unix_ms) FROM counters"
 			      " WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3",
-	/* lockups counted, and the first sign of an unhealthy mitigation */
+	/*
+	 * Lockups counted, and the first sign of an unhealthy mitigation: the
+	 * module tripped it, the agent's guard reverted or quarantined it, a
+	 * livepatch transition stalled, the policy was refused.
+	 */
 	[ST_WINDOW_EVENTS] =
 		"SELECT kind, count(*), min(CASE WHEN coalesce(mitigation, '') = '' THEN"
 		" coalesce(message, '') ELSE mitigation || ': ' || coalesce(message, '') END)"
 		" FROM events WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3"
-		" AND kind IN ('soft-lockup', 'hard-lockup', 'rcu-stall', 'transition-stall',"
-		" 'policy-refused') GROUP BY kind",
+		" AND kind IN ('soft-lockup', 'hard-lockup', 'rcu-stall', 'trip', 'guard-revert',"
+		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
@@ -1150,7 +1197,12 @@ static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
 	return rows(s, stmt(s, ST_ROLLOUTS), cb, arg);
 }
 
-static int sq_rollout_update(struct store *s, const struct store_rollout *r, int64_t now_ms)
+static int sq_rollouts_active(struct store *s, store_row_cb cb, void *arg)
+{
+	return rows(s, stmt(s, ST_ROLLOUTS_ACTIVE), cb, arg);
+}
+
+static int update(struct store *s, const struct store_rollout *r, int64_t now_ms)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
 
@@ -1163,6 +1215,81 @@ static int sq_rollout_update(struct store *s, const struct store_rollout *r, int
 	if (step_done(st) < 0)
 		return -EIO;
 	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+}
+
+static int verdict_add(struct store *s, const char *rollout, const struct store_verdict *v)
+{
+	sqlite3_stmt *st = stmt(s, ST_VERDICT_ADD);
+
+	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 2, (int)v->wave);
+	sqlite3_bind_int64(st, 3, v->ts_ms);
+	sqlite3_bind_text(st, 4, v->verdict, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 5, v->gate, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 6, v->reason, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 7, v->detail_json, -1, SQLITE_STATIC);
+	return step_done(st);
+}
+
+static int sq_rollout_update(struct store *s, const struct store_rollout *r,
+			     const struct store_verdict *v, int64_t now_ms)
+{
+	int ret = exec(DB(s), "SAVEPOINT update_rollout");
+
+	if (ret == 0)
+		ret = update(s, r, now_ms);
+	if (ret == 0 && v)
+		ret = verdict_add(s, r->name, v);
+	if (ret < 0)
+		exec(DB(s), "ROLLBACK TO update_rollout");
+	exec(DB(s), "RELEASE update_rollout");
+	return ret;
+}
+
+static int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
+			   char gate[32])
+{
+	sqlite3_stmt *st = stmt(s, ST_VERDICT_LAST);
+	int rc;
+
+	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	*wave = (unsigned)sqlite3_column_int(st, 0);
+	snprintf(verdict, 16, "%s", text_or_empty(st, 1));
+	snprintf(gate, 32, "%s", text_or_empty(st, 2));
+	return 0;
+}
+
+static int sq_rollout_status(struct store *s, const char *name, char **json)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_STATUS);
+	int rc;
+
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return -ENOENT;
+	if (rc != SQLITE_ROW)
+		return -EIO;
+	*json = strdup((const char *)sqlite3_column_text(st, 0));
+	return *json ? 0 : -ENOMEM;
+}
+
+static int sq_rollback_pending(struct store *s, const char *rollout, uint64_t *n,
+			       char first[STORE_ID_MAX])
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLBACK_PENDING);
+
+	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	*n = (uint64_t)sqlite3_column_int64(st, 0);
+	snprintf(first, STORE_ID_MAX, "%s", text_or_empty(st, 1));
+	return 0;
 }
 
 static int sq_rollout_start(struct store *s, const struct store_rollout *ro,
@@ -1186,7 +1313,7 @@ static int sq_rollout_start(struct store *s, const struct store_rollout *ro,
 		r = step_done(st);
 	}
 	if (r == 0)
-		r = sq_rollout_update(s, ro, now_ms);
+		r = update(s, ro, now_ms);
 	if (r < 0)
 		exec(DB(s), "ROLLBACK TO start");
 	exec(DB(s), "RELEASE start");
@@ -1332,6 +1459,10 @@ static const struct store_ops sqlite_ops = {
 	.rollout_start = sq_rollout_start,
 	.members = sq_members,
 	.rollout_desired = sq_rollout_desired,
+	.rollouts_active = sq_rollouts_active,
+	.verdict_last = sq_verdict_last,
+	.rollout_status = sq_rollout_status,
+	.rollback_pending = sq_rollback_pending,
 	.window = sq_window,
 };
 

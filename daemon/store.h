@@ -56,6 +56,16 @@ struct store_rollout {
 	char reason[256]; /* of the last change of state */
 };
 
+/* A wave's verdict, with the numbers behind it (daemon/gates.h). */
+struct store_verdict {
+	unsigned wave;
+	int64_t ts_ms;
+	const char *verdict; /* pass fail inconclusive */
+	const char *gate; /* the gate that decided; "" */
+	const char *reason;
+	const char *detail_json;
+};
+
 /* A host of a rollout: its place in the plan and what it ran before. */
 struct store_member {
 	const char *host_id;
@@ -176,8 +186,11 @@ struct store_ops {
 	int (*rollout_get)(struct store *s, const char *name, struct store_rollout *r);
 	/* Each rollout as a JSON object (with its member count per wave), newest first. */
 	int (*rollouts)(struct store *s, store_row_cb cb, void *arg);
-	/* Its state, wave, wave start and reason, as r says. */
-	int (*rollout_update)(struct store *s, const struct store_rollout *r, int64_t now_ms);
+	/* The names of rollouts the engine moves: running, holding, paused, rolling back. */
+	int (*rollouts_active)(struct store *s, store_row_cb cb, void *arg);
+	/* Its state, wave, wave start and reason as r says, with verdict v (NULL: none), together. */
+	int (*rollout_update)(struct store *s, const struct store_rollout *r,
+			      const struct store_verdict *v, int64_t now_ms);
 	/* A pending rollout's n members, and r's state, all or nothing. */
 	int (*rollout_start)(struct store *s, const struct store_rollout *r,
 			     const struct store_member *m, size_t n, int64_t now_ms);
@@ -192,6 +205,21 @@ struct store_ops {
 	 */
 	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
 			       uint64_t *version);
+	/* The wave, verdict and gate of the rollout's last verdict; -ENOENT: none yet. */
+	int (*verdict_last)(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
+			    char gate[32]);
+	/*
+	 * One rollout as JSON: what rollouts() gives, its members in plan order
+	 * (stratum, wave, previous policy, the policy each runs now) and its
+	 * verdicts oldest first.
+	 */
+	int (*rollout_status)(struct store *s, const char *name, char **json);
+	/*
+	 * How many hosts a rolled-back rollout reached that do not run its
+	 * rollback target yet (revoked ones aside), and the first of them.
+	 */
+	int (*rollback_pending)(struct store *s, const char *rollout, uint64_t *n,
+				char first[STORE_ID_MAX]);
 	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
 	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		      const char *const *probes, size_t nprobes, struct store_window *w);

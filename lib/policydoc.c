@@ -241,3 +241,30 @@ int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errle
 	}
 	return 0;
 }
+
+int policy_doc_undoes(const struct policy_doc *doc, const struct policy_doc *back, char *err,
+		      size_t errlen)
+{
+	size_t i, j;
+
+	for (i = 0; i < doc->nmitigations; i++) {
+		const struct policy_mitigation *m = &doc->mitigations[i];
+
+		if (m->mode == POLICY_MODE_KEEP && !m->nparams)
+			continue;
+		for (j = 0; j < back->nmitigations && strcmp(back->mitigations[j].id, m->id); j++)
+			;
+		if (j == back->nmitigations || back->mitigations[j].mode == POLICY_MODE_KEEP)
+			return fail(err, errlen, "mitigations.%s: the mode is not stated", m->id);
+	}
+	for (i = 0; i < doc->nprobes; i++) {
+		if (doc->probes[i].enabled < 0)
+			continue;
+		for (j = 0; j < back->nprobes && strcmp(back->probes[j].id, doc->probes[i].id); j++)
+			;
+		if (j == back->nprobes || back->probes[j].enabled < 0)
+			return fail(err, errlen, "probes.%s: enabled is not stated",
+				    doc->probes[i].id);
+	}
+	return 0;
+}

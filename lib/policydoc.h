@@ -64,6 +64,16 @@ int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char 
  */
 int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errlen);
 
+/*
+ * Whether applying back after doc undoes what doc changed: every
+ * mitigation doc sets a mode or params for must have its mode stated in
+ * back, and every probe doc enables or disables its enabled (a key left
+ * out of a policy is left as it is on the host). -EINVAL naming the first
+ * one left behind.
+ */
+int policy_doc_undoes(const struct policy_doc *doc, const struct policy_doc *back, char *err,
+		      size_t errlen);
+
 /* true when id is a valid mitigation, probe or param name */
 bool policy_id_valid(const char *id);
 

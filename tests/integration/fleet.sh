@@ -37,29 +37,9 @@ key = $work/pki/ca.key
 [enroll]
 rate = 10
 CONF
-$KMEMD -d -c kmemd.conf >kmemd.log 2>&1 &
-pids+=($!)
-wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
-port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log)
-URL=https://127.0.0.1:$port
-
-# api AS METHOD PATH [curl args...]: prints the body, then the status code
-api() {
-	local who=$1 method=$2 path=$3
-	shift 3
-	curl -sS --cacert pki/ca.crt --cert pki/$who.crt --key pki/$who.key -X "$method" \
-		-w '\n%{http_code}\n' "$@" "$URL$path"
-}
-
-# expect CODE TEXT WHAT api-args...
-expect() {
-	local code=$1 text=$2 what=$3 out
-	shift 3
-	out=$(api "$@") || fail "$what: curl failed"
-	[ "$(echo "$out" | tail -1)" = "$code" ] || fail "$what: got $(echo "$out" | tail -1), want $code: $out"
-	echo "$out" | grep -q -- "$text" || fail "$what: '$text' not in $out"
-	echo "ok: $what"
-}
+kmemd_start
+pids+=($kmemd_pid)
+kmemd_pid=
 
 # enrollment: a secret from the admin API, then `kmemctl enroll`
 out=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{"expires_in_s":600}')
@@ -102,23 +82,7 @@ for h in web-1 web-2 db-1; do
 	cp -r "$SRC/tests/fixtures/host-6.1" root-$h
 	sed -i 's/ kmemctl.disable=1//' root-$h/proc/cmdline
 	role=${h%%-*}
-	cat >agent-$h.conf <<CONF
-[agent]
-host_id = $h
-server = 127.0.0.1:$port
-interval = 1s
-state_dir = $work/state-$h
-user = nobody
-control = $work/ctl-$h.sock
-[tls]
-cert = $work/pki/$h.crt
-key = $work/pki/$h.key
-ca = $work/pki/ca.crt
-[policy]
-keys_dir = $work/keys
-[labels]
-role = $role
-CONF
+	agent_conf $h $port $role >agent-$h.conf
 	$AGENT -d -r "$work/root-$h" -c agent-$h.conf >agent-$h.log 2>&1 &
 	pids+=($!)
 done
@@ -128,7 +92,7 @@ hosts_known() {
 wait_for 20 hosts_known || fail "kmemd does not know the three hosts: $(api ops GET /v1/hosts)"
 echo "ok: three agents report and kmemd stores them"
 
-printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"}}}' >doc.json
+printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"},"rstat-yield":{"mode":"off"}}}' >doc.json
 $KMEMCTL policy sign -k signer.key -n web -v 1 -s ops -o web-1.bundle doc.json
 PB=(-H 'Content-Type: application/x-protobuf')
 JS=(-H 'Content-Type: application/json')
@@ -257,6 +221,11 @@ expect 400 "no action" "an unknown action" \
 	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"go"}'
 expect 409 "cannot promote" "promoting a pending rollout" \
 	ops POST /v1/rollouts/action "${JS[@]}" --data '{"name":"rstat-on","action":"promote"}'
+UNDO='{"name":"no-undo","policy":"web","version":1,"selector":{"labels":{"role":"web"}},
+	"waves":[{"percent":100}],"rollback":{"policy":"rstat","version":1}}'
+expect 409 'would not undo web version 1: mitigations.usercopy-fastpath: the mode is not stated' \
+	"a rollback policy that leaves a mitigation as the rollout set it" \
+	ops POST /v1/rollouts "${JS[@]}" --data "$UNDO"
 DBROLL='{"name":"db-roll","policy":"rstat","version":1,"selector":{"labels":{"role":"db"}},"waves":[{"percent":100}]}'
 expect 201 '"state":"pending"' "a rollout over db-1" ops POST /v1/rollouts "${JS[@]}" --data "$DBROLL"
 expect 409 "runs no policy" "a rollout with nothing to roll back to" \

@@ -16,7 +16,8 @@ in_work() {
 leave_work() {
 	local p
 	for p in "${pids[@]}" $agent_pid $kmemd_pid; do
-		kill "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		# a stopped process would not act on SIGTERM before SIGCONT
+		kill "$p" 2>/dev/null && kill -CONT "$p" && wait "$p" 2>/dev/null
 	done
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
@@ -63,4 +64,59 @@ ca = $PWD/pki/ca.crt
 [store]
 path = $PWD/kmemd.sqlite
 CONF
+}
+
+# agent_conf HOST PORT ROLE [EXTRA]: an agent reporting every second to
+# kmemd on PORT with pki/HOST.crt, state and control socket in the work
+# dir, policy keys in keys/; EXTRA goes into its [agent] section
+agent_conf() {
+	cat <<CONF
+[agent]
+host_id = $1
+server = 127.0.0.1:$2
+interval = 1s
+state_dir = $PWD/state-$1
+user = nobody
+control = $PWD/ctl-$1.sock
+${4:-}
+[tls]
+cert = $PWD/pki/$1.crt
+key = $PWD/pki/$1.key
+ca = $PWD/pki/ca.crt
+[policy]
+keys_dir = $PWD/keys
+[labels]
+role = $3
+CONF
+}
+
+# kmemd_start: $KMEMD -d -c kmemd.conf, logging to kmemd.log (appended);
+# sets kmemd_pid, and port and URL as its first start bound them
+kmemd_start() {
+	local n
+	n=$(grep -c "listening on port" kmemd.log 2>/dev/null || true)
+	$KMEMD -d -c kmemd.conf >>kmemd.log 2>&1 &
+	kmemd_pid=$!
+	wait_for 10 sh -c "[ \$(grep -c 'listening on port' kmemd.log) -gt ${n:-0} ]" ||
+		fail "kmemd did not start"
+	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+	URL=https://127.0.0.1:$port
+}
+
+# api AS METHOD PATH [curl args...]: prints the body, then the status code
+api() {
+	local who=$1 method=$2 path=$3
+	shift 3
+	curl -sS --cacert pki/ca.crt --cert pki/$who.crt --key pki/$who.key -X "$method" \
+		-w '\n%{http_code}\n' "$@" "$URL$path"
+}
+
+# expect CODE TEXT WHAT api-args...: the call answers CODE with TEXT in it
+expect() {
+	local code=$1 text=$2 what=$3 out
+	shift 3
+	out=$(api "$@") || fail "$what: curl failed"
+	[ "$(echo "$out" | tail -1)" = "$code" ] || fail "$what: got $(echo "$out" | tail -1), want $code: $out"
+	echo "$out" | grep -q -- "$text" || fail "$what: '$text' not in $out"
+	echo "ok: $what"
 }

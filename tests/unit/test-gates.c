@@ -49,11 +49,11 @@ static void fleet(struct gate_host *c, struct gate_host *b)
 }
 
 static enum gate_verdict judge(const struct rollout_gates *g, struct gate_host *c,
-			       struct gate_host *b, bool final, char *reason)
+			       struct gate_host *b, enum gate_scope scope, char *reason)
 {
 	struct gate_result r;
 
-	assert_int_equal(gates_judge(g, c, N, b, N, final, &r), 0);
+	assert_int_equal(gates_judge(g, c, N, b, N, scope, &r), 0);
 	strcpy(reason, r.reason);
 	json_decref(r.detail);
 	return r.verdict;
@@ -68,7 +68,7 @@ static void test_pass_and_detail(void **state)
 	(void)state;
 	g.nprobes = 1;
 	fleet(c, b);
-	assert_int_equal(gates_judge(&g, c, N, b, N, false, &r), 0);
+	assert_int_equal(gates_judge(&g, c, N, b, N, GATES_ALL, &r), 0);
 	assert_int_equal(r.verdict, GATE_PASS);
 	assert_string_equal(gate_verdict_name(r.verdict), "pass");
 	/* the numbers it came from */
@@ -93,17 +93,17 @@ static void test_fails(void **state)
 	g.nprobes = 1;
 	fleet(c, b);
 	c[3].unhealthy = "mitigation rstat-yield tripped";
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "c3: mitigation rstat-yield tripped");
 
 	fleet(c, b);
 	c[1].hard_lockups = 1;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "1 hard lockups on the canaries (at most 0)");
 
 	fleet(c, b);
 	g.p99_ceiling_ns = 1030;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "c4: rstat-flush p99 1040 ns, above the ceiling 1030");
 	g.p99_ceiling_ns = 0;
 
@@ -114,15 +114,15 @@ static void test_fails(void **state)
 	c[0].soft_lockups = 12;
 	for (size_t i = 1; i < N; i++)
 		c[i].soft_lockups = 0;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
-	assert_string_equal(why, "lockups: 12 in 50.0 canary host-hours against 0 in 50.0 "
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
+	assert_string_equal(why, "lockups: 12 in 50 canary host-hours against 0 in 50 "
 				 "(p = 0.000244)");
 
 	/* every canary slower than every baseline: exact p = 1/252 */
 	fleet(c, b);
 	for (size_t i = 0; i < N; i++)
 		c[i].p99_ns[0] = 5000 + (double)i;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "rstat-flush: canaries' p99 above the baselines' (Mann-Whitney "
 				 "p = 0.00397, P(slower) = 1.00)");
 	/* the same with a probe that has no samples first: the slow one still fails it */
@@ -134,7 +134,7 @@ static void test_fails(void **state)
 		b[i].p99_ns[1] = b[i].p99_ns[0];
 		c[i].p99_ns[0] = b[i].p99_ns[0] = -1;
 	}
-	assert_int_equal(judge(&g, c, b, false, why), GATE_FAIL);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 }
 
 static void test_inconclusive(void **state)
@@ -146,36 +146,107 @@ static void test_inconclusive(void **state)
 	(void)state;
 	/* a latency probe nobody has samples of holds the wave */
 	fleet(c, b);
-	assert_int_equal(judge(&g, c, b, false, why), GATE_INCONCLUSIVE);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
 	assert_string_equal(why, "vmap-purge: p99 from 0 canaries and 0 baselines, fewer than 3");
 	g.nprobes = 1;
 
 	fleet(c, b);
 	for (size_t i = 0; i < 3; i++)
 		c[i].hours = 0;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_INCONCLUSIVE);
-	assert_string_equal(why, "2 canaries reported, fewer than 3");
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
+	assert_string_equal(why, "2 matched canaries reported, fewer than 3");
 
 	fleet(c, b);
 	for (size_t i = 0; i < 3; i++)
 		b[i].hours = 0;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_INCONCLUSIVE);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
 	assert_string_equal(why, "2 matched baselines reported, fewer than 3");
 	/* the last wave has no baselines left: health and ceilings judge it */
-	assert_int_equal(judge(&g, c, b, true, why), GATE_PASS);
+	assert_int_equal(judge(&g, c, b, GATES_LAST_WAVE, why), GATE_PASS);
 
 	fleet(c, b);
 	g.min_exposure_h = 60;
-	assert_int_equal(judge(&g, c, b, false, why), GATE_INCONCLUSIVE);
-	assert_string_equal(why, "exposure 50.0 canary and 50.0 baseline host-hours, below 60.0");
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
+	assert_string_equal(why, "exposure 50 canary and 50 baseline host-hours, below 60");
+}
+
+/* While a wave bakes only health and ceilings act; the last wave is judged without baselines. */
+static void test_scopes(void **state)
+{
+	struct rollout_gates g = gates();
+	struct gate_host c[N], b[N];
+	struct gate_result r;
+	char why[256];
+
+	(void)state;
+	g.nprobes = 1;
+	fleet(c, b);
+	c[0].soft_lockups = 40;
+	assert_int_equal(gates_judge(&g, c, N, b, N, GATES_HEALTH, &r), 0);
+	assert_int_equal(r.verdict, GATE_PASS);
+	assert_string_equal(r.reason, "healthy so far");
+	json_decref(r.detail);
+	assert_int_equal(gates_judge(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(r.verdict, GATE_FAIL);
+	assert_string_equal(r.gate, "lockups");
+	json_decref(r.detail);
+
+	c[2].unhealthy = "policy refused";
+	assert_int_equal(gates_judge(&g, c, N, b, N, GATES_HEALTH, &r), 0);
+	assert_int_equal(r.verdict, GATE_FAIL);
+	assert_string_equal(r.gate, "health");
+	assert_string_equal(r.reason, "c2: policy refused");
+	json_decref(r.detail);
+
+	fleet(c, b);
+	for (size_t i = 0; i < 3; i++)
+		c[i].hours = 0;
+	assert_int_equal(judge(&g, c, b, GATES_LAST_WAVE, why), GATE_INCONCLUSIVE);
+	assert_string_equal(why, "2 canaries reported, fewer than 3");
+}
+
+/* A canary without baselines in its stratum is not compared, but its health counts. */
+static void test_unmatched(void **state)
+{
+	struct rollout_gates g = gates();
+	struct gate_host c[N], b[N];
+	struct gate_result r;
+	char why[256];
+
+	(void)state;
+	g.nprobes = 1;
+	fleet(c, b);
+	for (size_t i = 0; i < N; i++)
+		c[i].soft_lockups = b[i].soft_lockups = 0;
+	c[0].soft_lockups = 40;
+	c[0].p99_ns[0] = 1e9;
+	c[0].unmatched = true;
+	assert_int_equal(gates_judge(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(r.verdict, GATE_PASS);
+	assert_string_equal(r.gate, "");
+	assert_int_equal(json_array_size(json_object_get(r.detail, "canaries")), N - 1);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(r.detail, "canary"), "events")),
+		0);
+	json_decref(r.detail);
+
+	c[0].hard_lockups = 1;
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
+	assert_string_equal(why, "1 hard lockups on the canaries (at most 0)");
+
+	/* too few matched canaries to compare */
+	c[0].hard_lockups = 0;
+	c[1].unmatched = c[2].unmatched = true;
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
+	assert_string_equal(why, "2 matched canaries reported, fewer than 3");
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_pass_and_detail),
-		cmocka_unit_test(test_fails),
-		cmocka_unit_test(test_inconclusive),
+		cmocka_unit_test(test_pass_and_detail), cmocka_unit_test(test_fails),
+		cmocka_unit_test(test_inconclusive),	cmocka_unit_test(test_scopes),
+		cmocka_unit_test(test_unmatched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

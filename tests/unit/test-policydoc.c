@@ -178,13 +178,47 @@ static void test_known(void **state)
 	assert_int_equal(policy_doc_check_known(&doc, err, sizeof(err)), 0);
 }
 
+/* A rollback policy must state everything the rolled out one changed. */
+static void test_undoes(void **state)
+{
+	static const struct {
+		const char *doc, *back, *err;
+	} cases[] = {
+		{ "{\"mitigations\": {\"a\": {\"mode\": \"on\"}}}",
+		  "{\"mitigations\": {\"a\": {\"mode\": \"off\"}}}", NULL },
+		{ "{\"mitigations\": {\"a\": {\"mode\": \"on\"}, \"b\": {\"mode\": \"off\"}}}",
+		  "{\"mitigations\": {\"a\": {\"mode\": \"off\"}}}",
+		  "mitigations.b: the mode is not stated" },
+		{ "{\"mitigations\": {\"a\": {\"params\": {\"k\": 1}}}}",
+		  "{\"mitigations\": {\"a\": {\"params\": {\"k\": 2}}}}",
+		  "mitigations.a: the mode is not stated" },
+		{ "{\"mitigations\": {\"a\": {}}}", "{}", NULL },
+		{ "{\"probes\": {\"p\": {\"enabled\": true}}}", "{\"probes\": {\"p\": {}}}",
+		  "probes.p: enabled is not stated" },
+		{ "{\"probes\": {\"p\": {\"threshold_ns\": 5}}}", "{}", NULL },
+		{ "{\"probes\": {\"p\": {\"enabled\": false}}}",
+		  "{\"probes\": {\"p\": {\"enabled\": true}}}", NULL },
+	};
+	struct policy_doc doc, back;
+	char err[256];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		assert_int_equal(parse(cases[i].doc, &doc, err, sizeof(err)), 0);
+		assert_int_equal(parse(cases[i].back, &back, err, sizeof(err)), 0);
+		err[0] = '\0';
+		assert_int_equal(policy_doc_undoes(&doc, &back, err, sizeof(err)),
+				 cases[i].err ? -EINVAL : 0);
+		assert_string_equal(err, cases[i].err ? cases[i].err : "");
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good),
-		cmocka_unit_test(test_bad),
-		cmocka_unit_test(test_limits),
-		cmocka_unit_test(test_known),
+		cmocka_unit_test(test_good),   cmocka_unit_test(test_bad),
+		cmocka_unit_test(test_limits), cmocka_unit_test(test_known),
+		cmocka_unit_test(test_undoes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -82,8 +82,8 @@ static void test_refused(void **state)
 		  " \"waves\": [{\"percent\": 101}]}",
 		  "waves[0].percent: want an integer from 1 to 100" },
 		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
-		  " \"waves\": [{\"percent\": 10, \"bake_s\": 5}]}",
-		  "waves[0].bake_s: want an integer from 60 to 2592000" },
+		  " \"waves\": [{\"percent\": 10, \"bake_s\": 0}]}",
+		  "waves[0].bake_s: want an integer from 1 to 2592000" },
 		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 3, \"selector\": {\"all\": true},"
 		  " \"waves\": [{\"percent\": 10}], \"rollback\": {\"policy\": \"p\", \"version\": 2}}",
 		  "rollback: version 2 of \"p\" is not newer than the rolled out 3; agents would "
@@ -181,24 +181,61 @@ static void test_plan(void **state)
 	assert_int_equal(a[100].wave, 2);
 	assert_int_equal(a[N - 1].wave, 2);
 	/* a canary's baselines: its stratum, not reached yet */
-	assert_true(rollout_is_baseline(&a[0], &a[0], 0) == false);
-	for (i = 20; i < N && strcmp(a[i].stratum, a[0].stratum); i++)
-		;
-	assert_true(i < N);
-	assert_true(rollout_is_baseline(&a[0], &a[i], 0));
-	assert_false(rollout_is_baseline(&a[0], &a[i], a[i].wave));
-	for (i = 20; i < N && !strcmp(a[i].stratum, a[0].stratum); i++)
-		;
-	assert_false(rollout_is_baseline(&a[0], &a[i], 0));
+	assert_int_equal(rollout_match(a, N, 0), 0);
+	for (i = 0; i < N; i++) {
+		size_t reached = 0, left = 0;
+
+		for (size_t j = 0; j < N; j++)
+			if (!strcmp(a[j].stratum, a[i].stratum)) {
+				reached += a[j].wave == 0;
+				left += a[j].wave > 0;
+			}
+		if (a[i].wave == 0)
+			assert_int_equal(a[i].role, left ? ROLLOUT_CANARY : ROLLOUT_UNMATCHED);
+		else
+			assert_int_equal(a[i].role, reached ? ROLLOUT_BASELINE : ROLLOUT_UNUSED);
+	}
+	assert_int_equal(a[0].role, ROLLOUT_CANARY);
+}
+
+/* Strata by hand: matched, unmatched, unused; the last wave leaves no baselines. */
+static void test_match(void **state)
+{
+	struct rollout_member m[] = {
+		{ .host = "a1", .stratum = "A", .wave = 0 },
+		{ .host = "b1", .stratum = "B", .wave = 0 },
+		{ .host = "a2", .stratum = "A", .wave = 1 },
+		{ .host = "c1", .stratum = "C", .wave = 1 },
+		{ .host = "a3", .stratum = "A", .wave = 2 },
+	};
+	static const enum rollout_role wave0[] = { ROLLOUT_CANARY, ROLLOUT_UNMATCHED,
+						   ROLLOUT_BASELINE, ROLLOUT_UNUSED,
+						   ROLLOUT_BASELINE },
+				       wave1[] = { ROLLOUT_CANARY, ROLLOUT_UNMATCHED,
+						   ROLLOUT_CANARY, ROLLOUT_UNMATCHED,
+						   ROLLOUT_BASELINE },
+				       wave2[] = { ROLLOUT_UNMATCHED, ROLLOUT_UNMATCHED,
+						   ROLLOUT_UNMATCHED, ROLLOUT_UNMATCHED,
+						   ROLLOUT_UNMATCHED };
+	const enum rollout_role *want[] = { wave0, wave1, wave2 };
+
+	(void)state;
+	for (unsigned k = 0; k < 3; k++) {
+		assert_int_equal(rollout_match(m, 5, k), 0);
+		for (size_t i = 0; i < 5; i++)
+			assert_int_equal(m[i].role, want[k][i]);
+		/* the order is kept */
+		assert_string_equal(m[3].host, "c1");
+	}
+	assert_int_equal(rollout_match(m, 0, 0), 0);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse),
-		cmocka_unit_test(test_refused),
-		cmocka_unit_test(test_targets),
-		cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_parse),	cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_targets), cmocka_unit_test(test_plan),
+		cmocka_unit_test(test_match),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -442,17 +442,75 @@ static void test_rollouts(void **state)
 	/* pending: no say anywhere */
 	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), -ENOENT);
 	r = (struct store_rollout){ .name = "r1", .state = "running", .wave = 0 };
-	assert_int_equal(s->ops->rollout_update(s, &r, 3000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 3000), 0);
 	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), 0);
 	assert_string_equal(name, "web");
 	assert_int_equal(version, 6);
 	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), -ENOENT);
 	r.wave = 1;
-	assert_int_equal(s->ops->rollout_update(s, &r, 4000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 4000), 0);
 	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
 	/* rolled back: each host to what it ran; web-3 ran nothing, so no say */
 	strcpy(r.state, "rolled-back");
-	assert_int_equal(s->ops->rollout_update(s, &r, 5000), 0);
+	{
+		struct store_verdict v = { .wave = 1,
+					   .ts_ms = 5000,
+					   .verdict = "fail",
+					   .gate = "lockups",
+					   .reason = "lockups: 9 in 3 canary host-hours",
+					   .detail_json = "{\"lockup_p\":0.001}" };
+		char verdict[16], gate[32], *status;
+		unsigned wave;
+
+		assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), -ENOENT);
+		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), 0);
+		assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), 0);
+		assert_int_equal(wave, 1);
+		assert_string_equal(verdict, "fail");
+		assert_string_equal(gate, "lockups");
+		assert_int_equal(s->ops->rollout_status(s, "r1", &status), 0);
+		assert_non_null(strstr(status, "\"verdicts\":[{\"wave\":1,\"ts_ms\":5000,"
+					       "\"verdict\":\"fail\",\"gate\":\"lockups\""));
+		assert_non_null(strstr(status, "\"detail\":{\"lockup_p\":0.001}}]"));
+		assert_non_null(strstr(status,
+				       "{\"host_id\":\"web-2\",\"stratum\":\"b/cpus<=4/web\","
+				       "\"wave\":1,\"previous\":{\"name\":\"base\",\"version\":4},"
+				       "\"policy\":{\"name\":\"base\",\"version\":4}"));
+		assert_non_null(strstr(status,
+				       "\"host_id\":\"web-3\",\"stratum\":\"b/cpus<=4/web\","
+				       "\"wave\":1,\"previous\":null"));
+		free(status);
+		assert_int_equal(s->ops->rollout_status(s, "r9", &status), -ENOENT);
+		/* the verdict and the state go together: no rollout, no verdict */
+		r = (struct store_rollout){ .name = "r9", .state = "rolling-back" };
+		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), -ENOENT);
+		assert_int_equal(s->ops->verdict_last(s, "r9", &wave, verdict, gate), -ENOENT);
+		r = (struct store_rollout){ .name = "r1", .state = "rolled-back", .wave = 1 };
+	}
+	/* rolled back once every host reached runs its target: web-2 still runs web/6 */
+	{
+		uint64_t pending;
+		char first[STORE_ID_MAX];
+
+		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
+		assert_int_equal(pending, 0);
+		f.host_id = "web-2";
+		rep.seq = 2;
+		rep.unix_ms = 5100;
+		rep.policy_name = "web";
+		rep.policy_version = 6;
+		assert_int_equal(s->ops->ingest(s, &rep, 5100), 0);
+		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
+		assert_int_equal(pending, 1);
+		assert_string_equal(first, "web-2");
+		rep.seq = 3;
+		rep.unix_ms = 5200;
+		rep.policy_name = "base";
+		rep.policy_version = 4;
+		assert_int_equal(s->ops->ingest(s, &rep, 5200), 0);
+		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
+		assert_int_equal(pending, 0);
+	}
 	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
 	assert_string_equal(name, "base");
 	assert_int_equal(version, 4);
@@ -467,12 +525,12 @@ static void test_rollouts(void **state)
 	r = (struct store_rollout){ .name = "r2", .state = "running" };
 	assert_int_equal(s->ops->rollout_start(s, &r, &m[2], 1, 6500), 0);
 	r = (struct store_rollout){ .name = "r2", .state = "aborted", .wave = 0 };
-	assert_int_equal(s->ops->rollout_update(s, &r, 7000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 7000), 0);
 	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), 0);
 	assert_string_equal(name, "web");
 	assert_int_equal(version, 7);
 	r = (struct store_rollout){ .name = "r9", .state = "running" };
-	assert_int_equal(s->ops->rollout_update(s, &r, 8000), -ENOENT);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 8000), -ENOENT);
 	s->ops->close(s);
 }
 

@@ -1,0 +1,332 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine.h"
+#include "gates.h"
+#include "rollout.h"
+
+struct members {
+	struct rollout_member *m;
+	size_t n, cap;
+};
+
+static int add_member(void *arg, const struct store_member *sm)
+{
+	struct members *ms = arg;
+	struct rollout_member *m;
+
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 64;
+
+		m = realloc(ms->m, cap * sizeof(*m));
+		if (!m)
+			return -ENOMEM;
+		ms->m = m;
+		ms->cap = cap;
+	}
+	m = &ms->m[ms->n++];
+	memset(m, 0, sizeof(*m));
+	snprintf(m->host, sizeof(m->host), "%s", sm->host_id);
+	snprintf(m->stratum, sizeof(m->stratum), "%s", sm->stratum);
+	m->wave = sm->wave;
+	return 0;
+}
+
+/* What the gates are given, and the per-host numbers the verdict keeps. */
+struct wave {
+	struct gate_host *c, *b;
+	size_t nc, nb;
+	struct store_window *w; /* per member: the gate hosts point into it */
+	json_t *hosts, *strata, *unmatched;
+};
+
+static json_t *host_json(const struct store_window *w, size_t nprobes, const char *role)
+{
+	json_t *p99 = json_array(), *o;
+
+	for (size_t i = 0; i < nprobes; i++)
+		json_array_append_new(p99,
+				      w->p99_ns[i] < 0 ? json_null() : json_real(w->p99_ns[i]));
+	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o}", "role", role, "hours", w->hours,
+		      "soft_lockups", (json_int_t)w->soft_lockups, "hard_lockups",
+		      (json_int_t)w->hard_lockups, "rcu_stalls", (json_int_t)w->rcu_stalls,
+		      "p99_ns", p99);
+	if (o && w->unhealthy[0])
+		json_object_set_new(o, "unhealthy", json_string(w->unhealthy));
+	return o;
+}
+
+/* Counts a member into its stratum's summary. */
+static void stratum_count(json_t *strata, const struct rollout_member *m, const char *side)
+{
+	json_t *o = json_object_get(strata, m->stratum);
+
+	if (!o) {
+		o = json_pack("{s:i, s:i}", "canaries", 0, "baselines", 0);
+		json_object_set_new(strata, m->stratum, o);
+	}
+	json_object_set_new(o, side,
+			    json_integer(json_integer_value(json_object_get(o, side)) + 1));
+}
+
+/* The window of every canary, and of every matched baseline when they are compared. */
+static int gather(struct store *st, const struct rollout_spec *s, const struct members *ms,
+		  bool baselines, int64_t from, int64_t to, struct wave *wv)
+{
+	const char *probes[ROLLOUT_MAX_PROBES];
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < s->gates.nprobes; i++)
+		probes[i] = s->gates.latency_probes[i];
+	wv->c = calloc(ms->n ?: 1, sizeof(*wv->c));
+	wv->b = calloc(ms->n ?: 1, sizeof(*wv->b));
+	wv->w = calloc(ms->n ?: 1, sizeof(*wv->w));
+	wv->hosts = json_object();
+	wv->strata = json_object();
+	wv->unmatched = json_array();
+	if (!wv->c || !wv->b || !wv->w || !wv->hosts || !wv->strata || !wv->unmatched)
+		return -ENOMEM;
+	for (i = 0; r == 0 && i < ms->n; i++) {
+		const struct rollout_member *m = &ms->m[i];
+		bool canary = m->role == ROLLOUT_CANARY || m->role == ROLLOUT_UNMATCHED;
+		struct gate_host *g;
+
+		if (!canary && !(baselines && m->role == ROLLOUT_BASELINE))
+			continue;
+		r = st->ops->window(st, m->host, from, to, probes, s->gates.nprobes, &wv->w[i]);
+		if (r < 0)
+			break;
+		g = canary ? &wv->c[wv->nc++] : &wv->b[wv->nb++];
+		*g = (struct gate_host){ .host = m->host,
+					 .hours = wv->w[i].hours,
+					 .soft_lockups = wv->w[i].soft_lockups,
+					 .hard_lockups = wv->w[i].hard_lockups,
+					 .rcu_stalls = wv->w[i].rcu_stalls,
+					 .unhealthy = wv->w[i].unhealthy[0] ? wv->w[i].unhealthy :
+									      NULL,
+					 .unmatched = m->role == ROLLOUT_UNMATCHED };
+		memcpy(g->p99_ns, wv->w[i].p99_ns, sizeof(g->p99_ns));
+		json_object_set_new(wv->hosts, m->host,
+				    host_json(&wv->w[i], s->gates.nprobes,
+					      m->role == ROLLOUT_CANARY	   ? "canary" :
+					      m->role == ROLLOUT_UNMATCHED ? "unmatched" :
+									     "baseline"));
+		if (m->role == ROLLOUT_UNMATCHED)
+			json_array_append_new(wv->unmatched, json_string(m->host));
+		else
+			stratum_count(wv->strata, m, canary ? "canaries" : "baselines");
+	}
+	return r;
+}
+
+static void wave_free(struct wave *wv)
+{
+	free(wv->c);
+	free(wv->b);
+	free(wv->w);
+	json_decref(wv->hosts);
+	json_decref(wv->strata);
+	json_decref(wv->unmatched);
+}
+
+static const char *const scope_names[] = { "health", "last-wave", "all" };
+
+/*
+ * A held wave's verdict is stored again only when another gate holds it
+ * (its numbers change with every tick; its reason says them).
+ */
+static bool verdict_new(struct store *st, const struct store_rollout *ro,
+			const struct store_verdict *v)
+{
+	char verdict[16], gate[32];
+	unsigned wave;
+
+	if (strcmp(v->verdict, "inconclusive"))
+		return true;
+	if (st->ops->verdict_last(st, ro->name, &wave, verdict, gate) < 0)
+		return true;
+	return wave != v->wave || strcmp(verdict, v->verdict) || strcmp(gate, v->gate);
+}
+
+static int commit(struct store *st, struct store_rollout *ro, const char *was,
+		  const struct store_verdict *v, int64_t now, engine_cb cb, void *arg)
+{
+	struct engine_change c = { .ro = ro, .was = was, .v = v };
+	int r = st->ops->rollout_update(st, ro, v, now);
+
+	if (r == 0 && cb)
+		cb(arg, &c);
+	return r;
+}
+
+/*
+ * The rollback is over once every host it reached runs its target; until
+ * then the members in rollout_status() say who does not.
+ */
+static int rolling_back(struct store *st, struct store_rollout *ro, int64_t now, engine_cb cb,
+			void *arg)
+{
+	char first[STORE_ID_MAX], reason[sizeof(ro->reason)];
+	uint64_t n;
+	int r = st->ops->rollback_pending(st, ro->name, &n, first);
+
+	if (r < 0 || n)
+		return r;
+	snprintf(ro->state, sizeof(ro->state), "rolled-back");
+	snprintf(reason, sizeof(reason), "%.180s; every host it reached is back", ro->reason);
+	snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
+	return commit(st, ro, "rolling-back", NULL, now, cb, arg);
+}
+
+static int judge(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
+		 int64_t now, engine_cb cb, void *arg)
+{
+	struct members ms = { 0 };
+	struct wave wv = { 0 };
+	struct gate_result res = { 0 };
+	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };
+	enum gate_scope scope;
+	char was[sizeof(ro->state)], *detail = NULL;
+	bool last = true;
+	size_t i;
+	int r;
+
+	snprintf(was, sizeof(was), "%s", ro->state);
+	r = st->ops->members(st, ro->name, add_member, &ms);
+	if (r == 0)
+		r = rollout_match(ms.m, ms.n, ro->wave);
+	if (r < 0)
+		goto out;
+	for (i = 0; i < ms.n; i++)
+		last &= ms.m[i].wave <= ro->wave;
+	if (!strcmp(ro->state, "paused") ||
+	    now < ro->wave_started_ms + (int64_t)s->waves[ro->wave].bake_ms)
+		scope = GATES_HEALTH;
+	else
+		scope = last ? GATES_LAST_WAVE : GATES_ALL;
+	r = gather(st, s, &ms, scope == GATES_ALL, ro->wave_started_ms, now, &wv);
+	if (r == 0)
+		r = gates_judge(&s->gates, wv.c, wv.nc, wv.b, wv.nb, scope, &res);
+	if (r < 0)
+		goto out;
+	/* nothing is wrong yet: the bake goes on */
+	if (res.verdict == GATE_PASS && scope == GATES_HEALTH)
+		goto out;
+	json_object_set_new(res.detail, "scope", json_string(scope_names[scope]));
+	json_object_set_new(res.detail, "window",
+			    json_pack("{s:I, s:I}", "from_ms", (json_int_t)ro->wave_started_ms,
+				      "to_ms", (json_int_t)now));
+	json_object_set(res.detail, "strata", wv.strata);
+	json_object_set(res.detail, "unmatched", wv.unmatched);
+	json_object_set(res.detail, "hosts", wv.hosts);
+	detail = json_dumps(res.detail, JSON_COMPACT);
+	if (!detail) {
+		r = -ENOMEM;
+		goto out;
+	}
+	v.verdict = gate_verdict_name(res.verdict);
+	v.gate = res.gate;
+	v.reason = res.reason;
+	v.detail_json = detail;
+	if (res.verdict == GATE_FAIL) {
+		snprintf(ro->state, sizeof(ro->state), "rolling-back");
+		snprintf(ro->reason, sizeof(ro->reason), "wave %u failed: %.200s", ro->wave + 1,
+			 res.reason);
+	} else if (res.verdict == GATE_PASS && ro->wave + 1 >= s->nwaves) {
+		snprintf(ro->state, sizeof(ro->state), "done");
+		snprintf(ro->reason, sizeof(ro->reason), "wave %u passed: done", ro->wave + 1);
+	} else if (res.verdict == GATE_PASS) {
+		ro->wave++;
+		ro->wave_started_ms = now;
+		snprintf(ro->state, sizeof(ro->state), "running");
+		snprintf(ro->reason, sizeof(ro->reason), "wave %u passed: wave %u started",
+			 ro->wave, ro->wave + 1);
+	} else {
+		char reason[sizeof(ro->reason)];
+
+		snprintf(ro->state, sizeof(ro->state), "holding");
+		snprintf(reason, sizeof(reason), "wave %u held: %.200s", ro->wave + 1, res.reason);
+		if (!verdict_new(st, ro, &v)) {
+			/* the same hold, with this tick's numbers in its reason */
+			if (strcmp(reason, ro->reason)) {
+				snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
+				r = st->ops->rollout_update(st, ro, NULL, now);
+			}
+			goto out;
+		}
+		snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
+	}
+	r = commit(st, ro, was, &v, now, cb, arg);
+out:
+	free(detail);
+	json_decref(res.detail);
+	wave_free(&wv);
+	free(ms.m);
+	return r;
+}
+
+static int step(struct store *st, const char *name, int64_t now, engine_cb cb, void *arg)
+{
+	struct store_rollout ro;
+	struct rollout_spec *s = malloc(sizeof(*s));
+	char err[256];
+	int r = s ? st->ops->rollout_get(st, name, &ro) : -ENOMEM;
+
+	if (r < 0) {
+		free(s);
+		return r;
+	}
+	if (!strcmp(ro.state, "rolling-back"))
+		r = rolling_back(st, &ro, now, cb, arg);
+	/* kept documents were checked when created */
+	else if (rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, err, sizeof(err)) < 0 ||
+		 ro.wave >= s->nwaves)
+		r = -EINVAL;
+	else
+		r = judge(st, &ro, s, now, cb, arg);
+	store_rollout_clear(&ro);
+	free(s);
+	return r;
+}
+
+struct names {
+	char (*name)[STORE_ID_MAX];
+	size_t n, cap;
+};
+
+static int add_name(void *arg, const char *name)
+{
+	struct names *ns = arg;
+
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 8;
+		char(*p)[STORE_ID_MAX] = realloc(ns->name, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		ns->name = p;
+		ns->cap = cap;
+	}
+	snprintf(ns->name[ns->n++], STORE_ID_MAX, "%s", name);
+	return 0;
+}
+
+int engine_tick(struct store *st, int64_t now_ms, engine_cb cb, void *arg)
+{
+	struct names ns = { 0 };
+	int r = st->ops->rollouts_active(st, add_name, &ns), first = r;
+
+	for (size_t i = 0; r == 0 && i < ns.n; i++) {
+		int e = step(st, ns.name[i], now_ms, cb, arg);
+
+		if (e < 0 && !first)
+			first = e;
+	}
+	free(ns.name);
+	return first < 0 ? first : (int)ns.n;
+}

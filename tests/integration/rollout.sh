@@ -1,0 +1,202 @@
+#!/bin/bash
+# Rollouts judged by kmemd's engine from real agents' telemetry: twelve
+# kmem-agents on fixture trees, each with a FIFO for /dev/kmsg that this
+# script writes the kernel's lockup reports into.
+# - A good policy (rstat-yield on) waits while most baselines are silent
+#   (inconclusive: held, one verdict), survives kmemd being SIGKILLed and
+#   restarted in that wave (same wave, start and verdicts), then passes
+#   every wave once the baselines report again, and is done.
+# - A bad policy (usercopy-fastpath on too), whose hosts log soft lockups while it runs,
+#   fails its first wave on the lockup gate and is rolled back: every host
+#   runs the good policy again, usercopy-fastpath is off everywhere, and the rollout
+#   ends rolled-back.
+set -euo pipefail
+
+BUILD=${1:?usage: rollout.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: rollout.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+N=12
+
+work=$(mktemp -d "$BUILD/rollout.XXXXXX")
+chmod 755 "$work"
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
+in_work
+
+pki_fleet
+hosts=()
+for i in $(seq -w 1 $N); do
+	hosts+=(h$i)
+	$KMEMCTL pki issue pki host h$i >/dev/null
+done
+$KMEMCTL policy keygen signer >/dev/null
+mkdir keys
+cp signer.pem keys/
+kmemd_conf >kmemd.conf
+cat >>kmemd.conf <<CONF
+[policy]
+keys_dir = $work/keys
+[rollout]
+tick = 500ms
+CONF
+kmemd_start
+# restarts come back on the same port, where the agents look for kmemd
+sed -i "s/^listen = .*/listen = 127.0.0.1:$port/" kmemd.conf
+
+declare -A kmsg agent
+for h in "${hosts[@]}"; do
+	cp -r "$SRC/tests/fixtures/host-6.1" root-$h
+	sed -i 's/ kmemctl.disable=1//' root-$h/proc/cmdline
+	mkdir -p root-$h/dev
+	mkfifo -m 0666 root-$h/dev/kmsg
+	# held open read-write: the agent never sees the FIFO's end
+	exec {fd}<>root-$h/dev/kmsg
+	kmsg[$h]=$fd
+	# lockups here come from the policies, not from the agent's own guard
+	agent_conf $h $port web "guard_window = 0" >agent-$h.conf
+	$AGENT -d -r "$work/root-$h" -c agent-$h.conf >agent-$h.log 2>&1 &
+	pids+=($!)
+	agent[$h]=$!
+done
+db() {
+	sqlite3 kmemd.sqlite "$1"
+}
+reported() {
+	[ "$(db "SELECT count(*) FROM hosts WHERE last_seq > 0")" = $N ]
+}
+wait_for 30 reported || fail "the $N agents did not all report"
+echo "ok: $N agents report"
+
+PB=(-H 'Content-Type: application/x-protobuf')
+JS=(-H 'Content-Type: application/json')
+sign() { # name document
+	printf '%s' "$2" >$1.json
+	$KMEMCTL policy sign -k signer.key -n $1 -v 1 -s ops -o $1.bundle $1.json
+	expect 201 '"signed":true' "policy $1 is uploaded" ops POST /v1/policies "${PB[@]}" \
+		--data-binary @$1.bundle
+}
+sign base '{"mitigations":{"rstat-yield":{"mode":"off"},"usercopy-fastpath":{"mode":"off"}}}'
+sign good '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"off"}}}'
+sign bad '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}'
+expect 201 '"id":' "base is assigned to every host" ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"base","version":1,"selector":{"all":true}}'
+running() { # policy: every host runs it
+	[ "$(db "SELECT count(*) FROM hosts WHERE policy_name = '$1'")" = $N ]
+}
+wait_for 30 running base || fail "not every host runs base: $(db 'SELECT host_id, policy_name FROM hosts')"
+
+state() { # rollout: state and wave (1-based)
+	db "SELECT state || ' ' || (wave + 1) FROM rollouts WHERE name = '$1'"
+}
+in_state() { # rollout state wave
+	[ "$(state $1)" = "$2 $3" ]
+}
+verdicts() { # rollout
+	db "SELECT (wave + 1) || ' ' || verdict || ' ' || gate FROM verdicts WHERE rollout = '$1'
+		ORDER BY id" | tr '\n' ','
+}
+act() { # rollout action
+	api ops POST /v1/rollouts/action "${JS[@]}" --data "{\"name\":\"$1\",\"action\":\"$2\"}" >/dev/null
+}
+GATES='"gates":{"min_exposure_h":0.001,"min_hosts":3}'
+
+# the good policy: 3, 6, then 12 hosts, 3 s each
+expect 201 '"state":"pending"' "rollout good is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	"{\"name\":\"good\",\"policy\":\"good\",\"version\":1,\"selector\":{\"labels\":{\"role\":\"web\"}},
+	\"waves\":[{\"percent\":25},{\"percent\":50},{\"percent\":100}],\"bake_s\":3,$GATES}"
+# seven of the nine baselines of wave 1 go silent
+silent=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'good' AND wave > 0" 2>/dev/null || true)
+[ -z "$silent" ] || fail "members before the start: $silent"
+act good start
+silent=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'good' AND wave > 0
+	ORDER BY host_id LIMIT 7")
+[ "$(echo "$silent" | wc -l)" = 7 ] || fail "wave 1 left $(echo "$silent" | wc -l) hosts out, not 9"
+for i in $silent; do
+	kill -STOP ${agent[$i]}
+done
+wait_for 30 in_state good holding 1 || fail "good was not held: $(state good)"
+[ "$(verdicts good)" = "1 inconclusive baselines," ] || fail "verdicts while held: $(verdicts good)"
+db "SELECT reason FROM rollouts WHERE name = 'good'" | grep -q "matched baselines reported, fewer than 3" ||
+	fail "hold reason: $(db "SELECT reason FROM rollouts WHERE name = 'good'")"
+echo "ok: missing telemetry holds the wave"
+
+# kmemd killed in the held wave: it resumes the same wave and verdicts
+before=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'good'")
+kill -9 $kmemd_pid
+wait $kmemd_pid 2>/dev/null || true
+kmemd_start
+ticks=$(grep -c "listening on port" kmemd.log)
+judged_since_start() { # two engine passes since the last start
+	awk '/listening on port/ { n = 0 } /rollouts judged/ { n++ } END { exit !(n >= 2) }' kmemd.log
+}
+wait_for 10 judged_since_start || fail "the restarted kmemd judged no rollout"
+after=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'good'")
+[ "$before" = "$after" ] || fail "after the restart the wave is $after, was $before"
+in_state good holding 1 || fail "after the restart good is $(state good)"
+[ "$(verdicts good)" = "1 inconclusive baselines," ] || fail "verdicts after the restart: $(verdicts good)"
+[ "$ticks" = 2 ] || fail "kmemd started $ticks times"
+echo "ok: kmemd SIGKILLed and restarted: the same wave, its start and its verdicts"
+
+for i in $silent; do
+	kill -CONT ${agent[$i]}
+done
+wait_for 60 in_state good done 3 || fail "good did not finish: $(state good), $(verdicts good)"
+[ "$(verdicts good)" = "1 inconclusive baselines,1 pass ,2 pass ,3 pass ," ] ||
+	fail "good's verdicts: $(verdicts good)"
+wait_for 30 running good || fail "not every host runs good: $(db 'SELECT host_id, policy_name FROM hosts')"
+for h in "${hosts[@]}"; do
+	[ "$(cat root-$h/sys/kernel/kmemctl/mitigations/rstat-yield/mode)" = on ] ||
+		fail "$h: rstat-yield is not on"
+done
+# the verdicts keep their numbers: wave 2 compared 6 canaries with 6 baselines
+out=$(api ops GET "/v1/rollouts/status?name=good")
+echo "$out" | head -1 | grep -q '"strata":{"[^"]*":{"canaries":6,"baselines":6}}' ||
+	fail "wave 2's verdict: $out"
+grep -q "rollout good wave 3: pass" kmemd.log || fail "no verdict in kmemd's log"
+echo "ok: the good policy passes every wave and reaches every host"
+
+# the bad policy: its hosts log two soft lockups a second while usercopy-fastpath is on
+lockups() { # host fd
+	local seq=1000
+	while sleep 0.5; do
+		[ "$(cat root-$1/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode)" = on ] || continue
+		seq=$((seq + 1))
+		printf '0,%d,%d,-;watchdog: BUG: soft lockup - CPU#0 stuck for 23s! [kworker/0:1:42]\n' \
+			$seq $((seq * 1000000)) >&"$2"
+	done
+}
+for h in "${hosts[@]}"; do
+	lockups $h ${kmsg[$h]} &
+	pids+=($!)
+done
+expect 201 '"state":"pending"' "rollout bad is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	"{\"name\":\"bad\",\"policy\":\"bad\",\"version\":1,\"selector\":{\"all\":true},
+	\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":6,$GATES}"
+act bad start
+wait_for 60 in_state bad rolled-back 1 || fail "bad was not rolled back: $(state bad), $(verdicts bad)"
+[ "$(verdicts bad)" = "1 fail lockups," ] || fail "bad's verdicts: $(verdicts bad)"
+reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'bad'")
+echo "$reason" | grep -q "^lockups: [0-9]* in [0-9.e-]* canary host-hours against 0 in" ||
+	fail "bad's verdict: $reason"
+canaries=$(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0")
+[ "$canaries" = 3 ] || fail "bad's first wave had $canaries hosts"
+running good || fail "after the rollback: $(db 'SELECT host_id, policy_name FROM hosts')"
+for h in "${hosts[@]}"; do
+	[ "$(cat root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode)" = off ] ||
+		fail "$h: usercopy-fastpath is still on"
+done
+grep -q "lockup" agent-$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1").log ||
+	fail "a canary's agent saw no lockup"
+echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
+
+for p in "${pids[@]}"; do
+	kill "$p" 2>/dev/null
+	wait "$p" 2>/dev/null || true
+done
+pids=()
+kill $kmemd_pid
+wait $kmemd_pid || fail "kmemd exited with $? on SIGTERM"
+kmemd_pid=
+echo PASS

@@ -1,0 +1,356 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * daemon/engine.c over a real SQLite store fed reports at chosen times:
+ * a wave bakes, passes and the next starts; too little data holds it (one
+ * verdict, not one per tick) until the data comes; canaries' soft lockups
+ * fail it and roll back, which ends once the hosts report the previous
+ * policy; an unhealthy canary fails a wave before its bake is over; a
+ * paused rollout is not promoted; a reopened store carries on.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "engine.h"
+#include "rollout.h"
+
+#define N 12
+#define MIN 60000LL
+#define T0 1700000000000LL
+
+static char path[4096];
+
+static const char spec_json[] =
+	"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
+	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600,"
+	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3}}";
+
+struct fleet {
+	struct store *st;
+	struct rollout_member m[N]; /* in plan order */
+	uint64_t seq[N];
+	char changes[1024]; /* "was>state:verdict/gate " per change heard */
+};
+
+static struct store *open_store(void)
+{
+	struct store *s = NULL;
+	char err[256];
+
+	if (store_open(path, &s, err, sizeof(err)) < 0)
+		fail_msg("store_open: %s", err);
+	return s;
+}
+
+static void heard(void *arg, const struct engine_change *c)
+{
+	struct fleet *f = arg;
+	size_t len = strlen(f->changes);
+
+	snprintf(f->changes + len, sizeof(f->changes) - len, "%s>%s:%s/%s ", c->was, c->ro->state,
+		 c->v ? c->v->verdict : "-", c->v ? c->v->gate : "-");
+}
+
+/* One report of host i at t, running policy@version, with soft lockups and a tripped mitigation. */
+static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uint64_t version,
+		   unsigned lockups, bool tripped)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts facts = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__HostFacts__LabelsEntry le = KMEMCTL__V1__HOST_FACTS__LABELS_ENTRY__INIT,
+					    *lep[] = { &le };
+	Kmemctl__V1__Counters c = KMEMCTL__V1__COUNTERS__INIT;
+	Kmemctl__V1__KernelEvent e[4], *ep[4];
+	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+
+	facts.host_id = f->m[i].host;
+	facts.kernel_build_id = "b1";
+	facts.online_cpus = 4;
+	le.key = "role";
+	le.value = "web";
+	facts.n_labels = 1;
+	facts.labels = lep;
+	rep.facts = &facts;
+	rep.seq = ++f->seq[i];
+	rep.unix_ms = t;
+	rep.policy_name = (char *)policy;
+	rep.policy_version = version;
+	rep.counters = &c;
+	for (unsigned k = 0; k < lockups && k < 4; k++) {
+		kmemctl__v1__kernel_event__init(&e[k]);
+		e[k].kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP;
+		e[k].unix_ms = t;
+		e[k].message = "watchdog: BUG: soft lockup - CPU#1 stuck for 23s!";
+		ep[k] = &e[k];
+	}
+	rep.n_events = lockups;
+	rep.events = ep;
+	m.id = "rstat-yield";
+	m.state = tripped ? KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_TRIPPED :
+			    KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_ON;
+	m.mode = KMEMCTL__V1__MITIGATION_MODE__MITIGATION_MODE_ON;
+	m.reason = tripped ? "tripped: flush took 2 s" : "on";
+	rep.n_mitigations = 1;
+	rep.mitigations = mp;
+	assert_int_equal(f->st->ops->ingest(f->st, &rep, t), 0);
+}
+
+/* Every host at t, each running what the rollout wants there. */
+static void all_report(struct fleet *f, int64_t t, size_t skip_from, size_t skip_to)
+{
+	char name[STORE_ID_MAX];
+	uint64_t version;
+
+	for (size_t i = 0; i < N; i++) {
+		if (i >= skip_from && i < skip_to)
+			continue;
+		if (f->st->ops->rollout_desired(f->st, f->m[i].host, name, &version) < 0) {
+			strcpy(name, "old");
+			version = 1;
+		}
+		report(f, i, t, name, version, 0, false);
+	}
+}
+
+/* Twelve hosts on policy old@1 and rollout r started at T0: wave 1 is m[0..2]. */
+static void start(struct fleet *f)
+{
+	struct store_member sm[N];
+	struct rollout_spec spec;
+	struct store_rollout ro = { .name = "r", .state = "running", .wave_started_ms = T0 };
+	char err[256];
+
+	memset(f, 0, sizeof(*f));
+	unlink(path);
+	f->st = open_store();
+	assert_int_equal(rollout_spec_parse(spec_json, strlen(spec_json), &spec, err, sizeof(err)),
+			 0);
+	for (size_t i = 0; i < N; i++) {
+		snprintf(f->m[i].host, sizeof(f->m[i].host), "h%02zu", i);
+		rollout_stratum("b1", 4, "web", f->m[i].stratum, sizeof(f->m[i].stratum));
+	}
+	rollout_plan(&spec, f->m, N);
+	for (size_t i = 0; i < N; i++) {
+		report(f, i, T0 - 10 * MIN, "old", 1, 0, false);
+		sm[i] = (struct store_member){ .host_id = f->m[i].host,
+					       .stratum = f->m[i].stratum,
+					       .position = f->m[i].position,
+					       .wave = f->m[i].wave,
+					       .prev_policy = "old",
+					       .prev_version = 1 };
+	}
+	assert_int_equal(f->m[2].wave, 0);
+	assert_int_equal(f->m[3].wave, 1);
+	assert_int_equal(f->st->ops->rollout_add(f->st, "r", spec_json, T0 - MIN), 0);
+	assert_int_equal(f->st->ops->rollout_start(f->st, &ro, sm, N, T0), 0);
+}
+
+/* How many rollouts the engine judged. */
+static int tick(struct fleet *f, int64_t t)
+{
+	int r = engine_tick(f->st, t, heard, f);
+
+	assert_true(r >= 0);
+	return r;
+}
+
+static void expect_state(struct fleet *f, const char *state, unsigned wave)
+{
+	struct store_rollout ro;
+
+	assert_int_equal(f->st->ops->rollout_get(f->st, "r", &ro), 0);
+	assert_string_equal(ro.state, state);
+	assert_int_equal(ro.wave, wave);
+	store_rollout_clear(&ro);
+}
+
+static char *status(struct fleet *f)
+{
+	char *json;
+
+	assert_int_equal(f->st->ops->rollout_status(f->st, "r", &json), 0);
+	return json;
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	return n;
+}
+
+static void test_promotes(void **state)
+{
+	struct fleet f;
+	char *json;
+
+	(void)state;
+	start(&f);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	/* baking: nothing to say yet */
+	tick(&f, T0 + 30 * MIN);
+	assert_string_equal(f.changes, "");
+	expect_state(&f, "running", 0);
+	/* baked: 3 canaries against 9 baselines, an hour each, no lockups */
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>running:pass/ ");
+	expect_state(&f, "running", 1);
+	json = status(&f);
+	assert_non_null(
+		strstr(json, "\"strata\":{\"b1/cpus<=4/web\":{\"canaries\":3,\"baselines\":9}}"));
+	assert_non_null(strstr(json, "\"scope\":\"all\""));
+	assert_non_null(strstr(json, "\"canary\":{\"events\":0,\"hard_lockups\":0,\"hours\":3.0}"));
+	assert_non_null(strstr(json, "\"lockup_p\":1.0"));
+	assert_non_null(strstr(json, "\"reason\":\"wave 1 passed: wave 2 started\""));
+	free(json);
+	/* the last wave reaches all: health and data judge it */
+	for (int64_t t = T0 + 70 * MIN; t <= T0 + 130 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	tick(&f, T0 + 100 * MIN);
+	expect_state(&f, "running", 1);
+	tick(&f, T0 + 122 * MIN);
+	assert_string_equal(f.changes, "running>running:pass/ running>done:pass/ ");
+	expect_state(&f, "done", 1);
+	json = status(&f);
+	assert_non_null(strstr(json, "\"scope\":\"last-wave\""));
+	assert_int_equal(count(json, "\"verdict\":\"pass\""), 2);
+	free(json);
+	/* done is done */
+	assert_int_equal(tick(&f, T0 + 200 * MIN), 0);
+	assert_int_equal(count(f.changes, ">"), 2);
+	f.st->ops->close(f.st);
+}
+
+static void test_holds(void **state)
+{
+	struct fleet f;
+	char *json;
+
+	(void)state;
+	start(&f);
+	/* seven of the nine baselines are silent */
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 5, N);
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>holding:inconclusive/baselines ");
+	expect_state(&f, "holding", 0);
+	/* held for the same reason: no second verdict, also after a restart */
+	tick(&f, T0 + 62 * MIN);
+	f.st->ops->close(f.st);
+	f.st = open_store();
+	tick(&f, T0 + 63 * MIN);
+	assert_string_equal(f.changes, "running>holding:inconclusive/baselines ");
+	json = status(&f);
+	assert_int_equal(count(json, "\"verdict\":"), 1);
+	assert_non_null(strstr(json, "\"reason\":\"2 matched baselines reported, fewer than 3\""));
+	free(json);
+	/* the data comes: the held wave passes */
+	for (int64_t t = T0 + 64 * MIN; t <= T0 + 74 * MIN; t += 5 * MIN)
+		all_report(&f, t, 0, 0);
+	tick(&f, T0 + 75 * MIN);
+	expect_state(&f, "running", 1);
+	assert_string_equal(f.changes,
+			    "running>holding:inconclusive/baselines holding>running:pass/ ");
+	f.st->ops->close(f.st);
+}
+
+static void test_rolls_back(void **state)
+{
+	uint64_t pending;
+	char first[STORE_ID_MAX], *json;
+	struct fleet f;
+
+	(void)state;
+	start(&f);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
+		all_report(&f, t, 0, 3);
+		/* the canaries run the new policy and lock up */
+		for (size_t i = 0; i < 3; i++)
+			report(&f, i, t, "new", 2, t == T0 + 20 * MIN || t == T0 + 40 * MIN, false);
+	}
+	/* lockups alone do not fail a wave before its bake is over */
+	tick(&f, T0 + 50 * MIN);
+	assert_string_equal(f.changes, "");
+	/* 6 in 3 canary host-hours against 0 in 9: p = (3/12)^6 */
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>rolling-back:fail/lockups ");
+	json = status(&f);
+	assert_non_null(strstr(json,
+			       "\"reason\":\"lockups: 6 in 3 canary host-hours against 0 in 9 "
+			       "(p = 0.000244)\""));
+	assert_non_null(strstr(json, "\"soft_lockups\":2"));
+	free(json);
+	/* the canaries are sent the old policy; the rollback ends when they run it */
+	assert_int_equal(f.st->ops->rollback_pending(f.st, "r", &pending, first), 0);
+	assert_int_equal(pending, 3);
+	tick(&f, T0 + 62 * MIN);
+	expect_state(&f, "rolling-back", 0);
+	all_report(&f, T0 + 63 * MIN, 0, 2);
+	tick(&f, T0 + 64 * MIN);
+	expect_state(&f, "rolling-back", 0);
+	all_report(&f, T0 + 65 * MIN, 0, 0);
+	tick(&f, T0 + 66 * MIN);
+	expect_state(&f, "rolled-back", 0);
+	assert_string_equal(f.changes,
+			    "running>rolling-back:fail/lockups rolling-back>rolled-back:-/- ");
+	json = status(&f);
+	assert_non_null(strstr(json, "every host it reached is back"));
+	free(json);
+	f.st->ops->close(f.st);
+}
+
+static void test_unhealthy_fails_early(void **state)
+{
+	struct fleet f;
+
+	(void)state;
+	start(&f);
+	all_report(&f, T0, 0, 0);
+	report(&f, 1, T0 + 5 * MIN, "new", 2, 0, true);
+	tick(&f, T0 + 6 * MIN);
+	assert_string_equal(f.changes, "running>rolling-back:fail/health ");
+	f.st->ops->close(f.st);
+}
+
+static void test_paused(void **state)
+{
+	struct store_rollout ro;
+	struct fleet f;
+
+	(void)state;
+	start(&f);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
+	strcpy(ro.state, "paused");
+	assert_int_equal(f.st->ops->rollout_update(f.st, &ro, NULL, T0 + 30 * MIN), 0);
+	store_rollout_clear(&ro);
+	tick(&f, T0 + 61 * MIN);
+	expect_state(&f, "paused", 0);
+	/* but an unhealthy canary still rolls it back */
+	report(&f, 0, T0 + 62 * MIN, "new", 2, 0, true);
+	tick(&f, T0 + 63 * MIN);
+	assert_string_equal(f.changes, "paused>rolling-back:fail/health ");
+	f.st->ops->close(f.st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
+		cmocka_unit_test(test_paused),
+	};
+
+	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
