@@ -9,27 +9,12 @@
 #include "gates.h"
 #include "rollout.h"
 
-struct members {
-	struct rollout_member *m;
-	size_t n, cap;
-};
-
 static int add_member(void *arg, const struct store_member *sm)
 {
-	struct members *ms = arg;
-	struct rollout_member *m;
+	struct rollout_member *m = rollout_members_add(arg);
 
-	if (ms->n == ms->cap) {
-		size_t cap = ms->cap ? ms->cap * 2 : 64;
-
-		m = realloc(ms->m, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		ms->m = m;
-		ms->cap = cap;
-	}
-	m = &ms->m[ms->n++];
-	memset(m, 0, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
 	snprintf(m->host, sizeof(m->host), "%s", sm->host_id);
 	snprintf(m->stratum, sizeof(m->stratum), "%s", sm->stratum);
 	m->wave = sm->wave;
@@ -74,7 +59,7 @@ static void stratum_count(json_t *strata, const struct rollout_member *m, const 
 }
 
 /* The window of every canary, and of every matched baseline when they are compared. */
-static int gather(struct store *st, const struct rollout_spec *s, const struct members *ms,
+static int gather(struct store *st, const struct rollout_spec *s, const struct rollout_members *ms,
 		  bool baselines, int64_t from, int64_t to, struct wave *wv)
 {
 	const char *probes[ROLLOUT_MAX_PROBES];
@@ -186,7 +171,7 @@ static int rolling_back(struct store *st, struct store_rollout *ro, int64_t now,
 static int judge(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
 		 int64_t now, engine_cb cb, void *arg)
 {
-	struct members ms = { 0 };
+	struct rollout_members ms = { 0 };
 	struct wave wv = { 0 };
 	struct gate_result res = { 0 };
 	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };

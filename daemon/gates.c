@@ -28,7 +28,7 @@ _printf_(4, 5) static void say(struct gate_result *out, enum gate_verdict v, con
 }
 
 struct side {
-	uint64_t events, hard;
+	uint64_t events;
 	double hours;
 	size_t with_data;
 	json_t *hosts;
@@ -43,7 +43,6 @@ static struct side sum(const struct gate_host *h, size_t n, bool all)
 		if (h[i].unmatched && !all)
 			continue;
 		s.events += h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
-		s.hard += h[i].hard_lockups;
 		s.hours += h[i].hours;
 		s.with_data += h[i].hours > 0;
 		json_array_append_new(s.hosts, json_string(h[i].host));
@@ -146,25 +145,27 @@ int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, s
 		const struct gate_host *base, size_t nb, enum gate_scope scope,
 		struct gate_result *out)
 {
-	struct side all = sum(canary, nc, true), c = sum(canary, nc, false),
-		    b = sum(base, nb, true);
+	/* the canaries compared; all of them when none are */
+	struct side c = sum(canary, nc, scope != GATES_ALL), b = sum(base, nb, true);
+	uint64_t hard = 0;
 	double pv;
 
-	json_decref(all.hosts);
+	for (size_t i = 0; i < nc; i++)
+		hard += canary[i].hard_lockups;
 	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:f}, s:{s:I, s:f}}", "canaries", c.hosts,
 				"baselines", b.hosts, "canary", "events", (json_int_t)c.events,
-				"hard_lockups", (json_int_t)all.hard, "hours", c.hours, "baseline",
+				"hard_lockups", (json_int_t)hard, "hours", c.hours, "baseline",
 				"events", (json_int_t)b.events, "hours", b.hours);
 	if (!out->detail)
 		return -ENOMEM;
 	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");
-	if (health(g, canary, nc, all.hard, out) || scope == GATES_HEALTH)
+	if (health(g, canary, nc, hard, out) || scope == GATES_HEALTH)
 		return 0;
 	if (scope == GATES_LAST_WAVE) {
 		/* no one is left to compare with: health and ceilings judged it */
-		if (all.with_data < g->min_hosts)
+		if (c.with_data < g->min_hosts)
 			say(out, GATE_INCONCLUSIVE, "canaries",
-			    "%zu canaries reported, fewer than %llu", all.with_data,
+			    "%zu canaries reported, fewer than %llu", c.with_data,
 			    (unsigned long long)g->min_hosts);
 		return 0;
 	}

@@ -329,6 +329,24 @@ void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t
 	}
 }
 
+struct rollout_member *rollout_members_add(struct rollout_members *ms)
+{
+	struct rollout_member *m;
+
+	if (ms->n == ms->cap) {
+		size_t cap = ms->cap ? ms->cap * 2 : 64;
+
+		m = realloc(ms->m, cap * sizeof(*m));
+		if (!m)
+			return NULL;
+		ms->m = m;
+		ms->cap = cap;
+	}
+	m = &ms->m[ms->n++];
+	memset(m, 0, sizeof(*m));
+	return m;
+}
+
 static int by_stratum_ptr(const void *a, const void *b)
 {
 	return strcmp((*(struct rollout_member *const *)a)->stratum,

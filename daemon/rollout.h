@@ -72,6 +72,15 @@ struct rollout_member {
 	enum rollout_role role; /* set by rollout_match() */
 };
 
+/* A growing array of members. */
+struct rollout_members {
+	struct rollout_member *m;
+	size_t n, cap;
+};
+
+/* A new zeroed member at the end; NULL when out of memory. free(ms->m) when done. */
+struct rollout_member *rollout_members_add(struct rollout_members *ms);
+
 /* "build/cpus<=N/role": the hosts a canary is compared with share it. */
 void rollout_stratum(const char *build_id, uint32_t cpus, const char *role, char *out, size_t len);
 /* The stable order of a rollout's hosts: FNV-1a 64 of "rollout/host". */

@@ -175,8 +175,7 @@ out:
 /* The hosts the rollout's selector picks now, with what each runs. */
 struct members {
 	const struct rollout_spec *s;
-	struct rollout_member *m;
-	size_t n, cap;
+	struct rollout_members list;
 	char why[320]; /* a host rollback could not reach */
 };
 
@@ -189,20 +188,12 @@ static int collect(void *arg, const Kmemctl__V1__HostFacts *f, const char *polic
 
 	if (!selector_match(&ms->s->selector, f))
 		return 0;
-	if (ms->n == ms->cap) {
-		size_t cap = ms->cap ? ms->cap * 2 : 64;
-
-		m = realloc(ms->m, cap * sizeof(*m));
-		if (!m)
-			return -ENOMEM;
-		ms->m = m;
-		ms->cap = cap;
-	}
+	m = rollout_members_add(&ms->list);
+	if (!m)
+		return -ENOMEM;
 	for (i = 0; i < f->n_labels; i++)
 		if (!strcmp(f->labels[i]->key, "role"))
 			role = f->labels[i]->value;
-	m = &ms->m[ms->n++];
-	memset(m, 0, sizeof(*m));
 	snprintf(m->host, sizeof(m->host), "%s", f->host_id);
 	rollout_stratum(f->kernel_build_id, f->online_cpus, role, m->stratum, sizeof(m->stratum));
 	snprintf(m->prev_policy, sizeof(m->prev_policy), "%s", policy ?: "");
@@ -230,7 +221,7 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 	size_t i;
 	int r = k->store->ops->host_facts(k->store, collect, &ms);
 
-	if (r == 0 && !ms.n) {
+	if (r == 0 && !ms.list.n) {
 		snprintf(why, len, "no host matches the rollout's selector");
 		r = -ENOENT;
 	} else if (r == 0 && ms.why[0]) {
@@ -238,45 +229,46 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 		r = -EPERM;
 	}
 	/* each policy the hosts would go back to must undo the rollout's */
-	for (i = 0; r == 0 && !s->rollback_policy[0] && i < ms.n; i++) {
+	for (i = 0; r == 0 && !s->rollback_policy[0] && i < ms.list.n; i++) {
 		size_t j;
 
-		for (j = 0; j < i && (strcmp(ms.m[j].prev_policy, ms.m[i].prev_policy) ||
-				      ms.m[j].prev_version != ms.m[i].prev_version);
+		for (j = 0; j < i && (strcmp(ms.list.m[j].prev_policy, ms.list.m[i].prev_policy) ||
+				      ms.list.m[j].prev_version != ms.list.m[i].prev_version);
 		     j++)
 			;
 		if (j == i)
-			r = undoes(k, s, ms.m[i].prev_policy, ms.m[i].prev_version, why, len);
+			r = undoes(k, s, ms.list.m[i].prev_policy, ms.list.m[i].prev_version, why,
+				   len);
 	}
 	if (r == -EIO)
 		snprintf(why, len, "the store failed");
 	if (r < 0)
 		goto out;
-	rollout_plan(s, ms.m, ms.n);
-	sm = calloc(ms.n, sizeof(*sm));
+	rollout_plan(s, ms.list.m, ms.list.n);
+	sm = calloc(ms.list.n, sizeof(*sm));
 	if (!sm) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (i = 0; i < ms.n; i++)
-		sm[i] = (struct store_member){ .host_id = ms.m[i].host,
-					       .stratum = ms.m[i].stratum,
-					       .position = ms.m[i].position,
-					       .wave = ms.m[i].wave,
-					       .prev_policy = ms.m[i].prev_policy[0] ?
-								      ms.m[i].prev_policy :
+	for (i = 0; i < ms.list.n; i++)
+		sm[i] = (struct store_member){ .host_id = ms.list.m[i].host,
+					       .stratum = ms.list.m[i].stratum,
+					       .position = ms.list.m[i].position,
+					       .wave = ms.list.m[i].wave,
+					       .prev_policy = ms.list.m[i].prev_policy[0] ?
+								      ms.list.m[i].prev_policy :
 								      NULL,
-					       .prev_version = ms.m[i].prev_version };
+					       .prev_version = ms.list.m[i].prev_version };
 	snprintf(ro->state, sizeof(ro->state), "running");
 	ro->wave = 0;
 	ro->wave_started_ms = kmemd_now_ms();
-	snprintf(ro->reason, sizeof(ro->reason), "started with %zu hosts", ms.n);
-	r = k->store->ops->rollout_start(k->store, ro, sm, ms.n, kmemd_now_ms());
+	snprintf(ro->reason, sizeof(ro->reason), "started with %zu hosts", ms.list.n);
+	r = k->store->ops->rollout_start(k->store, ro, sm, ms.list.n, kmemd_now_ms());
 	if (r < 0)
 		snprintf(why, len, "the store failed");
 out:
 	free(sm);
-	free(ms.m);
+	free(ms.list.m);
 	return r;
 }
 

@@ -688,12 +688,13 @@ static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int sq_host_json(struct store *s, const char *host_id, char **json)
+/* The one JSON value a statement makes of key; -ENOENT when it makes none. */
+static int one_json(struct store *s, enum stmt which, const char *key, char **json)
 {
-	sqlite3_stmt *st = stmt(s, ST_HOST_JSON);
+	sqlite3_stmt *st = stmt(s, which);
 	int rc;
 
-	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_DONE)
 		return -ENOENT;
@@ -701,6 +702,11 @@ static int sq_host_json(struct store *s, const char *host_id, char **json)
 		return -EIO;
 	*json = strdup((const char *)sqlite3_column_text(st, 0));
 	return *json ? 0 : -ENOMEM;
+}
+
+static int sq_host_json(struct store *s, const char *host_id, char **json)
+{
+	return one_json(s, ST_HOST_JSON, host_id, json);
 }
 
 static int sq_hosts(struct store *s, store_row_cb cb, void *arg)
@@ -1266,17 +1272,7 @@ static int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave,
 
 static int sq_rollout_status(struct store *s, const char *name, char **json)
 {
-	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_STATUS);
-	int rc;
-
-	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
-	*json = strdup((const char *)sqlite3_column_text(st, 0));
-	return *json ? 0 : -ENOMEM;
+	return one_json(s, ST_ROLLOUT_STATUS, name, json);
 }
 
 static int sq_rollback_pending(struct store *s, const char *rollout, uint64_t *n,

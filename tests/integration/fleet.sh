@@ -21,24 +21,17 @@ in_work
 
 pki_fleet
 # web-1 and web-2 get certificates from the operator; db-1 enrolls
-for h in web-1 web-2; do
-	$KMEMCTL pki issue pki host $h >/dev/null
-done
-$KMEMCTL policy keygen signer >/dev/null
-mkdir keys
-cp signer.pem keys/
+pki_hosts web-1 web-2
 
 kmemd_conf >kmemd.conf
 cat >>kmemd.conf <<CONF
-[policy]
-keys_dir = $work/keys
 [ca]
 key = $work/pki/ca.key
 [enroll]
 rate = 10
 CONF
 kmemd_start
-pids+=($kmemd_pid)
+pids+=("$kmemd_pid")
 kmemd_pid=
 
 # enrollment: a secret from the admin API, then `kmemctl enroll`

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Helpers for the integration tests. Source it once $work is made, then
 # call in_work. FAIL_LOG names a log to show when a check fails.
 
@@ -44,16 +45,34 @@ wait_for() {
 	return 1
 }
 
-# pki_fleet: a fleet CA in pki/, kmemd's server certificate for 127.0.0.1
-# and operator "ops"'s admin certificate
+# pki_fleet [ADDR...]: a fleet CA in pki/, kmemd's server certificate for
+# 127.0.0.1 (and each ADDR), operator "ops"'s admin certificate, and a
+# policy signer (signer.key; its public key in keys/, which kmemd_conf
+# pins)
 pki_fleet() {
+	local a ips=(ip 127.0.0.1)
+	for a in "$@"; do
+		ips+=(ip "$a")
+	done
 	$KMEMCTL pki init pki >/dev/null
-	$KMEMCTL pki issue pki server kmemd ip 127.0.0.1 >/dev/null
+	$KMEMCTL pki issue pki server kmemd "${ips[@]}" >/dev/null
 	$KMEMCTL pki issue pki admin ops >/dev/null
+	$KMEMCTL policy keygen signer >/dev/null
+	mkdir -p keys
+	cp signer.pem keys/
 }
 
-# kmemd_conf: kmemd on any free port with pki/ and a store in the work dir;
-# the [store] section comes last, for more of its keys to follow
+# pki_hosts HOST...: a host certificate for each, pki/HOST.crt and .key
+pki_hosts() {
+	local h
+	for h in "$@"; do
+		$KMEMCTL pki issue pki host "$h" >/dev/null
+	done
+}
+
+# kmemd_conf: kmemd on any free port with pki/, the policy keys in keys/
+# and a store in the work dir; the [store] section comes last, for more of
+# its keys to follow
 kmemd_conf() {
 	cat <<CONF
 [server]
@@ -61,6 +80,8 @@ listen = 127.0.0.1:0
 cert = $PWD/pki/kmemd.crt
 key = $PWD/pki/kmemd.key
 ca = $PWD/pki/ca.crt
+[policy]
+keys_dir = $PWD/keys
 [store]
 path = $PWD/kmemd.sqlite
 CONF

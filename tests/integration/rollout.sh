@@ -25,19 +25,11 @@ chmod 755 "$work"
 . "$SRC/tests/integration/lib.sh"
 in_work
 
+mapfile -t hosts < <(seq -f 'h%02g' $N)
 pki_fleet
-hosts=()
-for i in $(seq -w 1 $N); do
-	hosts+=(h$i)
-	$KMEMCTL pki issue pki host h$i >/dev/null
-done
-$KMEMCTL policy keygen signer >/dev/null
-mkdir keys
-cp signer.pem keys/
+pki_hosts "${hosts[@]}"
 kmemd_conf >kmemd.conf
 cat >>kmemd.conf <<CONF
-[policy]
-keys_dir = $work/keys
 [rollout]
 tick = 500ms
 CONF
@@ -142,7 +134,7 @@ echo "ok: kmemd SIGKILLed and restarted: the same wave, its start and its verdic
 for i in $silent; do
 	kill -CONT ${agent[$i]}
 done
-wait_for 60 in_state good done 3 || fail "good did not finish: $(state good), $(verdicts good)"
+wait_for 60 in_state good 'done' 3 || fail "good did not finish: $(state good), $(verdicts good)"
 [ "$(verdicts good)" = "1 inconclusive baselines,1 pass ,2 pass ,3 pass ," ] ||
 	fail "good's verdicts: $(verdicts good)"
 wait_for 30 running good || fail "not every host runs good: $(db 'SELECT host_id, policy_name FROM hosts')"
@@ -187,8 +179,8 @@ for h in "${hosts[@]}"; do
 	[ "$(cat root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode)" = off ] ||
 		fail "$h: usercopy-fastpath is still on"
 done
-grep -q "lockup" agent-$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1").log ||
-	fail "a canary's agent saw no lockup"
+canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1")
+grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's agent saw no lockup"
 echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
 
 for p in "${pids[@]}"; do

@@ -234,6 +234,20 @@ static void test_unmatched(void **state)
 	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "1 hard lockups on the canaries (at most 0)");
 
+	/* the last wave: every canary is unmatched, and every one counts */
+	c[0].hard_lockups = 0;
+	for (size_t i = 0; i < N; i++)
+		c[i].unmatched = true;
+	assert_int_equal(gates_judge(&g, c, N, NULL, 0, GATES_LAST_WAVE, &r), 0);
+	assert_int_equal(r.verdict, GATE_PASS);
+	assert_int_equal(json_array_size(json_object_get(r.detail, "canaries")), N);
+	assert_true(json_real_value(
+			    json_object_get(json_object_get(r.detail, "canary"), "hours")) == 50);
+	json_decref(r.detail);
+	for (size_t i = 0; i < N; i++)
+		c[i].unmatched = false;
+	c[0].unmatched = true;
+
 	/* too few matched canaries to compare */
 	c[0].hard_lockups = 0;
 	c[1].unmatched = c[2].unmatched = true;

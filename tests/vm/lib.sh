@@ -76,6 +76,66 @@ load_mod() {
 	fi
 }
 
+# net_up: eth0 on QEMU's user network (tests/vm/run --net), where
+# 10.0.2.2 is the host's loopback.
+net_up() {
+	[ "${KMEMCTL_NET:-0}" = 1 ] || die "no network: boot with tests/vm/run --net"
+	mod_loaded e1000 || load_mod e1000
+	wait_for 10 [ -e /sys/class/net/eth0 ]
+	ip link set eth0 up
+	ip addr add 10.0.2.15/24 dev eth0
+	ip route add default via 10.0.2.2
+}
+
+# start_agent HOST SERVER PKI_DIR KEYS_DIR [AGENT_LINES [TAIL]]: kmem-agent
+# with its state, control socket, agent.conf and agent.log in the current
+# directory, PKI_DIR/HOST.crt and .key and PKI_DIR/ca.crt, the policy keys
+# in KEYS_DIR, loading kmemctl.ko itself. AGENT_LINES go into [agent],
+# TAIL after keys_dir in [policy] (and may start more sections). Sets
+# $agent; stop_agent ends it, also at exit.
+start_agent() {
+	cat >agent.conf <<CONF
+[agent]
+host_id = $1
+server = $2
+interval = 1s
+state_dir = $PWD/state
+user = nobody
+control = $PWD/ctl.sock
+module = $KMEMCTL_MODDIR/kmemctl.ko
+${5:-}
+[tls]
+cert = $3/$1.crt
+key = $3/$1.key
+ca = $3/ca.crt
+[policy]
+keys_dir = $4
+${6:-}
+CONF
+	export KMEMCTL_AGENT_SOCKET=$PWD/ctl.sock
+	kmem-agent -d -c agent.conf >agent.log 2>&1 &
+	agent=$!
+	trap stop_agent EXIT
+}
+
+stop_agent() {
+	kill "$agent" 2>/dev/null || true
+	wait "$agent" 2>/dev/null || true
+	trap - EXIT
+}
+
+# status_has RE: `kmemctl status` (into status.txt) has a line matching RE.
+status_has() {
+	kmemctl status >status.txt 2>&1 && grep -q "$1" status.txt
+}
+
+# agent_fail MSG: the agent's log, then fail with MSG.
+agent_fail() {
+	log "--- agent log"
+	cat agent.log
+	die "$*"
+}
+
 unload_mod() {
 	log "rmmod $1"
 	if ! rmmod "$1"; then
@@ -103,6 +163,17 @@ wait_for() {
 	until "$@"; do
 		[ "$(_now_cs)" -lt "$deadline" ] || die "timed out after ${timeout}s waiting for: $*"
 		sleep 0.1
+	done
+}
+
+# await TIMEOUT_S CMD...: like wait_for, but returns 1 on timeout, for a
+# test that has more to show before it fails.
+await() {
+	local deadline=$(($(date +%s) + $1))
+	shift
+	until "$@"; do
+		[ "$(date +%s)" -lt $deadline ] || return 1
+		sleep 0.2
 	done
 }
 

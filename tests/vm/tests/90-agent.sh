@@ -15,7 +15,6 @@ rm -rf $W
 mkdir -p $W/keys
 chmod 755 $W
 cd $W
-export KMEMCTL_AGENT_SOCKET=$W/ctl.sock
 M=/sys/kernel/kmemctl/mitigations
 disabled=0
 grep -q 'kmemctl.disable=1' /proc/cmdline && disabled=1
@@ -35,81 +34,36 @@ printf '{"mitigations":{"%s":{"mode":"on"}},"probes":{"vmap-purge":{"enabled":tr
 	"${mit:-rstat-yield}" >doc.json
 kmemctl policy sign -k op.key -n vm -v 1 -o policy.bin doc.json
 
-cat >agent.conf <<CONF
-[agent]
-host_id = vm-1
-server = 127.0.0.1:1
-interval = 1s
-state_dir = $W/state
-user = nobody
-control = $W/ctl.sock
-module = /lib/kmemctl/kmemctl.ko
-guard_window = 5m
-[tls]
-cert = $W/pki/vm-1.crt
-key = $W/pki/vm-1.key
-ca = $W/pki/ca.crt
-[policy]
-keys_dir = $W/keys
-file = $W/policy.bin
-CONF
-
-kmem-agent -d -c agent.conf >agent.log 2>&1 &
-agent=$!
-stop_agent() {
-	kill $agent 2>/dev/null || true
-	wait $agent 2>/dev/null || true
-}
-trap stop_agent EXIT
-fail() {
-	log "--- agent log"
-	cat agent.log
-	die "$*"
-}
-
-# await SECONDS CMD...: like wait_for, but returns 1 so the agent's log is shown
-await() {
-	local deadline=$(($(date +%s) + $1))
-	shift
-	until "$@"; do
-		[ "$(date +%s)" -lt $deadline ] || return 1
-		sleep 0.2
-	done
-}
-
-# a report made after the policy, as kmemctl status shows it
-status_has() {
-	kmemctl status >status.txt 2>&1 && grep -q "$1" status.txt
-}
+start_agent vm-1 127.0.0.1:1 $W/pki $W/keys "guard_window = 5m" "file = $W/policy.bin"
 
 if [ $disabled = 1 ]; then
 	await 60 grep -q "policy vm version 1 from file not applied: kmemctl.disable=1" agent.log ||
-		fail "no notice that kmemctl.disable=1 held the policy back"
-	mod_loaded kmemctl && fail "kmemctl.disable=1, yet the agent loaded kmemctl.ko"
-	await 30 status_has "^report " || fail "no report: $(cat status.txt)"
-	grep -q "(kmemctl.disable=1)" status.txt || fail "status does not say disabled"
-	kmemctl mitigation set rstat-yield on >set.txt 2>&1 && fail "a local set went through"
-	grep -q "kmemctl.disable=1" set.txt || fail "local set: $(cat set.txt)"
+		agent_fail "no notice that kmemctl.disable=1 held the policy back"
+	mod_loaded kmemctl && agent_fail "kmemctl.disable=1, yet the agent loaded kmemctl.ko"
+	await 30 status_has "^report " || agent_fail "no report: $(cat status.txt)"
+	grep -q "(kmemctl.disable=1)" status.txt || agent_fail "status does not say disabled"
+	kmemctl mitigation set rstat-yield on >set.txt 2>&1 && agent_fail "a local set went through"
+	grep -q "kmemctl.disable=1" set.txt || agent_fail "local set: $(cat set.txt)"
 	log "kmemctl.disable=1: nothing loaded, nothing applied, reports made"
 	exit 0
 fi
 
-await 60 test -e /sys/kernel/kmemctl/version || fail "the agent did not load kmemctl.ko"
-await 30 grep -q "kmemctl.ko loaded (/lib/kmemctl/kmemctl.ko)" agent.log || fail "no load notice"
+await 60 test -e /sys/kernel/kmemctl/version || agent_fail "the agent did not load kmemctl.ko"
+await 30 grep -q "kmemctl.ko loaded (/lib/kmemctl/kmemctl.ko)" agent.log || agent_fail "no load notice"
 await 60 grep -q "policy vm version 1 from file accepted" agent.log ||
-	fail "the policy file was not accepted"
+	agent_fail "the policy file was not accepted"
 assert_eq "$(cat /sys/kernel/kmemctl/probes/vmap-purge/enabled)" 1 "vmap-purge enabled"
 if [ -z "$mit" ]; then
-	grep -q "rstat-yield skipped" agent.log || fail "a native mitigation was not skipped"
-	await 30 status_has "^rstat-yield *native" || fail "status: $(cat status.txt)"
+	grep -q "rstat-yield skipped" agent.log || agent_fail "a native mitigation was not skipped"
+	await 30 status_has "^rstat-yield *native" || agent_fail "status: $(cat status.txt)"
 else
-	await 60 grep -qx on $M/$mit/state || fail "$mit is $(cat $M/$mit/state)"
-	await 30 status_has "^$mit *on *on *policy" || fail "status: $(cat status.txt)"
+	await 60 grep -qx on $M/$mit/state || agent_fail "$mit is $(cat $M/$mit/state)"
+	await 30 status_has "^$mit *on *on *policy" || agent_fail "status: $(cat status.txt)"
 fi
-grep -q "^policy    vm version 1" status.txt || fail "status: no policy: $(cat status.txt)"
-grep -q "^host      vm-1, kernel $(uname -r)" status.txt || fail "status: no host line"
+grep -q "^policy    vm version 1" status.txt || agent_fail "status: no policy: $(cat status.txt)"
+grep -q "^host      vm-1, kernel $(uname -r)" status.txt || agent_fail "status: no host line"
 log "policy applied and reported: $(grep "^${mit:-rstat-yield} " status.txt)"
-await 30 sh -c 'ls state/spool/*.report >/dev/null 2>&1' || fail "no report was spooled"
+await 30 sh -c 'ls state/spool/*.report >/dev/null 2>&1' || agent_fail "no report was spooled"
 
 # a tampered bundle, read again on SIGHUP: refused, nothing changes
 before=$(cat $M/*/mode | tr '\n' ' ')
@@ -121,12 +75,12 @@ off=$(od -An -v -tx1 -w1 policy.bin | awk '{ b[NR] = $1 } END {
 			exit
 		}
 }')
-[ -n "$off" ] || fail "no \"on\" in the bundle"
+[ -n "$off" ] || agent_fail "no \"on\" in the bundle"
 printf f | dd of=policy.bin bs=1 seek=$((off + 2)) conv=notrunc 2>/dev/null
 kill -HUP $agent
-await 30 grep -q "policy from file refused" agent.log || fail "the tampered bundle went through"
+await 30 grep -q "policy from file refused" agent.log || agent_fail "the tampered bundle went through"
 assert_eq "$(cat $M/*/mode | tr '\n' ' ')" "$before" "modes after a tampered bundle"
-await 30 status_has "policy-refused not a validly signed policy" || fail "refusal not reported"
+await 30 status_has "policy-refused not a validly signed policy" || agent_fail "refusal not reported"
 log "tampered bundle refused, modes unchanged: $before"
 
 [ -n "$mit" ] || exit 0
@@ -146,16 +100,15 @@ await 60 grep -q "guard: $mit reverted: a soft lockup" agent.log || rc=1
 expect_splat_end
 echo "$thresh" >/proc/sys/kernel/watchdog_thresh
 unload_mod kmt_lockup
-[ $rc = 0 ] || fail "the guard did not revert $mit"
-await 60 grep -qx off $M/$mit/mode || fail "$mit mode is $(cat $M/$mit/mode)"
-await 30 status_has "^$mit .* guard" || fail "status: $(cat status.txt)"
+[ $rc = 0 ] || agent_fail "the guard did not revert $mit"
+await 60 grep -qx off $M/$mit/mode || agent_fail "$mit mode is $(cat $M/$mit/mode)"
+await 30 status_has "^$mit .* guard" || agent_fail "status: $(cat status.txt)"
 grep -q "^soft-lockup watchdog: BUG: soft lockup" status.txt &&
 	grep -q "^guard-revert soft lockup" status.txt ||
-	fail "the lockup is not in a report: $(cat status.txt)"
+	agent_fail "the lockup is not in a report: $(cat status.txt)"
 log "guard reverted $mit after a soft lockup: $(grep "^$mit " status.txt)"
 
 stop_agent
-trap - EXIT
 wait_for 60 sh -c "[ ! -d /sys/kernel/livepatch/kmemctl ]"
 unload_mod kmemctl
 check_dmesg_clean
