@@ -29,17 +29,21 @@ struct wave {
 	json_t *hosts, *strata, *unmatched;
 };
 
+/* A host's numbers in a verdict: per probe p99 and max, null without samples. */
 static json_t *host_json(const struct store_window *w, size_t nprobes, const char *role)
 {
-	json_t *p99 = json_array(), *o;
+	json_t *p99 = json_array(), *max = json_array(), *o;
 
-	for (size_t i = 0; i < nprobes; i++)
+	for (size_t i = 0; i < nprobes; i++) {
 		json_array_append_new(p99,
 				      w->p99_ns[i] < 0 ? json_null() : json_real(w->p99_ns[i]));
-	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o}", "role", role, "hours", w->hours,
+		json_array_append_new(max,
+				      w->max_ns[i] < 0 ? json_null() : json_real(w->max_ns[i]));
+	}
+	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o, s:o}", "role", role, "hours", w->hours,
 		      "soft_lockups", (json_int_t)w->soft_lockups, "hard_lockups",
 		      (json_int_t)w->hard_lockups, "rcu_stalls", (json_int_t)w->rcu_stalls,
-		      "p99_ns", p99);
+		      "p99_ns", p99, "max_ns", max);
 	if (o && w->unhealthy[0])
 		json_object_set_new(o, "unhealthy", json_string(w->unhealthy));
 	return o;
@@ -96,6 +100,7 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 									      NULL,
 					 .unmatched = m->role == ROLLOUT_UNMATCHED };
 		memcpy(g->p99_ns, wv->w[i].p99_ns, sizeof(g->p99_ns));
+		memcpy(g->max_ns, wv->w[i].max_ns, sizeof(g->max_ns));
 		json_object_set_new(wv->hosts, m->host,
 				    host_json(&wv->w[i], s->gates.nprobes,
 					      m->role == ROLLOUT_CANARY	   ? "canary" :

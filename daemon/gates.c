@@ -50,58 +50,62 @@ static struct side sum(const struct gate_host *h, size_t n, bool all)
 	return s;
 }
 
-/* The hosts' p99s of probe p that have samples; how many. */
-static size_t p99s(const struct gate_host *h, size_t n, size_t p, double *out)
+/* The hosts' p99s (max: maxima) of probe p that have samples; how many. */
+static size_t values(const struct gate_host *h, size_t n, size_t p, bool max, double *out)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
 		if (h[i].p99_ns[p] >= 0 && !h[i].unmatched)
-			out[k++] = h[i].p99_ns[p];
+			out[k++] = max ? h[i].max_ns[p] : h[i].p99_ns[p];
 	return k;
 }
 
 /*
- * Latency: canary p99s against baseline p99s, one probe at a time. A
- * probe that fails decides; else one without enough hosts holds the wave.
+ * Latency: canaries against baselines, per probe, by their hosts' p99s
+ * and then their maxima, each at latency_alpha. A comparison that fails
+ * decides; else a probe without enough hosts holds the wave.
  */
 static int latency(const struct rollout_gates *g, const struct gate_host *c, size_t nc,
 		   const struct gate_host *b, size_t nb, json_t *detail, struct gate_result *out)
 {
+	static const char *const stat[] = { "p99", "max" };
 	double *x = malloc((nc ?: 1) * sizeof(*x)), *y = malloc((nb ?: 1) * sizeof(*y));
-	json_t *probes = json_object();
+	json_t *probes = json_object(), *o;
 	char held[256] = "";
 	struct stats_mwu u;
 	int r = x && y && probes ? 0 : -ENOMEM;
 
 	for (size_t p = 0; r == 0 && p < g->nprobes && out->verdict == GATE_PASS; p++) {
-		size_t n1 = p99s(c, nc, p, x), n2 = p99s(b, nb, p, y);
+		size_t n1 = values(c, nc, p, false, x), n2 = values(b, nb, p, false, y);
 
+		o = json_pack("{s:I, s:I}", "canaries", (json_int_t)n1, "baselines",
+			      (json_int_t)n2);
+		json_object_set_new(probes, g->latency_probes[p], o);
 		if (n1 < g->min_hosts || n2 < g->min_hosts) {
 			if (!held[0])
 				snprintf(held, sizeof(held),
-					 "%s: p99 from %zu canaries and %zu baselines, fewer than "
-					 "%llu",
+					 "%s: samples from %zu canaries and %zu baselines, fewer "
+					 "than %llu",
 					 g->latency_probes[p], n1, n2,
 					 (unsigned long long)g->min_hosts);
-			json_object_set_new(probes, g->latency_probes[p],
-					    json_pack("{s:I, s:I}", "canaries", (json_int_t)n1,
-						      "baselines", (json_int_t)n2));
 			continue;
 		}
-		r = stats_mwu(x, n1, y, n2, STATS_GREATER, &u);
-		if (r < 0)
-			break;
-		json_object_set_new(probes, g->latency_probes[p],
-				    json_pack("{s:I, s:I, s:f, s:f, s:f, s:b}", "canaries",
-					      (json_int_t)n1, "baselines", (json_int_t)n2, "u",
-					      u.u1, "p", u.p, "effect", u.effect, "exact",
-					      u.exact));
-		if (u.p < g->latency_alpha && u.effect >= g->latency_effect)
-			say(out, GATE_FAIL, "latency",
-			    "%s: canaries' p99 above the baselines' (Mann-Whitney p = %.3g, "
-			    "P(slower) = %.2f)",
-			    g->latency_probes[p], u.p, u.effect);
+		for (size_t k = 0; r == 0 && k < 2 && out->verdict == GATE_PASS; k++) {
+			values(c, nc, p, k, x);
+			values(b, nb, p, k, y);
+			r = stats_mwu(x, n1, y, n2, STATS_GREATER, &u);
+			if (r < 0)
+				break;
+			json_object_set_new(o, stat[k],
+					    json_pack("{s:f, s:f, s:f, s:b}", "u", u.u1, "p", u.p,
+						      "effect", u.effect, "exact", u.exact));
+			if (u.p < g->latency_alpha && u.effect >= g->latency_effect)
+				say(out, GATE_FAIL, "latency",
+				    "%s: canaries' %s above the baselines' (Mann-Whitney p = "
+				    "%.3g, P(slower) = %.2f)",
+				    g->latency_probes[p], stat[k], u.p, u.effect);
+		}
 	}
 	if (r == 0 && out->verdict == GATE_PASS && held[0])
 		say(out, GATE_INCONCLUSIVE, "latency", "%s", held);

@@ -20,8 +20,8 @@ struct gate_host {
 	const char *host;
 	double hours; /* reporting time in the window: its exposure */
 	uint64_t soft_lockups, hard_lockups, rcu_stalls;
-	/* p99 of each of the gates' latency_probes; < 0: no samples */
-	double p99_ns[ROLLOUT_MAX_PROBES];
+	/* p99 and max of each of the gates' latency_probes; < 0: no samples */
+	double p99_ns[ROLLOUT_MAX_PROBES], max_ns[ROLLOUT_MAX_PROBES];
 	const char *unhealthy; /* a tripped mitigation, a stalled transition, a refusal; NULL */
 	bool unmatched; /* a canary with no baseline in its stratum: not compared */
 };

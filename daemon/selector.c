@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <ctype.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
@@ -167,7 +168,7 @@ bool selector_match(const struct selector *s, const Kmemctl__V1__HostFacts *f)
 		if (!v || strcmp(v, s->labels[i].value))
 			return false;
 	}
-	if (s->kernel_release[0] && strcmp(s->kernel_release, f->kernel_release))
+	if (s->kernel_release[0] && fnmatch(s->kernel_release, f->kernel_release, 0))
 		return false;
 	if (s->build_id[0] && strcmp(s->build_id, f->kernel_build_id))
 		return false;

@@ -6,8 +6,10 @@
  *   {"labels": {"role": "web"}, "kernel_release": "6.1.0-57-amd64",
  *    "build_id": "e4f1...", "kasan": false, "min_cpus": 16, "max_cpus": 128}
  *   {"all": true}
- * Every key given must match (labels: each one listed). An empty selector
- * is refused: reaching the whole fleet takes "all": true, on its own.
+ * Every key given must match (labels: each one listed). kernel_release is
+ * a shell pattern (fnmatch(3): "6.1.0-*-amd64"); CPU counts are possible
+ * CPUs. An empty selector is refused: reaching the whole fleet takes
+ * "all": true, on its own.
  */
 #ifndef KMEMD_SELECTOR_H
 #define KMEMD_SELECTOR_H

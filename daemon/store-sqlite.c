@@ -1418,6 +1418,7 @@ static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t
 
 		r = sq_samples(s, &f, merge_p99, &p);
 		w->p99_ns[i] = p.h.count ? (double)hist_quantile(&p.h, 0.99) : -1;
+		w->max_ns[i] = p.h.count ? (double)p.h.max_ns : -1;
 	}
 	return r;
 }

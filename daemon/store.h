@@ -80,7 +80,7 @@ struct store_member {
 struct store_window {
 	double hours; /* from its first report in the window to its last */
 	uint64_t soft_lockups, hard_lockups, rcu_stalls;
-	double p99_ns[4]; /* of each probe asked for; -1: no samples */
+	double p99_ns[4], max_ns[4]; /* of each probe asked for; -1: no samples */
 	char unhealthy[192]; /* a tripped mitigation, a stalled transition, a refusal; "" */
 };
 

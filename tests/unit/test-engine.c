@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "engine.h"
+#include "hist.h"
 #include "rollout.h"
 
 #define N 12
@@ -25,6 +26,11 @@
 #define T0 1700000000000LL
 
 static char path[4096];
+
+static const char spec_latency[] =
+	"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
+	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600,"
+	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"latency_probes\": [\"vmap-purge\"]}}";
 
 static const char spec_json[] =
 	"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
@@ -35,6 +41,7 @@ struct fleet {
 	struct store *st;
 	struct rollout_member m[N]; /* in plan order */
 	uint64_t seq[N];
+	uint64_t vmap_purge_ns[N]; /* each report's one sample of it; 0: none */
 	char changes[1024]; /* "was>state:verdict/gate " per change heard */
 };
 
@@ -68,6 +75,9 @@ static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uin
 	Kmemctl__V1__Counters c = KMEMCTL__V1__COUNTERS__INIT;
 	Kmemctl__V1__KernelEvent e[4], *ep[4];
 	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
+	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[] = { &p };
+	uint64_t one = 1;
 
 	facts.host_id = f->m[i].host;
 	facts.kernel_build_id = "b1";
@@ -98,6 +108,18 @@ static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uin
 	m.reason = tripped ? "tripped: flush took 2 s" : "on";
 	rep.n_mitigations = 1;
 	rep.mitigations = mp;
+	if (f->vmap_purge_ns[i]) {
+		h.first_bucket = hist_bucket(f->vmap_purge_ns[i]);
+		h.n_counts = 1;
+		h.counts = &one;
+		h.count = 1;
+		h.sum_ns = h.max_ns = f->vmap_purge_ns[i];
+		p.probe = "vmap-purge";
+		p.end_unix_ms = t;
+		p.hist = &h;
+		rep.n_probes = 1;
+		rep.probes = pp;
+	}
 	assert_int_equal(f->st->ops->ingest(f->st, &rep, t), 0);
 }
 
@@ -118,8 +140,8 @@ static void all_report(struct fleet *f, int64_t t, size_t skip_from, size_t skip
 	}
 }
 
-/* Twelve hosts on policy old@1 and rollout r started at T0: wave 1 is m[0..2]. */
-static void start(struct fleet *f)
+/* Twelve hosts on policy old@1 and rollout r (doc) started at T0: wave 1 is m[0..2]. */
+static void start(struct fleet *f, const char *doc)
 {
 	struct store_member sm[N];
 	struct rollout_spec spec;
@@ -129,8 +151,7 @@ static void start(struct fleet *f)
 	memset(f, 0, sizeof(*f));
 	unlink(path);
 	f->st = open_store();
-	assert_int_equal(rollout_spec_parse(spec_json, strlen(spec_json), &spec, err, sizeof(err)),
-			 0);
+	assert_int_equal(rollout_spec_parse(doc, strlen(doc), &spec, err, sizeof(err)), 0);
 	for (size_t i = 0; i < N; i++) {
 		snprintf(f->m[i].host, sizeof(f->m[i].host), "h%02zu", i);
 		rollout_stratum("b1", 4, "web", f->m[i].stratum, sizeof(f->m[i].stratum));
@@ -147,7 +168,7 @@ static void start(struct fleet *f)
 	}
 	assert_int_equal(f->m[2].wave, 0);
 	assert_int_equal(f->m[3].wave, 1);
-	assert_int_equal(f->st->ops->rollout_add(f->st, "r", spec_json, T0 - MIN), 0);
+	assert_int_equal(f->st->ops->rollout_add(f->st, "r", doc, T0 - MIN), 0);
 	assert_int_equal(f->st->ops->rollout_start(f->st, &ro, sm, N, T0), 0);
 }
 
@@ -193,7 +214,7 @@ static void test_promotes(void **state)
 	char *json;
 
 	(void)state;
-	start(&f);
+	start(&f, spec_json);
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
 		all_report(&f, t, 0, 0);
 	/* baking: nothing to say yet */
@@ -236,7 +257,7 @@ static void test_holds(void **state)
 	char *json;
 
 	(void)state;
-	start(&f);
+	start(&f, spec_json);
 	/* seven of the nine baselines are silent */
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
 		all_report(&f, t, 5, N);
@@ -270,7 +291,7 @@ static void test_rolls_back(void **state)
 	struct fleet f;
 
 	(void)state;
-	start(&f);
+	start(&f, spec_json);
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
 		all_report(&f, t, 0, 3);
 		/* the canaries run the new policy and lock up */
@@ -313,7 +334,7 @@ static void test_unhealthy_fails_early(void **state)
 	struct fleet f;
 
 	(void)state;
-	start(&f);
+	start(&f, spec_json);
 	all_report(&f, T0, 0, 0);
 	report(&f, 1, T0 + 5 * MIN, "new", 2, 0, true);
 	tick(&f, T0 + 6 * MIN);
@@ -327,7 +348,7 @@ static void test_paused(void **state)
 	struct fleet f;
 
 	(void)state;
-	start(&f);
+	start(&f, spec_json);
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
 		all_report(&f, t, 0, 0);
 	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
@@ -343,12 +364,43 @@ static void test_paused(void **state)
 	f.st->ops->close(f.st);
 }
 
+/* The canaries' vmap purges take 8 ms, the baselines' 1 ms: the latency gate fails the wave. */
+static void test_latency(void **state)
+{
+	struct fleet f;
+	char *json;
+
+	(void)state;
+	start(&f, spec_latency);
+	for (size_t i = 0; i < N; i++)
+		f.vmap_purge_ns[i] = i < 3 ? 8000000 : 1000000 + 1000 * i;
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>rolling-back:fail/latency ");
+	json = status(&f);
+	assert_non_null(
+		strstr(json, "\"reason\":\"vmap-purge: canaries' p99 above the baselines'"));
+	assert_non_null(strstr(json, "\"latency\":{\"vmap-purge\":{\"canaries\":3,\"baselines\":9,"
+				     "\"p99\":{"));
+	free(json);
+	f.st->ops->close(f.st);
+
+	/* no samples at all: held, never passed */
+	start(&f, spec_latency);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>holding:inconclusive/latency ");
+	f.st->ops->close(f.st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
 		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
-		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_paused),	   cmocka_unit_test(test_latency),
 	};
 
 	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));

@@ -44,7 +44,10 @@ static void fleet(struct gate_host *c, struct gate_host *b)
 					   .soft_lockups = i % 2 };
 		c[i].p99_ns[0] = 1000 + 10 * (double)i;
 		b[i].p99_ns[0] = 1005 + 10 * (double)i;
+		c[i].max_ns[0] = 2000 + 20 * (double)i;
+		b[i].max_ns[0] = 2010 + 20 * (double)i;
 		c[i].p99_ns[1] = b[i].p99_ns[1] = -1; /* the probe is off */
+		c[i].max_ns[1] = b[i].max_ns[1] = -1;
 	}
 }
 
@@ -83,7 +86,10 @@ static void test_pass_and_detail(void **state)
 			    json_object_get(json_object_get(r.detail, "canary"), "hours")) == 50);
 	assert_int_equal(json_array_size(json_object_get(r.detail, "baselines")), N);
 	assert_non_null(json_object_get(r.detail, "lockup_p"));
-	assert_non_null(json_object_get(json_object_get(r.detail, "latency"), "rstat-flush"));
+	assert_non_null(json_object_get(
+		json_object_get(json_object_get(r.detail, "latency"), "rstat-flush"), "p99"));
+	assert_non_null(json_object_get(
+		json_object_get(json_object_get(r.detail, "latency"), "rstat-flush"), "max"));
 	json_decref(r.detail);
 }
 
@@ -129,6 +135,16 @@ static void test_fails(void **state)
 	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	assert_string_equal(why, "rstat-flush: canaries' p99 above the baselines' (Mann-Whitney "
 				 "p = 0.00397, P(slower) = 1.00)");
+	/* alike p99s, but every canary's worst case far above every baseline's */
+	fleet(c, b);
+	for (size_t i = 0; i < N; i++)
+		c[i].max_ns[0] = 90000 + (double)i;
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
+	assert_string_equal(why, "rstat-flush: canaries' max above the baselines' (Mann-Whitney "
+				 "p = 0.00397, P(slower) = 1.00)");
+	fleet(c, b);
+	for (size_t i = 0; i < N; i++)
+		c[i].p99_ns[0] = 5000 + (double)i;
 	/* the same with a probe that has no samples first: the slow one still fails it */
 	g.nprobes = 2;
 	strcpy(g.latency_probes[0], "vmap-purge");
@@ -136,7 +152,10 @@ static void test_fails(void **state)
 	for (size_t i = 0; i < N; i++) {
 		c[i].p99_ns[1] = c[i].p99_ns[0];
 		b[i].p99_ns[1] = b[i].p99_ns[0];
+		c[i].max_ns[1] = c[i].max_ns[0];
+		b[i].max_ns[1] = b[i].max_ns[0];
 		c[i].p99_ns[0] = b[i].p99_ns[0] = -1;
+		c[i].max_ns[0] = b[i].max_ns[0] = -1;
 	}
 	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 }
@@ -151,7 +170,8 @@ static void test_inconclusive(void **state)
 	/* a latency probe nobody has samples of holds the wave */
 	fleet(c, b);
 	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
-	assert_string_equal(why, "vmap-purge: p99 from 0 canaries and 0 baselines, fewer than 3");
+	assert_string_equal(why,
+			    "vmap-purge: samples from 0 canaries and 0 baselines, fewer than 3");
 	g.nprobes = 1;
 
 	fleet(c, b);

@@ -54,6 +54,11 @@ static void test_match(void **state)
 	assert_false(matches("{\"labels\": {\"rack\": \"7\"}}"));
 	assert_true(matches("{\"kernel_release\": \"6.1.0-57-amd64\", \"kasan\": false}"));
 	assert_false(matches("{\"kernel_release\": \"6.12.117+deb12-amd64\"}"));
+	/* a pattern */
+	assert_true(matches("{\"kernel_release\": \"6.1.0-*-amd64\"}"));
+	assert_true(matches("{\"kernel_release\": \"6.1.?-5[0-9]-*\"}"));
+	assert_false(matches("{\"kernel_release\": \"6.12.*\"}"));
+	assert_false(matches("{\"kernel_release\": \"6.1.0-57\"}"));
 	assert_false(matches("{\"kasan\": true}"));
 	assert_true(matches("{\"build_id\": \"e4f18d9d\"}"));
 	assert_true(matches("{\"min_cpus\": 64, \"max_cpus\": 64}"));

@@ -569,6 +569,8 @@ static void test_window(void **state)
 	assert_int_equal(w.hard_lockups, 0);
 	assert_true(w.p99_ns[0] > 524288 && w.p99_ns[0] <= 1048576);
 	assert_true(w.p99_ns[1] == -1);
+	assert_true(w.max_ns[0] == 1000003);
+	assert_true(w.max_ns[1] == -1);
 	assert_string_equal(w.unhealthy, "");
 	/* the window is half-open: the last report and its sample are out */
 	assert_int_equal(s->ops->window(s, "w1", 0, 3600000, probes, 1, &w), 0);
