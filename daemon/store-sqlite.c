@@ -127,6 +127,7 @@ enum stmt {
 	ST_WINDOW_REPORTS,
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
+	ST_WINDOW_SAMPLES,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -308,6 +309,13 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
+	/* one host's probe: by samples_by_host and the rollups' key, not a scan */
+	[ST_WINDOW_SAMPLES] = "SELECT first_bucket, counts, count, sum_ns, max_ns FROM samples"
+			      " WHERE host_id = ?1 AND end_ms >= ?3 AND end_ms < ?4 AND probe = ?2"
+			      " UNION ALL SELECT first_bucket, counts, count, sum_ns, max_ns"
+			      " FROM rollups WHERE host_id = ?1 AND probe = ?2"
+			      " AND hour_ms >= ?3 - 3600000 AND hour_ms + 3600000 >= ?3"
+			      " AND hour_ms + 3600000 < ?4",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -1358,22 +1366,12 @@ static int sq_rollout_desired(struct store *s, const char *host, char name[STORE
 	return 0;
 }
 
-struct p99 {
-	struct hist h;
-};
-
-static int merge_p99(void *arg, const struct store_sample *x)
-{
-	hist_merge(&((struct p99 *)arg)->h, &x->h);
-	return 0;
-}
-
 static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		     const char *const *probes, size_t nprobes, struct store_window *w)
 {
 	sqlite3_stmt *st = stmt(s, ST_WINDOW_REPORTS);
 	size_t i;
-	int rc, r = 0;
+	int rc;
 
 	memset(w, 0, sizeof(*w));
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
@@ -1410,17 +1408,24 @@ static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t
 			 text_or_empty(st, 0), text_or_empty(st, 1));
 	else if (rc != SQLITE_DONE)
 		return -EIO;
-	for (i = 0; r == 0 && i < nprobes && i < 4; i++) {
-		struct store_filter f = {
-			.probe = probes[i], .from_ms = from_ms, .to_ms = to_ms - 1, .host = host
-		};
-		struct p99 p = { 0 };
+	for (i = 0; i < nprobes && i < 4; i++) {
+		struct hist h = { 0 }, x;
 
-		r = sq_samples(s, &f, merge_p99, &p);
-		w->p99_ns[i] = p.h.count ? (double)hist_quantile(&p.h, 0.99) : -1;
-		w->max_ns[i] = p.h.count ? (double)p.h.max_ns : -1;
+		st = stmt(s, ST_WINDOW_SAMPLES);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 2, probes[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, from_ms);
+		sqlite3_bind_int64(st, 4, to_ms);
+		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+			column_hist(st, 0, &x);
+			hist_merge(&h, &x);
+		}
+		if (rc != SQLITE_DONE)
+			return -EIO;
+		w->p99_ns[i] = h.count ? (double)hist_quantile(&h, 0.99) : -1;
+		w->max_ns[i] = h.count ? (double)h.max_ns : -1;
 	}
-	return r;
+	return 0;
 }
 
 static const struct store_ops sqlite_ops = {
