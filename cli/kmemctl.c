@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /* kmemctl: one CLI for the host and the fleet, `kmemctl OBJECT VERB [ARGS]`. */
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "kmemctl.h"
 #include "log.h"
 #include "macro.h"
+#include "output.h"
+
+struct cli_options cli;
 
 static int do_help(int argc, char **argv);
 
@@ -25,6 +29,9 @@ static const struct cmd objects[] = {
 	{ "mitigation", do_mitigation, "set a mitigation on this host" },
 	{ "probe", do_probe, "set a probe on this host" },
 	{ "watch", do_watch, "follow this host's reports as JSON lines" },
+	{ "host", do_host, "the fleet's hosts, as kmemd knows them" },
+	{ "rollout", do_rollout, "move a policy across the fleet in waves" },
+	{ "telemetry", do_telemetry, "probe latency across the fleet" },
 	{ "help", do_help, "show this help" },
 	{ "version", do_version, "print the version" },
 };
@@ -39,8 +46,17 @@ static int do_help(int argc, char **argv)
 {
 	(void)argc;
 	(void)argv;
-	printf("usage: kmemctl OBJECT VERB [ARGS]\n\nobjects:\n");
+	printf("usage: kmemctl [OPTIONS] OBJECT VERB [ARGS]\n\nobjects:\n");
 	list_cmds(stdout, objects, ARRAY_SIZE(objects));
+	printf("\noptions:\n"
+	       "  -j, --json         JSON output (with a \"schema\" version)\n"
+	       "  -p, --pretty       indented JSON output\n"
+	       "      --color WHEN   auto (a terminal, no NO_COLOR), always or never\n"
+	       "  -c, --config FILE  kmemd's address and certificates\n"
+	       "                     (default $XDG_CONFIG_HOME/kmemctl/config)\n"
+	       "  -s, --server HOST:PORT, --ca FILE, --cert FILE, --key FILE\n"
+	       "                     kmemd and the operator certificate, over the config\n"
+	       "\n`kmemctl OBJECT help` lists an object's verbs; kmemctl(8) has the rest.\n");
 	return EXIT_OK;
 }
 
@@ -58,6 +74,11 @@ int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **ar
 		list_cmds(stderr, cmds, n);
 		return EXIT_USAGE;
 	}
+	if (!strcmp(argv[0], "help") || !strcmp(argv[0], "--help") || !strcmp(argv[0], "-h")) {
+		printf("usage: kmemctl [OPTIONS] %s VERB [ARGS]\n\nverbs:\n", object);
+		list_cmds(stdout, cmds, n);
+		return EXIT_OK;
+	}
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(cmds[i].name, argv[0]) == 0)
 			return cmds[i].fn(argc, argv);
@@ -68,15 +89,78 @@ int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **ar
 
 int main(int argc, char **argv)
 {
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "pretty", no_argument, NULL, 'p' },
+		{ "color", required_argument, NULL, 'C' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "server", required_argument, NULL, 's' },
+		{ "ca", required_argument, NULL, 'A' },
+		{ "cert", required_argument, NULL, 'E' },
+		{ "key", required_argument, NULL, 'K' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ 0 },
+	};
+	const char *color = NULL;
+	int c;
+
 	log_setup("kmemctl", LOG_TARGET_STDERR);
-	if (argc < 2) {
+	opterr = 0;
+	/* "+": options end at the object; the verbs have their own */
+	while ((c = getopt_long(argc, argv, "+jpc:s:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'j':
+			cli.json = true;
+			break;
+		case 'p':
+			cli.json = cli.pretty = true;
+			break;
+		case 'C':
+			if (strcmp(optarg, "auto") && strcmp(optarg, "always") &&
+			    strcmp(optarg, "never")) {
+				fprintf(stderr, "kmemctl: --color %s: want auto, always or never\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			color = optarg;
+			break;
+		case 'c':
+			cli.config = optarg;
+			break;
+		case 's':
+			cli.server = optarg;
+			break;
+		case 'A':
+			cli.ca = optarg;
+			break;
+		case 'E':
+			cli.cert = optarg;
+			break;
+		case 'K':
+			cli.key = optarg;
+			break;
+		case 'h':
+			return do_help(0, NULL);
+		case 'V':
+			return do_version(0, NULL);
+		default:
+			fprintf(stderr, "kmemctl: unknown option '%s'; `kmemctl help` lists them\n",
+				argv[optind - 1]);
+			return EXIT_USAGE;
+		}
+	}
+	out_color_setup(color, &cli.color);
+	argc -= optind;
+	argv += optind;
+	if (argc < 1) {
 		do_help(0, NULL);
 		return EXIT_USAGE;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(objects); i++)
-		if (strcmp(objects[i].name, argv[1]) == 0)
-			return objects[i].fn(argc - 1, argv + 1);
-	fprintf(stderr, "kmemctl: unknown object '%s'; one of:\n", argv[1]);
+		if (strcmp(objects[i].name, argv[0]) == 0)
+			return objects[i].fn(argc, argv);
+	fprintf(stderr, "kmemctl: unknown object '%s'; one of:\n", argv[0]);
 	list_cmds(stderr, objects, ARRAY_SIZE(objects));
 	return EXIT_USAGE;
 }

@@ -2,7 +2,19 @@
 #ifndef KMEMCTL_CLI_H
 #define KMEMCTL_CLI_H
 
+#include <stdbool.h>
+
 #include "exit-codes.h"
+
+/* The options before the object, for every object. */
+struct cli_options {
+	bool json, pretty; /* -j, -p (implies -j) */
+	bool color; /* out_color_setup() */
+	const char *config; /* --config: kmemd's address and certificates */
+	const char *server, *ca, *cert, *key; /* override the config */
+};
+
+extern struct cli_options cli;
 
 struct cmd {
 	const char *name;
@@ -23,5 +35,8 @@ int do_local_status(int argc, char **argv);
 int do_mitigation(int argc, char **argv);
 int do_probe(int argc, char **argv);
 int do_watch(int argc, char **argv);
+int do_host(int argc, char **argv);
+int do_rollout(int argc, char **argv);
+int do_telemetry(int argc, char **argv);
 
 #endif

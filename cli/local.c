@@ -41,6 +41,12 @@ static int ctl_connect(void)
 	return fd;
 }
 
+/* No agent listening is "not reachable"; one that will not have us, "refused". */
+static int connect_exit(int r)
+{
+	return r == -EACCES || r == -EPERM ? EXIT_REFUSED : EXIT_UNREACHABLE;
+}
+
 /* One reply; NULL (logged) on a broken socket or a reply that is not JSON. */
 static json_t *ctl_recv(int fd)
 {
@@ -177,7 +183,7 @@ int do_local_status(int argc, char **argv)
 	}
 	fd = ctl_connect();
 	if (fd < 0)
-		return EXIT_ERROR;
+		return connect_exit(fd);
 	rep = ctl_call(fd, json_pack("{s:s}", "cmd", "status"));
 	close(fd);
 	if (!rep)
@@ -233,7 +239,7 @@ static int set_and_report(json_t *policy)
 	fd = ctl_connect();
 	if (fd < 0) {
 		json_decref(policy);
-		return EXIT_ERROR;
+		return connect_exit(fd);
 	}
 	rep = ctl_call(fd, json_pack("{s:s, s:o}", "cmd", "set", "policy", policy));
 	close(fd);
@@ -329,7 +335,7 @@ int do_watch(int argc, char **argv)
 	}
 	fd = ctl_connect();
 	if (fd < 0)
-		return EXIT_ERROR;
+		return connect_exit(fd);
 	rep = ctl_call(fd, json_pack("{s:s}", "cmd", "watch"));
 	while (rep) {
 		json_decref(rep);

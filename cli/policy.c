@@ -225,12 +225,39 @@ usage:
 	return EXIT_USAGE;
 }
 
+/* What kmemd would say of a document on upload, with the path of the bad key. */
+static int policy_validate(int argc, char **argv)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct policy_doc doc;
+	char err[512];
+	size_t len;
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl policy validate DOCUMENT.json\n");
+		return EXIT_USAGE;
+	}
+	r = read_file_max(argv[1], BUNDLE_MAX, &buf, &len);
+	if (r < 0)
+		return log_error_errno(r, "reading '%s' failed: %m", argv[1]), EXIT_ERROR;
+	if (policy_doc_parse(buf, len, &doc, err, sizeof(err)) < 0 ||
+	    policy_doc_check_known(&doc, err, sizeof(err)) < 0) {
+		fprintf(stderr, "%s: %s\n", argv[1], err);
+		return EXIT_ERROR;
+	}
+	printf("%s: valid: %zu mitigations, %zu probes\n", argv[1], doc.nmitigations, doc.nprobes);
+	return EXIT_OK;
+}
+
 int do_policy(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
 		{ "keygen", policy_keygen, "create an Ed25519 policy signing key" },
 		{ "sign", policy_sign_cmd, "sign a policy document into a bundle" },
 		{ "verify", policy_verify_cmd, "check a bundle against pinned keys and show it" },
+		{ "validate", policy_validate,
+		  "check a document as kmemd would, naming the bad key" },
 		{ NULL, NULL, NULL },
 	};
 

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmemctl's calls to kmemd's admin API: HTTPS (libevent over OpenSSL) with
+ * the operator's certificate. Where kmemd is and which certificate to use
+ * come from --server/--ca/--cert/--key, else from the config file
+ * ($XDG_CONFIG_HOME/kmemctl/config, or --config):
+ *
+ *	[kmemd]
+ *	server = kmemd.example.net:8443
+ *	ca = /etc/kmemctl/ca.crt
+ *	cert = /home/ops/.config/kmemctl/ops.crt
+ *	key = /home/ops/.config/kmemctl/ops.key
+ */
+#ifndef KMEMCTL_REMOTE_H
+#define KMEMCTL_REMOTE_H
+
+#include <event2/http.h>
+#include <jansson.h>
+#include <stddef.h>
+
+/*
+ * One call: method and path (with its query), a body of content type
+ * ctype (NULL: none). On 2xx, *reply is the JSON kmemd answered (NULL if
+ * it was not JSON) and EXIT_OK is returned. Otherwise the reason is on
+ * stderr and the exit code says which: EXIT_UNREACHABLE (no connection),
+ * EXIT_REFUSED (the TLS handshake, or kmemd answered 4xx), EXIT_ERROR
+ * (anything else, with kmemd's own error text), EXIT_USAGE (no server or
+ * certificate configured).
+ */
+int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
+		size_t len, json_t **reply);
+
+/* remote_call() with a JSON body (stolen). */
+int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, json_t **reply);
+
+#endif

@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kmemctl rollout: kmemd's rollouts (docs/rollouts.md).
+ *   kmemctl rollout start FILE|NAME	create one from its document and start it
+ *   kmemctl rollout list
+ *   kmemctl rollout status NAME [--watch]
+ *   kmemctl rollout pause|resume|promote|abort NAME
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kmemctl.h"
+#include "output.h"
+#include "remote.h"
+
+#define WATCH_S 2
+
+static const char *str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key)) ?: "";
+}
+
+static long long num(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
+static double real(json_t *o, const char *key)
+{
+	return json_number_value(json_object_get(o, key));
+}
+
+/* "NAME" or a file with the rollout document: its name, after creating it. */
+static int create(const char *arg, char *name, size_t len)
+{
+	json_error_t je;
+	json_t *doc, *reply = NULL;
+	struct stat sb;
+	int r;
+
+	if (stat(arg, &sb) < 0) {
+		snprintf(name, len, "%s", arg);
+		return EXIT_OK;
+	}
+	doc = json_load_file(arg, JSON_REJECT_DUPLICATES, &je);
+	if (!doc) {
+		fprintf(stderr, "kmemctl: %s:%d: %s\n", arg, je.line, je.text);
+		return EXIT_ERROR;
+	}
+	snprintf(name, len, "%s", str(doc, "name"));
+	r = remote_json(EVHTTP_REQ_POST, "/v1/rollouts", doc, &reply);
+	json_decref(reply);
+	return r;
+}
+
+static int action(const char *name, const char *what, json_t **reply)
+{
+	return remote_json(EVHTTP_REQ_POST, "/v1/rollouts/action",
+			   json_pack("{s:s, s:s}", "name", name, "action", what), reply);
+}
+
+static int usage(const char *verb, const char *args)
+{
+	fprintf(stderr, "usage: kmemctl rollout %s %s\n", verb, args);
+	return EXIT_USAGE;
+}
+
+static int rollout_start(int argc, char **argv)
+{
+	char name[128];
+	json_t *reply = NULL;
+	int r;
+
+	if (argc != 2)
+		return usage("start", "FILE|NAME");
+	r = create(argv[1], name, sizeof(name));
+	if (r == EXIT_OK)
+		r = action(name, "start", &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json)
+		out_json(reply, cli.pretty);
+	else {
+		printf("rollout %s %s: %s\n", name, str(reply, "state"), str(reply, "reason"));
+		json_decref(reply);
+	}
+	return EXIT_OK;
+}
+
+static int act(int argc, char **argv)
+{
+	json_t *reply = NULL;
+	int r;
+
+	if (argc != 2)
+		return usage(argv[0], "NAME");
+	r = action(argv[1], argv[0], &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json)
+		out_json(reply, cli.pretty);
+	else {
+		printf("rollout %s %s in wave %lld: %s\n", argv[1], str(reply, "state"),
+		       num(reply, "wave") + 1, str(reply, "reason"));
+		json_decref(reply);
+	}
+	return EXIT_OK;
+}
+
+/* Members summed over every wave: the whole rollout. */
+static long long members(json_t *ro)
+{
+	long long n = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(json_object_get(ro, "members"), i, v)
+		n += json_is_integer(v) ? json_integer_value(v) : 0;
+	return n;
+}
+
+static int rollout_list(int argc, char **argv)
+{
+	static const char *const heads[] = { "NAME",  "POLICY", "STATE", "WAVE",
+					     "HOSTS", "REASON", NULL };
+	json_t *reply = NULL, *ro, *spec;
+	struct table *t;
+	size_t i;
+	int r;
+
+	(void)argv;
+	if (argc != 1)
+		return usage("list", "");
+	r = remote_call(EVHTTP_REQ_GET, "/v1/rollouts", NULL, NULL, 0, &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(json_pack("{s:o}", "rollouts", reply ?: json_array()), cli.pretty);
+		return EXIT_OK;
+	}
+	t = table_new(heads);
+	json_array_foreach(reply, i, ro)
+	{
+		spec = json_object_get(ro, "spec");
+		table_cell(t, "%s", str(ro, "name"));
+		table_cell(t, "%s@%lld", str(spec, "policy"), num(spec, "version"));
+		table_state(t, str(ro, "state"));
+		table_cell(t, "%lld/%zu", num(ro, "wave") + 1,
+			   json_array_size(json_object_get(spec, "waves")));
+		table_cell(t, "%lld", members(ro));
+		table_cell(t, "%s", str(ro, "reason"));
+	}
+	table_print(t, stdout, cli.color);
+	json_decref(reply);
+	return EXIT_OK;
+}
+
+/* The members wave k reaches in all, and of them how many run the policy. */
+static void wave_counts(json_t *st, unsigned k, long long *reached, long long *running)
+{
+	json_t *spec = json_object_get(st, "spec"), *m, *p;
+	size_t i;
+
+	*reached = *running = 0;
+	json_array_foreach(json_object_get(st, "members"), i, m)
+	{
+		if (num(m, "wave") > (long long)k)
+			continue;
+		(*reached)++;
+		p = json_object_get(m, "policy");
+		*running += !strcmp(str(p, "name"), str(spec, "policy")) &&
+			    num(p, "version") == num(spec, "version");
+	}
+}
+
+/* The numbers of the last verdict, in lines. */
+static void print_numbers(json_t *v)
+{
+	json_t *d = json_object_get(v, "detail"), *c = json_object_get(d, "canary"),
+	       *b = json_object_get(d, "baseline"), *lat, *s, *o;
+	const char *key;
+
+	printf("  canaries  %zu hosts, %.3g host-hours, %lld lockups\n",
+	       json_array_size(json_object_get(d, "canaries")), real(c, "hours"), num(c, "events"));
+	printf("  baselines %zu hosts, %.3g host-hours, %lld lockups\n",
+	       json_array_size(json_object_get(d, "baselines")), real(b, "hours"),
+	       num(b, "events"));
+	if (json_object_get(d, "lockup_p"))
+		printf("  lockup rate test p = %.3g\n", real(d, "lockup_p"));
+	lat = json_object_get(d, "latency");
+	json_object_foreach(lat, key, o)
+	{
+		printf("  %s: %lld canaries, %lld baselines", key, num(o, "canaries"),
+		       num(o, "baselines"));
+		if ((s = json_object_get(o, "p99")))
+			printf("; p99 p = %.3g, P(slower) = %.2f", real(s, "p"), real(s, "effect"));
+		if ((s = json_object_get(o, "max")))
+			printf("; max p = %.3g, P(slower) = %.2f", real(s, "p"), real(s, "effect"));
+		putchar('\n');
+	}
+	json_object_foreach(json_object_get(d, "strata"), key, o)
+		printf("  stratum %s: %lld canaries, %lld baselines\n", key, num(o, "canaries"),
+		       num(o, "baselines"));
+	if (json_array_size(json_object_get(d, "unmatched")))
+		printf("  unmatched (not compared): %zu canaries\n",
+		       json_array_size(json_object_get(d, "unmatched")));
+}
+
+static void print_status(json_t *st)
+{
+	static const char *const wave_heads[] = { "WAVE",    "TARGET",	"BAKE",
+						  "REACHED", "RUNNING", NULL };
+	static const char *const verdict_heads[] = { "WHEN", "WAVE",   "VERDICT",
+						     "GATE", "REASON", NULL };
+	json_t *spec = json_object_get(st, "spec"), *w, *v, *g = json_object_get(spec, "gates");
+	long long reached, running, bake = json_integer_value(json_object_get(spec, "bake_s"));
+	struct table *t;
+	char ago[32];
+	size_t i;
+
+	printf("rollout   %s: %s@%lld\n", str(st, "name"), str(spec, "policy"),
+	       num(spec, "version"));
+	printf("state     %s, wave %lld of %zu since %s\n", str(st, "state"), num(st, "wave") + 1,
+	       json_array_size(json_object_get(spec, "waves")),
+	       out_ago(num(st, "wave_started_ms"), ago, sizeof(ago)));
+	printf("reason    %s\n", str(st, "reason"));
+	printf("gates     lockup_alpha %g, min_exposure_h %g, min_hosts %lld, max_hard_lockups "
+	       "%lld\n\n",
+	       json_object_get(g, "lockup_alpha") ? real(g, "lockup_alpha") : 0.01,
+	       json_object_get(g, "min_exposure_h") ? real(g, "min_exposure_h") : 24,
+	       json_object_get(g, "min_hosts") ? num(g, "min_hosts") : 3,
+	       num(g, "max_hard_lockups"));
+	t = table_new(wave_heads);
+	json_array_foreach(json_object_get(spec, "waves"), i, w)
+	{
+		wave_counts(st, (unsigned)i, &reached, &running);
+		table_cell(t, "%zu", i + 1);
+		if (json_object_get(w, "percent"))
+			table_cell(t, "%lld%%", num(w, "percent"));
+		else
+			table_cell(t, "%lld hosts", num(w, "count"));
+		table_cell(t, "%llds",
+			   json_object_get(w, "bake_s") ? num(w, "bake_s") :
+			   bake				? bake :
+							  3600);
+		table_cell(t, "%lld", reached);
+		table_cell(t, "%lld", running);
+	}
+	table_print(t, stdout, cli.color);
+	if (!json_array_size(json_object_get(st, "verdicts")))
+		return;
+	putchar('\n');
+	t = table_new(verdict_heads);
+	json_array_foreach(json_object_get(st, "verdicts"), i, v)
+	{
+		table_cell(t, "%s", out_ago(num(v, "ts_ms"), ago, sizeof(ago)));
+		table_cell(t, "%lld", num(v, "wave") + 1);
+		table_state(t, str(v, "verdict"));
+		table_cell(t, "%s", str(v, "gate")[0] ? str(v, "gate") : "-");
+		table_cell(t, "%s", str(v, "reason"));
+	}
+	table_print(t, stdout, cli.color);
+	printf("\nlast verdict's numbers:\n");
+	print_numbers(json_array_get(json_object_get(st, "verdicts"),
+				     json_array_size(json_object_get(st, "verdicts")) - 1));
+}
+
+static bool finished(const char *state)
+{
+	return !strcmp(state, "done") || !strcmp(state, "rolled-back") || !strcmp(state, "aborted");
+}
+
+static int rollout_status(int argc, char **argv)
+{
+	bool watch = argc == 3 && !strcmp(argv[2], "--watch");
+	char path[256], *name;
+	json_t *st = NULL;
+	int r;
+
+	if (argc != 2 && !watch)
+		return usage("status", "NAME [--watch]");
+	name = evhttp_uriencode(argv[1], -1, 0);
+	if (!name)
+		return EXIT_ERROR;
+	snprintf(path, sizeof(path), "/v1/rollouts/status?name=%s", name);
+	free(name);
+	for (;;) {
+		r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &st);
+		if (r != EXIT_OK)
+			return r;
+		if (!watch || finished(str(st, "state")))
+			break;
+		/* on a terminal the status refreshes in place; elsewhere only the end shows */
+		if (isatty(STDOUT_FILENO) && !cli.json) {
+			printf("\033[H\033[2J");
+			print_status(st);
+			fflush(stdout);
+		}
+		json_decref(st);
+		sleep(WATCH_S);
+	}
+	/* a rollout watched to its end says how it ended */
+	r = watch && strcmp(str(st, "state"), "done") ? EXIT_REFUSED : EXIT_OK;
+	if (cli.json)
+		out_json(st, cli.pretty);
+	else {
+		print_status(st);
+		json_decref(st);
+	}
+	return r;
+}
+
+int do_rollout(int argc, char **argv)
+{
+	static const struct cmd verbs[] = {
+		{ "start", rollout_start,
+		  "create a rollout from FILE and start it, or start NAME" },
+		{ "list", rollout_list, "every rollout: state, wave, hosts" },
+		{ "status", rollout_status, "waves, gates and verdicts with their numbers" },
+		{ "pause", act, "stop promoting (health still rolls back)" },
+		{ "resume", act, "promote again" },
+		{ "promote", act, "start the next wave now" },
+		{ "abort", act, "send every host reached back to the rollback policy" },
+		{ NULL, NULL, NULL },
+	};
+
+	return cmd_dispatch("rollout", verbs, argc, argv);
+}

@@ -1,0 +1,154 @@
+#!/bin/bash
+# Golden tests of kmemctl's output: text and JSON, and its errors, against
+# a real kmemd and real agents on fixture trees. Each case runs one
+# kmemctl command; what it printed (stdout, then stderr prefixed "! ") and
+# its exit status, with the run's variable parts replaced (port, work
+# directory, times, measured hours and p-values), must equal
+# tests/cli/golden/CASE. UPDATE_GOLDEN=1 writes them instead.
+#
+#   tests/cli/run.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+
+BUILD=${1:?usage: run.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: run.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+GOLDEN=$SRC/tests/cli/golden
+
+work=$(mktemp -d "$BUILD/cli.XXXXXX")
+chmod 755 "$work"
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
+in_work
+
+pki_fleet
+pki_hosts h1 h2 h3 h4
+# a certificate from another CA, and a host's certificate on admin routes
+mkdir other
+$KMEMCTL pki init other >/dev/null
+$KMEMCTL pki issue other admin stranger >/dev/null
+kmemd_conf >kmemd.conf
+cat >>kmemd.conf <<CONF
+[rollout]
+tick = 200ms
+CONF
+kmemd_start
+for h in h1 h2 h3 h4; do
+	cp -r "$SRC/tests/fixtures/host-6.1" root-$h
+	sed -i 's/ kmemctl.disable=1//' root-$h/proc/cmdline
+	agent_conf $h $port web >agent-$h.conf
+	$AGENT -d -r "$work/root-$h" -c agent-$h.conf >agent-$h.log 2>&1 &
+	pids+=($!)
+done
+mkdir -p home/kmemctl
+cat >home/kmemctl/config <<CONF
+# what an operator keeps in ~/.config/kmemctl/config
+[kmemd]
+server = 127.0.0.1:$port
+ca = $work/pki/ca.crt
+cert = $work/pki/ops.crt
+key = $work/pki/ops.key
+CONF
+export XDG_CONFIG_HOME=$work/home NO_COLOR=1
+reported() {
+	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE last_seq > 0")" = 4 ]
+}
+wait_for 30 reported || fail "the agents did not report"
+
+failed=0
+# run CASE ARGS...: kmemctl ARGS against the golden file CASE
+run() {
+	local name=$1 rc=0
+	shift
+	"$KMEMCTL" "$@" >out.txt 2>err.txt || rc=$?
+	{
+		echo "\$ kmemctl $*"
+		cat out.txt
+		sed 's/^/! /' err.txt
+		echo "[exit $rc]"
+	} | normalize >"$name.got"
+	if [ -n "${UPDATE_GOLDEN:-}" ]; then
+		cp "$name.got" "$GOLDEN/$name"
+	elif ! diff -u "$GOLDEN/$name" "$name.got"; then
+		echo "FAIL: $name differs from tests/cli/golden/$name" >&2
+		failed=1
+	else
+		echo "ok: $name"
+	fi
+}
+
+# What changes from run to run: the port, the work directory, times, and
+# the numbers measured from reporting hosts.
+normalize() {
+	sed -e "s|$work|WORK|g" -e "s/127\.0\.0\.1:$port/127.0.0.1:PORT/g" \
+		-e 's/[0-9]\+[smhd] ago */AGO  /g' -e 's/ *$//' -e 's/^WHEN  */WHEN  /' \
+		-e 's/[0-9.e+-]\+ host-hours/N host-hours/g' \
+		-e 's/"\([a-z_]*_ms\)":[0-9]\+/"\1":0/g' \
+		-e 's/"\(last_seq\|seq\|hours\|p\|u\|effect\|lockup_p\|min_exposure_h\)":[0-9.e+-]\+/"\1":N/g' \
+		-e 's/\(host-hours\|p =\|P(slower) =\|report\) [0-9.e+-]\+/\1 N/g' \
+		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' \
+		-e 's/\(ended the connection in TLS\): .*/\1: REASON/'
+}
+
+# usage and errors
+run usage-none
+run usage-object frob
+run usage-verb rollout frob
+run usage-args rollout status
+run usage-option --colour always host list
+run help-rollout rollout help
+KMEMCTL_AGENT_SOCKET=$work/no-agent.sock run agent-missing status
+run kmemd-unreachable --server 127.0.0.1:1 host list
+run kmemd-no-config --config "$work/nothing" host list
+printf '[kmemd]\nserver = 127.0.0.1:%s\nca = relative/ca.crt\nsurprise = 1\n' "$port" >bad.conf
+run kmemd-bad-config --config "$work/bad.conf" host list
+run cert-foreign-ca --cert "$work/other/stranger.crt" --key "$work/other/stranger.key" host list
+run cert-host-role --cert "$work/pki/h1.crt" --key "$work/pki/h1.key" host list
+printf '{"mitigations":{"rstat-yield":{"mode":"on","params":{"every_cpus":0}}}}' >range.json
+run policy-validate-range policy validate range.json
+printf '{"mitigations":{"rstat-yield":{"mod":"on"}}}' >typo.json
+run policy-validate-key policy validate typo.json
+printf '{"mitigations":{"rstat-yield":{"mode":"on"}}}' >good.json
+run policy-validate-ok policy validate good.json
+
+# the fleet
+run host-list host list
+run host-list-filter host list kernel='6.1.*' role=web policy=none
+run host-list-json -j host list role=db
+run host-show host show h2
+run host-show-unknown host show h9
+run telemetry-query telemetry query vmap-purge
+run telemetry-query-bad telemetry query vmap-purge since=yesterday
+
+# a rollout, watched to its end
+$KMEMCTL policy sign -k signer.key -n base -v 1 -s ops -o base.bundle \
+	<(printf '{"mitigations":{"rstat-yield":{"mode":"off"}}}') >/dev/null
+$KMEMCTL policy sign -k signer.key -n good -v 1 -s ops -o good.bundle good.json >/dev/null
+for b in base good; do
+	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+		-H 'Content-Type: application/x-protobuf' --data-binary @$b.bundle \
+		"$URL/v1/policies" >/dev/null
+done
+curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+	-H 'Content-Type: application/json' "$URL/v1/assignments" \
+	--data '{"policy":"base","version":1,"selector":{"all":true}}' >/dev/null
+on_base() {
+	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE policy_name = 'base'")" = 4 ]
+}
+wait_for 30 on_base || fail "the hosts do not run base"
+cat >rollout.json <<'JSON'
+{"name": "rstat-on", "policy": "good", "version": 1, "selector": {"labels": {"role": "web"}},
+ "waves": [{"count": 2}, {"percent": 100}], "bake_s": 2,
+ "gates": {"min_hosts": 2, "min_exposure_h": 0.0002}}
+JSON
+run rollout-start rollout start rollout.json
+run rollout-start-again rollout start rollout.json
+run rollout-status-watch rollout status rstat-on --watch
+run rollout-list rollout list
+run rollout-list-json -j rollout list
+run rollout-promote-done rollout promote rstat-on
+run rollout-status-unknown rollout status nope
+
+[ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
+echo PASS
