@@ -23,7 +23,7 @@ static int do_version(int argc, char **argv)
 
 static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
-	{ "policy", do_policy, "create signing keys, sign and verify policy bundles" },
+	{ "policy", do_policy, "sign, check and upload policies; kmemd's versions" },
 	{ "enroll", do_enroll, "get this host's certificate from kmemd" },
 	{ "status", do_local_status, "this host: the agent, mitigations, probes" },
 	{ "mitigation", do_mitigation, "set a mitigation on this host" },

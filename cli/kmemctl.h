@@ -35,6 +35,11 @@ int do_local_status(int argc, char **argv);
 int do_mitigation(int argc, char **argv);
 int do_probe(int argc, char **argv);
 int do_watch(int argc, char **argv);
+/* policies.c: kmemctl policy's verbs against kmemd. */
+int policy_create(int argc, char **argv);
+int policy_list(int argc, char **argv);
+int policy_show(int argc, char **argv);
+int policy_diff(int argc, char **argv);
 int do_host(int argc, char **argv);
 int do_rollout(int argc, char **argv);
 int do_telemetry(int argc, char **argv);

@@ -258,6 +258,10 @@ int do_policy(int argc, char **argv)
 		{ "verify", policy_verify_cmd, "check a bundle against pinned keys and show it" },
 		{ "validate", policy_validate,
 		  "check a document as kmemd would, naming the bad key" },
+		{ "create", policy_create, "upload a signed bundle to kmemd" },
+		{ "list", policy_list, "every version kmemd has" },
+		{ "show", policy_show, "one version's document (the newest without VERSION)" },
+		{ "diff", policy_diff, "what one version changes from another" },
 		{ NULL, NULL, NULL },
 	};
 

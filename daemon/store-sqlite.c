@@ -187,9 +187,10 @@ static const char *const sql[ST_N] = {
 	[ST_POLICY_ADD] = "INSERT INTO policies VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms FROM policies"
 			  " WHERE name = ?1 AND version = ?2",
-	[ST_POLICIES] = "SELECT json_object('name', name, 'version', version, 'signer', signer,"
-			" 'key_id', key_id, 'signed', bundle IS NOT NULL, 'created_ms', created_ms,"
-			" 'document', json(document)) FROM policies ORDER BY name, version",
+	[ST_POLICIES] =
+		"SELECT json_object('name', name, 'version', version, 'signer', signer,"
+		" 'key_id', key_id, 'signed', json(CASE WHEN bundle IS NULL THEN 'false' ELSE 'true' END), 'created_ms', created_ms,"
+		" 'document', json(document)) FROM policies ORDER BY name, version",
 	[ST_ASSIGN] = "INSERT INTO assignments (policy, version, selector, created_ms)"
 		      " VALUES (?1, ?2, ?3, ?4)",
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"

@@ -87,7 +87,7 @@ normalize() {
 		-e 's/"\([a-z_]*_ms\)":[0-9]\+/"\1":0/g' \
 		-e 's/"\(last_seq\|seq\|hours\|p\|u\|effect\|lockup_p\|min_exposure_h\)":[0-9.e+-]\+/"\1":N/g' \
 		-e 's/\(host-hours\|p =\|P(slower) =\|report\) [0-9.e+-]\+/\1 N/g' \
-		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' \
+		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' -e 's/\b[0-9a-f]\{16\}\b/KEYID/g' \
 		-e 's/\(ended the connection in TLS\): .*/\1: REASON/'
 }
 
@@ -121,15 +121,21 @@ run host-show-unknown host show h9
 run telemetry-query telemetry query vmap-purge
 run telemetry-query-bad telemetry query vmap-purge since=yesterday
 
-# a rollout, watched to its end
-$KMEMCTL policy sign -k signer.key -n base -v 1 -s ops -o base.bundle \
-	<(printf '{"mitigations":{"rstat-yield":{"mode":"off"}}}') >/dev/null
+# policies signed here and uploaded, then a rollout watched to its end
+printf '{"mitigations":{"rstat-yield":{"mode":"off"}}}' >base.json
+printf '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}' >good2.json
+$KMEMCTL policy sign -k signer.key -n base -v 1 -s ops -o base.bundle base.json >/dev/null
 $KMEMCTL policy sign -k signer.key -n good -v 1 -s ops -o good.bundle good.json >/dev/null
-for b in base good; do
-	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
-		-H 'Content-Type: application/x-protobuf' --data-binary @$b.bundle \
-		"$URL/v1/policies" >/dev/null
-done
+$KMEMCTL policy sign -k signer.key -n good -v 2 -s ops -o good2.bundle good2.json >/dev/null
+run policy-create policy create good.bundle
+run policy-create-again policy create good.bundle
+$KMEMCTL policy create base.bundle >/dev/null
+$KMEMCTL policy create good2.bundle >/dev/null
+run policy-list policy list
+run policy-show policy show good
+run policy-show-json -j policy show good 1
+run policy-diff policy diff good 1 2
+run policy-show-unknown policy show good 7
 curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
 	-H 'Content-Type: application/json' "$URL/v1/assignments" \
 	--data '{"policy":"base","version":1,"selector":{"all":true}}' >/dev/null
