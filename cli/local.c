@@ -2,9 +2,10 @@
 /*
  * kmemctl on a host, through kmem-agent's control socket (agent/ctl.h):
  *   kmemctl status [--json]
- *   kmemctl mitigation set ID on|off [KEY=VALUE]...
- *   kmemctl probe set ID on|off [threshold=NS]
- *   kmemctl watch
+ *   kmemctl facts
+ *   kmemctl mitigation list|show ID|set ID on|off [KEY=VALUE]...
+ *   kmemctl probe list|show ID|enable ID [threshold_ns=NS]|disable ID
+ *   kmemctl telemetry watch, kmemctl watch
  * KMEMCTL_AGENT_SOCKET names another socket (tests, several agents).
  */
 #include <errno.h>
@@ -19,7 +20,9 @@
 #include "ctl.h"
 #include "kmemctl.h"
 #include "log.h"
+#include "hist.h"
 #include "macro.h"
+#include "output.h"
 
 static int ctl_connect(void)
 {
@@ -122,6 +125,9 @@ static const char *enum_tail(const char *s, const char *prefix)
 	return b;
 }
 
+static void mitigation_table(json_t *rep);
+static void probe_table(json_t *rep);
+
 static void print_status(json_t *st)
 {
 	json_t *agent = json_object_get(st, "agent"), *rep = json_object_get(st, "report");
@@ -148,23 +154,12 @@ static void print_status(json_t *st)
 	if (!json_array_size(json_object_get(rep, "mitigations"))) {
 		printf("\nno mitigations reported: kmemctl.ko is not loaded\n");
 	} else {
-		printf("\n%-20s %-12s %-5s %-10s %s\n", "MITIGATION", "STATE", "MODE", "SOURCE",
-		       "REASON");
-		json_array_foreach(json_object_get(rep, "mitigations"), i, v)
-			printf("%-20s %-12s %-5s %-10s %s\n", str(v, "id"),
-			       enum_tail(str(v, "state"), "MITIGATION_STATE_"),
-			       enum_tail(str(v, "mode"), "MITIGATION_MODE_"),
-			       enum_tail(str(v, "source"), "MODE_SOURCE_"), str(v, "reason"));
+		putchar('\n');
+		mitigation_table(rep);
 	}
-	if (json_array_size(json_object_get(rep, "probes")))
-		printf("\n%-20s %10s %14s\n", "PROBE", "COUNT", "MAX_NS");
-	json_array_foreach(json_object_get(rep, "probes"), i, v)
-	{
-		json_t *h = json_object_get(v, "hist");
-
-		printf("%-20s %10lld %14lld\n", str(v, "probe"),
-		       json_integer_value(json_object_get(h, "count")),
-		       json_integer_value(json_object_get(h, "max_ns")));
+	if (json_array_size(json_object_get(rep, "probes"))) {
+		putchar('\n');
+		probe_table(rep);
 	}
 	json_array_foreach(json_object_get(agent, "recent_events"), i, v)
 		printf("%s%s %s\n", i ? "" : "\nRECENT EVENTS\n",
@@ -173,7 +168,7 @@ static void print_status(json_t *st)
 
 int do_local_status(int argc, char **argv)
 {
-	bool json = argc == 2 && !strcmp(argv[1], "--json");
+	bool json = cli.json || (argc == 2 && !strcmp(argv[1], "--json"));
 	json_t *rep;
 	int fd;
 
@@ -189,12 +184,263 @@ int do_local_status(int argc, char **argv)
 	if (!rep)
 		return EXIT_ERROR;
 	if (json) {
-		json_dumpf(rep, stdout, JSON_INDENT(2));
-		putchar('\n');
+		out_json(rep, cli.pretty || !cli.json);
 	} else {
 		print_status(rep);
+		json_decref(rep);
 	}
-	json_decref(rep);
+	return EXIT_OK;
+}
+
+/* The agent's status, or NULL with *exit set (said). */
+static json_t *status_of(int *exit)
+{
+	json_t *rep;
+	int fd = ctl_connect();
+
+	if (fd < 0) {
+		*exit = connect_exit(fd);
+		return NULL;
+	}
+	rep = ctl_call(fd, json_pack("{s:s}", "cmd", "status"));
+	close(fd);
+	*exit = rep ? EXIT_OK : EXIT_ERROR;
+	return rep;
+}
+
+/* A report's histogram, as lib/hist.h has it. */
+static void hist_of(json_t *j, struct hist *h)
+{
+	unsigned first = (unsigned)json_integer_value(json_object_get(j, "first_bucket"));
+	json_t *c;
+	size_t i;
+
+	memset(h, 0, sizeof(*h));
+	json_array_foreach(json_object_get(j, "counts"), i, c) if (first + i < HIST_BUCKETS)
+		h->buckets[first + i] = (uint64_t)json_integer_value(c);
+	h->count = (uint64_t)json_integer_value(json_object_get(j, "count"));
+	h->sum_ns = (uint64_t)json_integer_value(json_object_get(j, "sum_ns"));
+	h->max_ns = (uint64_t)json_integer_value(json_object_get(j, "max_ns"));
+}
+
+static void probe_table(json_t *rep)
+{
+	static const char *const heads[] = { "PROBE", "COUNT", "P50", "P99", "MAX", NULL };
+	struct table *t = table_new(heads);
+	char b[3][32];
+	struct hist h;
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(rep, "probes"), i, v)
+	{
+		hist_of(json_object_get(v, "hist"), &h);
+		table_cell(t, "%s", str(v, "probe"));
+		table_cell(t, "%llu", (unsigned long long)h.count);
+		table_cell(t, "%s", h.count ? out_ns(hist_quantile(&h, 0.5), b[0], 32) : "-");
+		table_cell(t, "%s", h.count ? out_ns(hist_quantile(&h, 0.99), b[1], 32) : "-");
+		table_cell(t, "%s", h.count ? out_ns(h.max_ns, b[2], 32) : "-");
+	}
+	table_print(t, stdout, cli.color);
+}
+
+/* The entry of array key in the last report whose field names id; NULL. */
+static json_t *entry(json_t *st, const char *key, const char *field, const char *id)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(json_object_get(st, "report"), key), i,
+			   v) if (!strcmp(str(v, field), id)) return v;
+	return NULL;
+}
+
+static void mitigation_table(json_t *rep)
+{
+	static const char *const heads[] = {
+		"MITIGATION", "STATE", "MODE", "SOURCE", "REASON", NULL
+	};
+	struct table *t = table_new(heads);
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(json_object_get(rep, "mitigations"), i, v)
+	{
+		table_cell(t, "%s", str(v, "id"));
+		table_state(t, enum_tail(str(v, "state"), "MITIGATION_STATE_"));
+		table_cell(t, "%s", enum_tail(str(v, "mode"), "MITIGATION_MODE_"));
+		table_cell(t, "%s", enum_tail(str(v, "source"), "MODE_SOURCE_"));
+		table_cell(t, "%s", str(v, "reason"));
+	}
+	table_print(t, stdout, cli.color);
+}
+
+static int mitigation_list(int argc, char **argv)
+{
+	json_t *st;
+	int r;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl mitigation list\n");
+		return EXIT_USAGE;
+	}
+	st = status_of(&r);
+	if (!st)
+		return r;
+	if (cli.json)
+		out_json(json_pack("{s:O}", "mitigations",
+				   json_object_get(json_object_get(st, "report"), "mitigations") ?:
+					   json_array()),
+			 cli.pretty);
+	else
+		mitigation_table(json_object_get(st, "report"));
+	json_decref(st);
+	return EXIT_OK;
+}
+
+static int mitigation_show(int argc, char **argv)
+{
+	const char *key;
+	json_t *st, *m, *v;
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl mitigation show ID\n");
+		return EXIT_USAGE;
+	}
+	st = status_of(&r);
+	if (!st)
+		return r;
+	m = entry(st, "mitigations", "id", argv[1]);
+	if (!m) {
+		fprintf(stderr, "kmemctl: this host reports no mitigation '%s'\n", argv[1]);
+		json_decref(st);
+		return EXIT_ERROR;
+	}
+	if (cli.json) {
+		out_json(json_pack("{s:O}", "mitigation", m), cli.pretty);
+		json_decref(st);
+		return EXIT_OK;
+	}
+	printf("mitigation %s\nstate      %s\nmode       %s (from %s)\nreason     %s\n",
+	       str(m, "id"), enum_tail(str(m, "state"), "MITIGATION_STATE_"),
+	       enum_tail(str(m, "mode"), "MITIGATION_MODE_"),
+	       enum_tail(str(m, "source"), "MODE_SOURCE_"), str(m, "reason"));
+	json_object_foreach(json_object_get(m, "params"), key, v)
+		printf("param      %s = %s\n", key, json_string_value(v));
+	json_object_foreach(json_object_get(m, "stats"), key, v)
+		printf("stat       %s = %lld\n", key, (long long)json_integer_value(v));
+	json_decref(st);
+	return EXIT_OK;
+}
+
+static int probe_list(int argc, char **argv)
+{
+	json_t *st;
+	int r;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl probe list\n");
+		return EXIT_USAGE;
+	}
+	st = status_of(&r);
+	if (!st)
+		return r;
+	if (cli.json)
+		out_json(json_pack("{s:O}", "probes",
+				   json_object_get(json_object_get(st, "report"), "probes") ?:
+					   json_array()),
+			 cli.pretty);
+	else
+		probe_table(json_object_get(st, "report"));
+	json_decref(st);
+	return EXIT_OK;
+}
+
+static int probe_show(int argc, char **argv)
+{
+	static const char *const heads[] = { "UP TO", "COUNT", NULL };
+	struct table *t;
+	json_t *st, *p;
+	struct hist h;
+	char b[32];
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl probe show ID\n");
+		return EXIT_USAGE;
+	}
+	st = status_of(&r);
+	if (!st)
+		return r;
+	p = entry(st, "probes", "probe", argv[1]);
+	if (!p) {
+		fprintf(stderr, "kmemctl: this host's last report has no probe '%s'\n", argv[1]);
+		json_decref(st);
+		return EXIT_ERROR;
+	}
+	if (cli.json) {
+		out_json(json_pack("{s:O}", "probe", p), cli.pretty);
+		json_decref(st);
+		return EXIT_OK;
+	}
+	hist_of(json_object_get(p, "hist"), &h);
+	printf("probe %s: %llu in the last interval, max %s\n\n", argv[1],
+	       (unsigned long long)h.count, out_ns(h.max_ns, b, sizeof(b)));
+	t = table_new(heads);
+	for (unsigned i = 0; i < HIST_BUCKETS; i++)
+		if (h.buckets[i]) {
+			table_cell(t, "%s", out_ns(hist_upper(i), b, sizeof(b)));
+			table_cell(t, "%llu", (unsigned long long)h.buckets[i]);
+		}
+	table_print(t, stdout, cli.color);
+	json_decref(st);
+	return EXIT_OK;
+}
+
+static int facts(int argc, char **argv)
+{
+	json_t *st, *f, *v;
+	const char *key;
+	int r;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl facts\n");
+		return EXIT_USAGE;
+	}
+	st = status_of(&r);
+	if (!st)
+		return r;
+	f = json_object_get(json_object_get(st, "report"), "facts");
+	if (cli.json) {
+		out_json(json_pack("{s:O}", "facts", f ?: json_object()), cli.pretty);
+		json_decref(st);
+		return EXIT_OK;
+	}
+	json_object_foreach(f, key, v)
+	{
+		if (json_is_array(v))
+			printf("%-16s %zu entries\n", key, json_array_size(v));
+		else if (json_is_object(v)) {
+			const char *k;
+			json_t *x;
+
+			json_object_foreach(v, k, x)
+				printf("%-16s %s=%s\n", key, k, json_string_value(x));
+		} else {
+			char *text = json_dumps(v, JSON_ENCODE_ANY);
+
+			printf("%-16s %s\n", key,
+			       json_is_string(v) ? json_string_value(v) :
+			       text		 ? text :
+						   "?");
+			free(text);
+		}
+	}
+	json_decref(st);
 	return EXIT_OK;
 }
 
@@ -292,6 +538,8 @@ static int probe_set(int argc, char **argv)
 	if (argc == 4) {
 		kv = json_object();
 		if (parse_kv(argv[3], kv) < 0 || !json_object_get(kv, "threshold_ns")) {
+			if (json_object_size(kv))
+				fprintf(stderr, "kmemctl: '%s': want threshold_ns=NS\n", argv[3]);
 			json_decref(kv);
 			json_decref(p);
 			return EXIT_USAGE;
@@ -305,6 +553,8 @@ static int probe_set(int argc, char **argv)
 int do_mitigation(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
+		{ "list", mitigation_list, "this host's mitigations: state, mode, source, reason" },
+		{ "show", mitigation_show, "one mitigation with its params and counters" },
 		{ "set", mitigation_set, "turn a mitigation on or off here, with params" },
 		{ NULL, NULL, NULL },
 	};
@@ -312,9 +562,28 @@ int do_mitigation(int argc, char **argv)
 	return cmd_dispatch("mitigation", verbs, argc, argv);
 }
 
+/* probe enable|disable ID [threshold_ns=NS]: probe set ID on|off. */
+static int probe_switch(int argc, char **argv)
+{
+	char *args[5] = { "set", NULL, !strcmp(argv[0], "enable") ? "on" : "off", NULL, NULL };
+
+	if (argc < 2 || argc > 3) {
+		fprintf(stderr, "usage: kmemctl probe %s ID [threshold_ns=NS]\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	args[1] = argv[1];
+	args[3] = argc == 3 ? argv[2] : NULL;
+	return probe_set(argc + 1, args);
+}
+
 int do_probe(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
+		{ "list", probe_list,
+		  "this host's probes: count, p50, p99, max of the last interval" },
+		{ "show", probe_show, "one probe's histogram of the last interval" },
+		{ "enable", probe_switch, "turn a probe on here, with a threshold" },
+		{ "disable", probe_switch, "turn a probe off here" },
 		{ "set", probe_set, "turn a probe on or off here, with a threshold" },
 		{ NULL, NULL, NULL },
 	};
@@ -345,6 +614,50 @@ int do_watch(int argc, char **argv)
 			putchar('\n');
 			fflush(stdout);
 		}
+	}
+	close(fd);
+	return EXIT_ERROR;
+}
+
+int do_facts(int argc, char **argv)
+{
+	return facts(argc, argv);
+}
+
+/* Each report from now on as the probe table, refreshed in place on a terminal. */
+int local_telemetry_watch(int argc, char **argv)
+{
+	bool tty = isatty(STDOUT_FILENO) && !cli.json;
+	json_t *rep;
+	int fd;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl telemetry watch\n");
+		return EXIT_USAGE;
+	}
+	fd = ctl_connect();
+	if (fd < 0)
+		return connect_exit(fd);
+	rep = ctl_call(fd, json_pack("{s:s}", "cmd", "watch"));
+	while (rep) {
+		json_decref(rep);
+		rep = ctl_recv(fd);
+		if (!rep)
+			break;
+		if (cli.json) {
+			out_json(json_pack("{s:O}", "probes",
+					   json_object_get(rep, "probes") ?: json_array()),
+				 false);
+		} else {
+			if (tty)
+				printf("\033[H\033[2J");
+			printf("report %lld\n",
+			       (long long)json_integer_value(json_object_get(rep, "seq")));
+			probe_table(rep);
+			putchar('\n');
+		}
+		fflush(stdout);
 	}
 	close(fd);
 	return EXIT_ERROR;

@@ -163,3 +163,16 @@ const char *out_ago(long long unix_ms, char *buf, size_t len)
 		snprintf(buf, len, "%lldd ago", s / 86400);
 	return buf;
 }
+
+const char *out_ns(unsigned long long ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%llu ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.1f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	return buf;
+}

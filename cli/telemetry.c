@@ -2,7 +2,7 @@
 /*
  * kmemctl telemetry query PROBE [host=ID] [label=KEY:VALUE] [from=MS] [to=MS]:
  * one probe's latency histogram merged over those hosts and times, from
- * kmemd.
+ * kmemd. kmemctl telemetry watch: this host's, live (local.c).
  */
 #include <event2/http.h>
 #include <jansson.h>
@@ -22,9 +22,9 @@ static long long num(json_t *o, const char *key)
 static int telemetry_query(int argc, char **argv)
 {
 	static const char *const keys[] = { "host", "label", "from", "to", NULL };
-	static const char *const heads[] = { "UP TO (NS)", "COUNT", NULL };
-	char path[2048];
-	json_t *reply = NULL, *b;
+	static const char *const heads[] = { "UP TO", "COUNT", NULL };
+	char path[2048], b[4][32];
+	json_t *reply = NULL, *v;
 	struct table *t;
 	size_t n, i;
 	int r;
@@ -69,17 +69,21 @@ static int telemetry_query(int argc, char **argv)
 		out_json(json_pack("{s:o}", "telemetry", reply), cli.pretty);
 		return EXIT_OK;
 	}
-	printf("probe     %s over %lld hosts, %lld samples\n",
+	printf("probe     %s over %lld host%s, %lld samples\n",
 	       json_string_value(json_object_get(reply, "probe")), num(reply, "hosts"),
-	       num(reply, "count"));
-	printf("latency   p50 %lld ns, p90 %lld ns, p99 %lld ns, max %lld ns\n\n",
-	       num(reply, "p50_ns"), num(reply, "p90_ns"), num(reply, "p99_ns"),
-	       num(reply, "max_ns"));
+	       num(reply, "hosts") == 1 ? "" : "s", num(reply, "count"));
+	printf("latency   p50 %s, p90 %s, p99 %s, max %s\n\n",
+	       out_ns((unsigned long long)num(reply, "p50_ns"), b[0], sizeof(b[0])),
+	       out_ns((unsigned long long)num(reply, "p90_ns"), b[1], sizeof(b[1])),
+	       out_ns((unsigned long long)num(reply, "p99_ns"), b[2], sizeof(b[2])),
+	       out_ns((unsigned long long)num(reply, "max_ns"), b[3], sizeof(b[3])));
 	t = table_new(heads);
-	json_array_foreach(json_object_get(reply, "buckets"), i, b)
+	json_array_foreach(json_object_get(reply, "buckets"), i, v)
 	{
-		table_cell(t, "%lld", (long long)json_integer_value(json_array_get(b, 0)));
-		table_cell(t, "%lld", (long long)json_integer_value(json_array_get(b, 1)));
+		table_cell(t, "%s",
+			   out_ns((unsigned long long)json_integer_value(json_array_get(v, 0)),
+				  b[0], sizeof(b[0])));
+		table_cell(t, "%lld", (long long)json_integer_value(json_array_get(v, 1)));
 	}
 	table_print(t, stdout, cli.color);
 	json_decref(reply);
@@ -90,6 +94,7 @@ int do_telemetry(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
 		{ "query", telemetry_query, "a probe's latency over hosts and time, from kmemd" },
+		{ "watch", local_telemetry_watch, "this host's probes at each report, live" },
 		{ NULL, NULL, NULL },
 	};
 
