@@ -15,9 +15,8 @@
 #include "macro.h"
 
 static const char *const cmd_names[] = {
-	[CTL_STATUS] = "status",
-	[CTL_SET] = "set",
-	[CTL_WATCH] = "watch",
+	[CTL_STATUS] = "status",   [CTL_SET] = "set",	    [CTL_WATCH] = "watch",
+	[CTL_DISABLE] = "disable", [CTL_ENABLE] = "enable",
 };
 
 int ctl_parse_request(const char *buf, size_t len, struct ctl_request *req, char *err,
@@ -56,7 +55,7 @@ int ctl_parse_request(const char *buf, size_t len, struct ctl_request *req, char
 		if (!strcmp(cmd, cmd_names[i]))
 			req->cmd = (enum ctl_cmd)i;
 	if (!req->cmd) {
-		snprintf(err, errlen, "\"cmd\" must be status, set or watch");
+		snprintf(err, errlen, "\"cmd\" must be status, set, watch, disable or enable");
 		goto out;
 	}
 	if ((req->cmd == CTL_SET) != !!policy) {

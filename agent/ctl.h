@@ -11,6 +11,10 @@
  *				now, as a local override, through the same journal
  *				as a signed policy
  *   {"cmd": "watch"}		every report from now on, one message each
+ *   {"cmd": "disable"}		the local kill switch: every mitigation off, and
+ *				no policy applied until "enable" (kept across
+ *				restarts in the state directory)
+ *   {"cmd": "enable"}		release it: the last known good policy again
  * Replies: {"ok": true, ...} or {"ok": false, "error": "why"}.
  */
 #ifndef KMEM_AGENT_CTL_H
@@ -27,7 +31,7 @@
 #define CTL_GROUP "kmemctl"
 #define CTL_MAX_MSG (128U << 10)
 
-enum ctl_cmd { CTL_STATUS = 1, CTL_SET, CTL_WATCH };
+enum ctl_cmd { CTL_STATUS = 1, CTL_SET, CTL_WATCH, CTL_DISABLE, CTL_ENABLE };
 
 struct ctl_request {
 	enum ctl_cmd cmd;

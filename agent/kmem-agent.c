@@ -71,6 +71,7 @@ struct agent {
 	uint64_t seq;
 	bool once;
 	bool disabled; /* kmemctl.disable=1: apply nothing, report only */
+	bool switched_off; /* `kmemctl disable`: mitigations off, apply nothing */
 	struct guard guard;
 	struct kmsg_parser kmsg;
 	int kmsg_fd;
@@ -192,6 +193,14 @@ static void set_source(struct agent *a, const char *id, Kmemctl__V1__ModeSource 
 		strcpy(a->sources[a->nsources++].id, id);
 	}
 	a->sources[i].source = source;
+}
+
+/* Why nothing is applied now, or NULL. */
+static const char *off_reason(const struct agent *a)
+{
+	if (a->disabled)
+		return "kmemctl.disable=1";
+	return a->switched_off ? "the local kill switch (kmemctl disable)" : NULL;
 }
 
 static Kmemctl__V1__ModeSource source_of(const char *id, void *arg)
@@ -455,9 +464,9 @@ static int run_policy(struct agent *a, const uint8_t *buf, size_t len, const cha
 	}
 	snprintf(v.name, sizeof(v.name), "%s", p->name);
 	v.version = p->version;
-	if (a->disabled) {
-		log_notice("policy %s version %llu from %s not applied: kmemctl.disable=1", v.name,
-			   (unsigned long long)v.version, from);
+	if (off_reason(a)) {
+		log_notice("policy %s version %llu from %s not applied: %s", v.name,
+			   (unsigned long long)v.version, from, off_reason(a));
 		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
 		return 0;
 	}
@@ -825,12 +834,12 @@ static json_t *agent_json(const struct agent *a)
 	if (a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
 	    outcome_names[a->result.outcome])
 		last = outcome_names[a->result.outcome];
-	return json_pack("{s:s, s:b, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}", "version",
-			 KMEMCTL_VERSION, "disabled", a->disabled, "policy", "name", a->policy.name,
-			 "version", (json_int_t)a->policy.version, "guard", guard, "recent_events",
-			 a->recent, "kmemd", "last", last, "acked_seq",
-			 (json_int_t)a->result.acked_seq, "spooled", (json_int_t)a->result.spooled,
-			 "dropped", (json_int_t)a->result.dropped);
+	return json_pack("{s:s, s:b, s:s?, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}",
+			 "version", KMEMCTL_VERSION, "disabled", a->disabled, "off", off_reason(a),
+			 "policy", "name", a->policy.name, "version", (json_int_t)a->policy.version,
+			 "guard", guard, "recent_events", a->recent, "kmemd", "last", last,
+			 "acked_seq", (json_int_t)a->result.acked_seq, "spooled",
+			 (json_int_t)a->result.spooled, "dropped", (json_int_t)a->result.dropped);
 }
 
 /* {"ok": true, "agent": ..., "report": ...}: the report as kmemd got it. */
@@ -896,9 +905,12 @@ static void ctl_set(struct agent *a, struct ctl_client *c, const struct policy_d
 	size_t n = 0, i;
 	int r;
 
-	if (a->disabled) {
+	if (off_reason(a)) {
+		char why[128];
+
 		json_decref(outcomes);
-		ctl_error(c, "kmemctl.disable=1 is on the kernel command line: applying nothing");
+		snprintf(why, sizeof(why), "applying nothing under %s", off_reason(a));
+		ctl_error(c, why);
 		return;
 	}
 	r = policy_apply(&a->rfs, a->state_dirfd, doc, NULL, out, &n);
@@ -924,6 +936,62 @@ static void ctl_set(struct agent *a, struct ctl_client *c, const struct policy_d
 		return;
 	}
 	ctl_send(c, json_pack("{s:b, s:o}", "ok", ok, "outcomes", outcomes));
+}
+
+#define SWITCH_FILE "disabled"
+
+/*
+ * The local kill switch. Off: kept on disk first (a crash right after
+ * must not turn it back on), then every mitigation off. On: removed, and
+ * the last known good policy applied again.
+ */
+static void ctl_switch(struct agent *a, struct ctl_client *c, bool off)
+{
+	static const char note[] = "kmemctl disable\n";
+	unsigned k, n = 0;
+	int r;
+
+	if (a->disabled) {
+		ctl_error(c, "kmemctl.disable=1 is on the kernel command line: it rules");
+		return;
+	}
+	if (off == a->switched_off) {
+		ctl_send(c, json_pack("{s:b, s:b}", "ok", 1, "changed", 0));
+		return;
+	}
+	r = off ? statefile_replace(a->state_dirfd, SWITCH_FILE, note, sizeof(note) - 1) :
+	    unlinkat(a->state_dirfd, SWITCH_FILE, 0) < 0 && errno != ENOENT ? negative_errno() :
+									      0;
+	if (r < 0) {
+		log_error_errno(r, "recording the kill switch failed: %m");
+		ctl_error(c, "recording the kill switch in the state directory failed");
+		return;
+	}
+	a->switched_off = off;
+	if (off) {
+		for (k = 0; k < KMEMCTL_MIT_COUNT; k++) {
+			const char *id = kmemctl_mitigation_name(k);
+
+			r = kernel_set_mode(&a->rfs, id, false);
+			if (r == -ENOENT)
+				continue;
+			if (r < 0)
+				log_error_errno(r, "kill switch: turning %s off failed: %m", id);
+			guard_disarm(&a->guard, id);
+			set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
+			n++;
+		}
+		audit(LOG_WARNING, MID_KILL_SWITCH, NULL, &a->policy, "off", NULL,
+		      "kill switch: %u mitigations turned off; nothing is applied until "
+		      "`kmemctl enable`",
+		      n);
+	} else {
+		audit(LOG_NOTICE, MID_KILL_SWITCH, NULL, &a->policy, "on", NULL,
+		      "kill switch released: applying the last known good policy again");
+		a->policy = (struct policy_version){ 0 };
+		start_policy(a);
+	}
+	ctl_send(c, json_pack("{s:b, s:b}", "ok", 1, "changed", 1));
 }
 
 static void on_ctl_read(evutil_socket_t fd, short what, void *arg)
@@ -964,6 +1032,10 @@ static void on_ctl_read(evutil_socket_t fd, short what, void *arg)
 	case CTL_WATCH:
 		c->watch = true;
 		ctl_send(c, json_pack("{s:b}", "ok", 1));
+		break;
+	case CTL_DISABLE:
+	case CTL_ENABLE:
+		ctl_switch(a, c, req.cmd == CTL_DISABLE);
 		break;
 	}
 }
@@ -1309,6 +1381,9 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	a.disabled = cmdline_disabled(&a.rfs);
 	if (a.disabled)
 		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
+	a.switched_off = !once && faccessat(a.state_dirfd, SWITCH_FILE, F_OK, 0) == 0;
+	if (a.switched_off)
+		log_notice("the local kill switch is on (kmemctl disable): applying nothing");
 	if (!once) {
 		/* a fixture tree has no kernel to load a module into */
 		if (!root)

@@ -30,6 +30,8 @@ static const struct cmd objects[] = {
 	{ "mitigation", do_mitigation, "this host's mitigations: list, show, set" },
 	{ "probe", do_probe, "this host's probes: list, show, enable, disable" },
 	{ "watch", do_watch, "follow this host's reports as JSON lines" },
+	{ "disable", do_switch, "kill switch: every mitigation off here, no policy applied" },
+	{ "enable", do_switch, "release the kill switch: the policy again" },
 	{ "host", do_host, "the fleet's hosts, as kmemd knows them" },
 	{ "rollout", do_rollout, "move a policy across the fleet in waves" },
 	{ "telemetry", do_telemetry, "probe latency: across the fleet, or live here" },

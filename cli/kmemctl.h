@@ -36,6 +36,7 @@ int do_mitigation(int argc, char **argv);
 int do_probe(int argc, char **argv);
 int do_watch(int argc, char **argv);
 int do_facts(int argc, char **argv);
+int do_switch(int argc, char **argv);
 int local_telemetry_watch(int argc, char **argv);
 /* policies.c: kmemctl policy's verbs against kmemd. */
 int policy_create(int argc, char **argv);

@@ -6,6 +6,7 @@
  *   kmemctl mitigation list|show ID|set ID on|off [KEY=VALUE]...
  *   kmemctl probe list|show ID|enable ID [threshold_ns=NS]|disable ID
  *   kmemctl telemetry watch, kmemctl watch
+ *   kmemctl disable|enable		the local kill switch
  * KMEMCTL_AGENT_SOCKET names another socket (tests, several agents).
  */
 #include <errno.h>
@@ -135,8 +136,8 @@ static void print_status(json_t *st)
 	json_t *facts = json_object_get(rep, "facts"), *v;
 	size_t i;
 
-	printf("agent     %s%s\n", str(agent, "version"),
-	       json_is_true(json_object_get(agent, "disabled")) ? " (kmemctl.disable=1)" : "");
+	printf("agent     %s%s%s%s\n", str(agent, "version"), str(agent, "off")[0] ? " (off: " : "",
+	       str(agent, "off"), str(agent, "off")[0] ? ")" : "");
 	printf("host      %s, kernel %s\n", str(facts, "host_id"), str(facts, "kernel_release"));
 	printf("policy    %s version %lld\n", str(pol, "name")[0] ? str(pol, "name") : "(none)",
 	       json_integer_value(json_object_get(pol, "version")));
@@ -661,4 +662,33 @@ int local_telemetry_watch(int argc, char **argv)
 	}
 	close(fd);
 	return EXIT_ERROR;
+}
+
+/* kmemctl disable|enable: the agent's local kill switch. */
+int do_switch(int argc, char **argv)
+{
+	bool off = !strcmp(argv[0], "disable");
+	json_t *rep;
+	int fd;
+
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl %s\n", argv[0]);
+		return EXIT_USAGE;
+	}
+	fd = ctl_connect();
+	if (fd < 0)
+		return connect_exit(fd);
+	rep = ctl_call(fd, json_pack("{s:s}", "cmd", argv[0]));
+	close(fd);
+	if (!rep)
+		return EXIT_ERROR;
+	if (!json_is_true(json_object_get(rep, "changed")))
+		printf("the kill switch was already %s\n", off ? "on" : "off");
+	else if (off)
+		printf("kill switch on: every mitigation is off and no policy is applied until "
+		       "`kmemctl enable`\n");
+	else
+		printf("kill switch off: the last known good policy is applied again\n");
+	json_decref(rep);
+	return EXIT_OK;
 }

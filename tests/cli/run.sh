@@ -180,6 +180,10 @@ run local-probe-list probe list
 run local-probe-show-json -j probe show vmap-purge
 run local-probe-disable probe disable vmap-purge
 run local-probe-enable-bad probe enable vmap-purge threshold=5
+run local-disable disable
+run local-disable-again disable
+run local-set-disabled mitigation set rstat-yield on
+run local-enable enable
 
 [ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
 echo PASS

@@ -151,6 +151,34 @@ kill -0 "$agent_pid" || fail "the agent died"
 $KMEMCTL status >/dev/null || fail "status after bad requests"
 echo "ok: bad requests are refused and the agent runs on"
 
+# the local kill switch: everything off, nothing applied, across a restart
+$KMEMCTL mitigation set usercopy-fastpath on >/dev/null || fail "set on"
+$KMEMCTL disable >switch.txt || fail "disable: $(cat switch.txt)"
+grep -q "^kill switch on" switch.txt || fail "disable: $(cat switch.txt)"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "the kill switch left usercopy-fastpath on"
+[ "$(cat $MIT/rstat-yield/mode)" = off ] || fail "the kill switch left rstat-yield on"
+wait_for agent.log "kill switch: .* mitigations turned off"
+rc=0
+$KMEMCTL mitigation set usercopy-fastpath on >bad.txt 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "applying nothing under the local kill switch" bad.txt ||
+	fail "a local override under the kill switch: exit $rc, $(cat bad.txt)"
+$KMEMCTL status >status.txt
+grep -q "^agent .*(off: the local kill switch (kmemctl disable))" status.txt ||
+	fail "status does not say off: $(cat status.txt)"
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent exited with $? on SIGTERM"
+$AGENT -d -r "$work/root" -c agent.conf >agent2.log 2>&1 &
+agent_pid=$!
+wait_for agent2.log "control socket at"
+grep -q "the local kill switch is on" agent2.log || fail "the kill switch was lost in a restart"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "a restart under the kill switch applied"
+$KMEMCTL disable >switch.txt && grep -q "already on" switch.txt || fail "disable twice: $(cat switch.txt)"
+$KMEMCTL enable >switch.txt || fail "enable: $(cat switch.txt)"
+grep -q "^kill switch off" switch.txt || fail "enable: $(cat switch.txt)"
+wait_for agent2.log "kill switch released"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "enable did not apply the policy again"
+echo "ok: kmemctl disable turns everything off, survives a restart, and enable undoes it"
+
 # a user outside root and the group, even with the socket's mode opened up
 if [ "$(id -u)" = 0 ]; then
 	chmod 666 ctl.sock

@@ -41,7 +41,7 @@ if [ $disabled = 1 ]; then
 		agent_fail "no notice that kmemctl.disable=1 held the policy back"
 	mod_loaded kmemctl && agent_fail "kmemctl.disable=1, yet the agent loaded kmemctl.ko"
 	await 30 status_has "^report " || agent_fail "no report: $(cat status.txt)"
-	grep -q "(kmemctl.disable=1)" status.txt || agent_fail "status does not say disabled"
+	grep -q "(off: kmemctl.disable=1)" status.txt || agent_fail "status does not say disabled"
 	kmemctl mitigation set rstat-yield on >set.txt 2>&1 && agent_fail "a local set went through"
 	grep -q "kmemctl.disable=1" set.txt || agent_fail "local set: $(cat set.txt)"
 	log "kmemctl.disable=1: nothing loaded, nothing applied, reports made"
