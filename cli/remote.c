@@ -187,12 +187,12 @@ static void say_refusal(int code, const char *body)
 	json_decref(o);
 }
 
-int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
-		size_t len, json_t **reply)
+int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, const char *path,
+		   const char *ctype, const void *body, size_t len, int *code, uint8_t **reply,
+		   size_t *reply_len)
 {
-	struct remote_config rc = { 0 };
+	struct tls_config tc = { .cert = t->cert, .key = t->key, .ca = t->ca };
 	struct call c = { 0 };
-	struct tls_config tc;
 	struct evhttp_connection *conn = NULL;
 	struct evhttp_request *req;
 	struct bufferevent *bev;
@@ -200,21 +200,17 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 	SSL *ssl = NULL;
 	char host[256], hostport[300], err[256];
 	uint16_t port;
-	size_t n;
-	int ret = load_config(&rc);
+	int ret = EXIT_USAGE;
 
 	*reply = NULL;
-	if (ret != EXIT_OK)
-		goto out;
-	ret = EXIT_USAGE;
-	if (hostport_split(rc.server, host, sizeof(host), &port, false) < 0) {
-		fprintf(stderr, "kmemctl: server '%s' is not HOST:PORT\n", rc.server);
+	if (hostport_split(t->server, host, sizeof(host), &port, false) < 0) {
+		fprintf(stderr, "kmemctl: server '%s' is not HOST:PORT\n", t->server);
 		goto out;
 	}
-	tc = (struct tls_config){ .cert = rc.cert, .key = rc.key, .ca = rc.ca };
 	if (tls_client_ctx(&tc, &ctx) < 0 || tls_client_ssl(ctx, host, &ssl) < 0) {
 		fprintf(stderr, "kmemctl: certificate '%s', key '%s' or CA '%s' unusable: %s\n",
-			rc.cert, rc.key, rc.ca, tls_error_string(err, sizeof(err)));
+			t->cert ?: "(none)", t->key ?: "(none)", t->ca,
+			tls_error_string(err, sizeof(err)));
 		goto out;
 	}
 	ret = EXIT_ERROR;
@@ -223,13 +219,16 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 	bev = c.base ? bufferevent_openssl_socket_new(c.base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
 						      BEV_OPT_CLOSE_ON_FREE) :
 		       NULL;
-	if (!bev || !c.body) {
-		if (!bev)
-			SSL_free(ssl);
+	if (!bev) {
+		SSL_free(ssl);
 		goto out;
 	}
 	conn = evhttp_connection_base_bufferevent_new(c.base, NULL, bev, host, port);
-	req = conn ? evhttp_request_new(on_reply, &c) : NULL;
+	if (!conn) {
+		bufferevent_free(bev);
+		goto out;
+	}
+	req = c.body ? evhttp_request_new(on_reply, &c) : NULL;
 	if (!req)
 		goto out;
 	evhttp_connection_set_timeout(conn, TIMEOUT_S);
@@ -245,17 +244,17 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 		goto out;
 	event_base_dispatch(c.base);
 	if (c.failed || !c.code) {
-		ret = say_failure(&c, bev, rc.server, host, port);
+		ret = say_failure(&c, bev, t->server, host, port);
 		goto out;
 	}
-	evbuffer_add(c.body, "", 1);
-	n = evbuffer_get_length(c.body);
-	if (c.code / 100 != 2) {
-		say_refusal(c.code, (const char *)evbuffer_pullup(c.body, (ssize_t)n));
-		ret = c.code / 100 == 4 ? EXIT_REFUSED : EXIT_ERROR;
+	/* a NUL after the body, for callers that read it as text */
+	*reply_len = evbuffer_get_length(c.body);
+	*reply = malloc(*reply_len + 1);
+	if (!*reply)
 		goto out;
-	}
-	*reply = json_loads((const char *)evbuffer_pullup(c.body, (ssize_t)n), 0, NULL);
+	evbuffer_remove(c.body, *reply, *reply_len);
+	(*reply)[*reply_len] = '\0';
+	*code = c.code;
 	ret = EXIT_OK;
 out:
 	if (conn)
@@ -265,6 +264,28 @@ out:
 	if (c.base)
 		event_base_free(c.base);
 	SSL_CTX_free(ctx);
+	return ret;
+}
+
+int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
+		size_t len, json_t **reply)
+{
+	struct remote_config rc = { 0 };
+	uint8_t *text = NULL;
+	size_t n;
+	int code = 0, ret = load_config(&rc);
+
+	*reply = NULL;
+	if (ret == EXIT_OK)
+		ret = remote_request(&(struct remote_target){ rc.server, rc.ca, rc.cert, rc.key },
+				     method, path, ctype, body, len, &code, &text, &n);
+	if (ret == EXIT_OK && code / 100 != 2) {
+		say_refusal(code, (const char *)text);
+		ret = code / 100 == 4 ? EXIT_REFUSED : EXIT_ERROR;
+	} else if (ret == EXIT_OK) {
+		*reply = json_loads((const char *)text, 0, NULL);
+	}
+	free(text);
 	ini_free(options, ARRAY_SIZE(options), &rc);
 	return ret;
 }

@@ -17,6 +17,23 @@
 #include <event2/http.h>
 #include <jansson.h>
 #include <stddef.h>
+#include <stdint.h>
+
+struct remote_target {
+	const char *server; /* HOST:PORT */
+	const char *ca; /* kmemd's CA */
+	const char *cert, *key; /* NULL: no client certificate (enrollment) */
+};
+
+/*
+ * One HTTPS request to t: EXIT_OK with kmemd's status code and body
+ * (malloc'ed, NUL after it) whatever the code; else the reason is on
+ * stderr and the exit code says it: EXIT_UNREACHABLE (no connection),
+ * EXIT_REFUSED (TLS ended it), EXIT_USAGE (a bad address or certificate).
+ */
+int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, const char *path,
+		   const char *ctype, const void *body, size_t len, int *code, uint8_t **reply,
+		   size_t *reply_len);
 
 /*
  * One call: method and path (with its query), a body of content type
