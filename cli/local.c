@@ -256,6 +256,42 @@ static json_t *entry(json_t *st, const char *key, const char *field, const char 
 	return NULL;
 }
 
+/*
+ * `mitigation show ID`, `probe show ID`: the entry of the last report's
+ * array key whose field is ID, for the caller to print, with *st holding
+ * it (json_decref after). NULL with *exit set when nothing is left to do:
+ * bad usage, no agent, no such entry, or printed as JSON (-j).
+ */
+static json_t *show(int argc, char **argv, const char *object, const char *key, const char *field,
+		    json_t **st, int *exit)
+{
+	json_t *e = NULL;
+
+	*st = NULL;
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl %s show ID\n", object);
+		*exit = EXIT_USAGE;
+		return NULL;
+	}
+	*st = status_of(exit);
+	if (*st)
+		e = entry(*st, key, field, argv[1]);
+	if (*st && !e) {
+		fprintf(stderr, "kmemctl: this host's last report has no %s '%s'\n", object,
+			argv[1]);
+		*exit = EXIT_ERROR;
+	} else if (e && cli.json) {
+		out_json(json_pack("{s:O}", object, e), cli.pretty);
+		*exit = EXIT_OK;
+		e = NULL;
+	}
+	if (!e) {
+		json_decref(*st);
+		*st = NULL;
+	}
+	return e;
+}
+
 static void mitigation_table(json_t *rep)
 {
 	static const char *const heads[] = {
@@ -306,24 +342,9 @@ static int mitigation_show(int argc, char **argv)
 	json_t *st, *m, *v;
 	int r;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: kmemctl mitigation show ID\n");
-		return EXIT_USAGE;
-	}
-	st = status_of(&r);
-	if (!st)
+	m = show(argc, argv, "mitigation", "mitigations", "id", &st, &r);
+	if (!m)
 		return r;
-	m = entry(st, "mitigations", "id", argv[1]);
-	if (!m) {
-		fprintf(stderr, "kmemctl: this host reports no mitigation '%s'\n", argv[1]);
-		json_decref(st);
-		return EXIT_ERROR;
-	}
-	if (cli.json) {
-		out_json(json_pack("{s:O}", "mitigation", m), cli.pretty);
-		json_decref(st);
-		return EXIT_OK;
-	}
 	printf("mitigation %s\nstate      %s\nmode       %s (from %s)\nreason     %s\n",
 	       str(m, "id"), enum_tail(str(m, "state"), "MITIGATION_STATE_"),
 	       enum_tail(str(m, "mode"), "MITIGATION_MODE_"),
@@ -369,24 +390,9 @@ static int probe_show(int argc, char **argv)
 	char b[32];
 	int r;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: kmemctl probe show ID\n");
-		return EXIT_USAGE;
-	}
-	st = status_of(&r);
-	if (!st)
+	p = show(argc, argv, "probe", "probes", "probe", &st, &r);
+	if (!p)
 		return r;
-	p = entry(st, "probes", "probe", argv[1]);
-	if (!p) {
-		fprintf(stderr, "kmemctl: this host's last report has no probe '%s'\n", argv[1]);
-		json_decref(st);
-		return EXIT_ERROR;
-	}
-	if (cli.json) {
-		out_json(json_pack("{s:O}", "probe", p), cli.pretty);
-		json_decref(st);
-		return EXIT_OK;
-	}
 	hist_of(json_object_get(p, "hist"), &h);
 	printf("probe %s: %llu in the last interval, max %s\n\n", argv[1],
 	       (unsigned long long)h.count, out_ns(h.max_ns, b, sizeof(b)));
