@@ -139,6 +139,8 @@ static void print_status(json_t *st)
 	printf("agent     %s%s%s%s\n", str(agent, "version"), str(agent, "off")[0] ? " (off: " : "",
 	       str(agent, "off"), str(agent, "off")[0] ? ")" : "");
 	printf("host      %s, kernel %s\n", str(facts, "host_id"), str(facts, "kernel_release"));
+	printf("module    %s\n",
+	       str(facts, "module_version")[0] ? str(facts, "module_version") : "(not loaded)");
 	printf("policy    %s version %lld\n", str(pol, "name")[0] ? str(pol, "name") : "(none)",
 	       json_integer_value(json_object_get(pol, "version")));
 	printf("kmemd     %s, acked %lld, %lld spooled, %lld dropped\n", str(kmemd, "last"),

@@ -166,6 +166,23 @@ run rollout-list rollout list
 run rollout-list-json -j rollout list
 run rollout-promote-done rollout promote rstat-on
 run rollout-status-unknown rollout status nope
+run rollout-list-color --color always rollout list
+# the hosts run good@1 now: another rollout of it could not roll them back
+sed -e 's/"rstat-on"/"again"/' rollout.json >again.json
+run rollout-start-refused rollout start again.json
+# the operator's moves on a rollout that bakes for an hour
+sed -e 's/"rstat-on"/"slow"/' -e 's/"bake_s": 2/"bake_s": 3600/' \
+	-e 's/"policy": "good"/"policy": "base"/' rollout.json >slow.json
+run rollout-start-slow rollout start slow.json
+run rollout-pause rollout pause slow
+run rollout-pause-again rollout pause slow
+run rollout-resume rollout resume slow
+run rollout-abort rollout abort slow
+on_good() {
+	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE policy_name = 'good'")" = 4 ]
+}
+wait_for 30 on_good || fail "the aborted rollout's hosts did not go back to good"
+run rollout-status-aborted rollout status slow --watch
 
 # this host, through h1's agent
 export KMEMCTL_AGENT_SOCKET=$work/ctl-h1.sock

@@ -18,7 +18,7 @@ leave_work() {
 	local p
 	for p in "${pids[@]}" $agent_pid $kmemd_pid; do
 		# a stopped process would not act on SIGTERM before SIGCONT
-		kill "$p" 2>/dev/null && kill -CONT "$p" && wait "$p" 2>/dev/null
+		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null && wait "$p" 2>/dev/null
 	done
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
