@@ -637,7 +637,7 @@ int do_facts(int argc, char **argv)
 int local_telemetry_watch(int argc, char **argv)
 {
 	bool tty = isatty(STDOUT_FILENO) && !cli.json;
-	json_t *rep;
+	json_t *rep, *report;
 	int fd;
 
 	(void)argv;
@@ -654,16 +654,18 @@ int local_telemetry_watch(int argc, char **argv)
 		rep = ctl_recv(fd);
 		if (!rep)
 			break;
+		/* each message is the status: the agent and its newest report */
+		report = json_object_get(rep, "report");
 		if (cli.json) {
 			out_json(json_pack("{s:O}", "probes",
-					   json_object_get(rep, "probes") ?: json_array()),
+					   json_object_get(report, "probes") ?: json_array()),
 				 false);
 		} else {
 			if (tty)
 				printf("\033[H\033[2J");
 			printf("report %lld\n",
-			       (long long)json_integer_value(json_object_get(rep, "seq")));
-			probe_table(rep);
+			       (long long)json_integer_value(json_object_get(report, "seq")));
+			probe_table(report);
 			putchar('\n');
 		}
 		fflush(stdout);

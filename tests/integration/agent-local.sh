@@ -126,6 +126,12 @@ timeout 3 $KMEMCTL watch >watch.txt 2>&1 || rc=$?
 [ "$(grep -c '^{"ok":true,"agent":{.*"report":{"seq":' watch.txt)" -ge 2 ] ||
 	fail "watch: $(cat watch.txt)"
 echo "ok: kmemctl watch follows the reports"
+rc=0
+timeout 3 $KMEMCTL telemetry watch >twatch.txt 2>&1 || rc=$?
+[ "$rc" = 124 ] || fail "kmemctl telemetry watch ended by itself (exit $rc): $(cat twatch.txt)"
+[ "$(grep -c '^PROBE  *COUNT  *P50  *P99  *MAX$' twatch.txt)" -ge 2 ] &&
+	grep -q '^vmap-purge ' twatch.txt || fail "telemetry watch: $(cat twatch.txt)"
+echo "ok: kmemctl telemetry watch shows the probes of each report"
 
 # a local override
 $KMEMCTL mitigation set usercopy-fastpath off >set.txt || fail "set failed: $(cat set.txt)"
