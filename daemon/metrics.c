@@ -114,6 +114,92 @@ static void process(struct evbuffer *b)
 			    rss * (unsigned long long)sysconf(_SC_PAGESIZE));
 }
 
+/* Finished rollouts stay on /metrics this long, for dashboards to show how they ended. */
+#define ROLLOUT_SHOWN_MS (24 * 3600 * 1000LL)
+
+/* The rollout families; each is one group in the exposition, as the format wants. */
+static const struct {
+	const char *name, *help;
+} rollout_families[] = {
+	{ "kmemd_rollout_info", "A rollout with its policy and state (1)." },
+	{ "kmemd_rollout_wave", "The wave a rollout runs (1-based)." },
+	{ "kmemd_rollout_waves", "A rollout's waves." },
+	{ "kmemd_rollout_hosts", "A rollout's hosts: members, reached by its waves, running its "
+				 "policy." },
+	{ "kmemd_rollout_verdicts", "Verdicts stored for a rollout, by verdict." },
+	{ "kmemd_rollout_gate_lockups", "Lockups and stalls the last verdict counted, canaries "
+					"and baselines." },
+	{ "kmemd_rollout_gate_exposure_seconds", "Host-seconds of reports behind the last "
+						 "verdict, canaries and baselines." },
+	{ "kmemd_rollout_gate_lockup_p", "The last verdict's lockup rate test p-value." },
+};
+
+struct family {
+	struct evbuffer *b;
+	size_t f;
+};
+
+static int rollout_line(void *arg, const struct store_rollout_gauges *g)
+{
+	static const char *const verdicts[] = { "pass", "fail", "inconclusive" };
+	static const char *const phases[] = { "members", "reached", "running" };
+	static const char *const sides[] = { "canary", "baseline" };
+	const struct family *fm = arg;
+	const char *m = rollout_families[fm->f].name, *n = g->name;
+	uint64_t hosts[] = { g->members, g->reached, g->running };
+	size_t i;
+
+	switch (fm->f) {
+	case 0:
+		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",policy=\"%s\",state=\"%s\"} 1\n", m,
+				    n, g->policy, g->state);
+		break;
+	case 1:
+	case 2:
+		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %u\n", m, n,
+				    fm->f == 1 ? g->wave + 1 : g->nwaves);
+		break;
+	case 3:
+		for (i = 0; i < 3; i++)
+			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",phase=\"%s\"} %llu\n", m, n,
+					    phases[i], (unsigned long long)hosts[i]);
+		break;
+	case 4:
+		for (i = 0; i < 3; i++)
+			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",verdict=\"%s\"} %llu\n", m, n,
+					    verdicts[i], (unsigned long long)g->verdicts[i]);
+		break;
+	case 5:
+	case 6:
+		for (i = 0; g->judged && i < 2; i++)
+			evbuffer_add_printf(
+				fm->b, "%s{rollout=\"%s\",side=\"%s\"} %.6g\n", m, n, sides[i],
+				fm->f == 5 ? (double)(i ? g->baseline_lockups : g->canary_lockups) :
+					     3600 * (i ? g->baseline_hours : g->canary_hours));
+		break;
+	default:
+		if (g->judged && g->lockup_p >= 0)
+			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %.6g\n", m, n, g->lockup_p);
+	}
+	return 0;
+}
+
+/* Rollout progress and gate inputs: one store pass per family, a few rollouts each. */
+static int rollout_metrics(struct kmemd *k, struct evbuffer *b)
+{
+	int64_t since = kmemd_now_ms() - ROLLOUT_SHOWN_MS;
+	struct family fm = { .b = b };
+	int r = 0;
+
+	for (fm.f = 0; r == 0 && fm.f < ARRAY_SIZE(rollout_families); fm.f++) {
+		evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s gauge\n",
+				    rollout_families[fm.f].name, rollout_families[fm.f].help,
+				    rollout_families[fm.f].name);
+		r = k->store->ops->rollout_gauges(k->store, since, rollout_line, &fm);
+	}
+	return r;
+}
+
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -138,6 +224,9 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_total", "counter",
 			  "Events the agents reported, by kind (lockups, stalls, trips, ...).",
 			  "kind", NULL);
+	if (r < 0)
+		goto out;
+	r = rollout_metrics(k, b);
 	if (r < 0)
 		goto out;
 	evbuffer_add_printf(b, "# HELP kmemd_probe_seconds What the probes of kmemctl.ko "

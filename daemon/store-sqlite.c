@@ -120,6 +120,7 @@ enum stmt {
 	ST_MEMBERS,
 	ST_ROLLOUT_DESIRED,
 	ST_ROLLOUTS_ACTIVE,
+	ST_ROLLOUT_GAUGES,
 	ST_VERDICT_ADD,
 	ST_VERDICT_LAST,
 	ST_ROLLOUT_STATUS,
@@ -266,6 +267,28 @@ static const char *const sql[ST_N] = {
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
 			       " ('running', 'holding', 'paused', 'rolling-back')"
 			       " ORDER BY created_ms, name",
+	[ST_ROLLOUT_GAUGES] =
+		"SELECT r.name, json_extract(r.spec, '$.policy') || '@' ||"
+		" json_extract(r.spec, '$.version'), r.state, r.wave,"
+		" json_array_length(json_extract(r.spec, '$.waves')),"
+		" (SELECT count(*) FROM rollout_hosts m WHERE m.rollout = r.name),"
+		" (SELECT count(*) FROM rollout_hosts m WHERE m.rollout = r.name"
+		" AND m.wave <= r.wave),"
+		" (SELECT count(*) FROM rollout_hosts m JOIN hosts h ON h.host_id = m.host_id"
+		" WHERE m.rollout = r.name AND h.policy_name = json_extract(r.spec, '$.policy')"
+		" AND h.policy_version = json_extract(r.spec, '$.version')),"
+		" v.detail IS NOT NULL, json_extract(v.detail, '$.canary.events'),"
+		" json_extract(v.detail, '$.canary.hours'), json_extract(v.detail, '$.baseline.events'),"
+		" json_extract(v.detail, '$.baseline.hours'),"
+		" coalesce(json_extract(v.detail, '$.lockup_p'), -1),"
+		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name AND x.verdict = 'pass'),"
+		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name AND x.verdict = 'fail'),"
+		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name"
+		" AND x.verdict = 'inconclusive')"
+		" FROM rollouts r LEFT JOIN verdicts v ON v.id ="
+		" (SELECT max(id) FROM verdicts WHERE rollout = r.name)"
+		" WHERE r.state NOT IN ('done', 'rolled-back', 'aborted') OR r.updated_ms > ?1"
+		" ORDER BY r.created_ms, r.name",
 	[ST_VERDICT_ADD] =
 		"INSERT INTO verdicts (rollout, wave, ts_ms, verdict, gate, reason, detail)"
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
@@ -1217,6 +1240,41 @@ static int sq_rollouts_active(struct store *s, store_row_cb cb, void *arg)
 	return rows(s, stmt(s, ST_ROLLOUTS_ACTIVE), cb, arg);
 }
 
+static int sq_rollout_gauges(struct store *s, int64_t since_ms,
+			     int (*cb)(void *arg, const struct store_rollout_gauges *g), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
+	struct store_rollout_gauges g;
+	int rc, r = 0;
+
+	sqlite3_bind_int64(st, 1, since_ms);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		g = (struct store_rollout_gauges){
+			.name = text_or_empty(st, 0),
+			.policy = text_or_empty(st, 1),
+			.state = text_or_empty(st, 2),
+			.wave = (unsigned)sqlite3_column_int(st, 3),
+			.nwaves = (unsigned)sqlite3_column_int(st, 4),
+			.members = (uint64_t)sqlite3_column_int64(st, 5),
+			.reached = (uint64_t)sqlite3_column_int64(st, 6),
+			.running = (uint64_t)sqlite3_column_int64(st, 7),
+			.judged = sqlite3_column_int(st, 8),
+			.canary_lockups = (uint64_t)sqlite3_column_int64(st, 9),
+			.canary_hours = sqlite3_column_double(st, 10),
+			.baseline_lockups = (uint64_t)sqlite3_column_int64(st, 11),
+			.baseline_hours = sqlite3_column_double(st, 12),
+			.lockup_p = sqlite3_column_double(st, 13),
+			.verdicts = { (uint64_t)sqlite3_column_int64(st, 14),
+				      (uint64_t)sqlite3_column_int64(st, 15),
+				      (uint64_t)sqlite3_column_int64(st, 16) },
+		};
+		r = cb(arg, &g);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
 static int update(struct store *s, const struct store_rollout *r, int64_t now_ms)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
@@ -1463,6 +1521,7 @@ static const struct store_ops sqlite_ops = {
 	.members = sq_members,
 	.rollout_desired = sq_rollout_desired,
 	.rollouts_active = sq_rollouts_active,
+	.rollout_gauges = sq_rollout_gauges,
 	.verdict_last = sq_verdict_last,
 	.rollout_status = sq_rollout_status,
 	.rollback_pending = sq_rollback_pending,

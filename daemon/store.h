@@ -76,6 +76,18 @@ struct store_member {
 	uint64_t prev_version;
 };
 
+/* A rollout for /metrics: progress, and the gate inputs of its last verdict. */
+struct store_rollout_gauges {
+	const char *name, *policy, *state; /* policy: "name@version" */
+	unsigned wave, nwaves; /* wave 0-based */
+	uint64_t members, reached, running; /* running: reporting the rollout's policy */
+	bool judged; /* the numbers below are from a verdict */
+	uint64_t canary_lockups, baseline_lockups;
+	double canary_hours, baseline_hours;
+	double lockup_p; /* < 0: the rate test did not run */
+	uint64_t verdicts[3]; /* pass, fail, inconclusive */
+};
+
 /* What a rollout gate judges of one host over a window of time. */
 struct store_window {
 	double hours; /* from its first report in the window to its last */
@@ -205,6 +217,10 @@ struct store_ops {
 	 */
 	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
 			       uint64_t *version);
+	/* Unfinished rollouts and those finished after since_ms, oldest first. */
+	int (*rollout_gauges)(struct store *s, int64_t since_ms,
+			      int (*cb)(void *arg, const struct store_rollout_gauges *g),
+			      void *arg);
 	/* The wave, verdict and gate of the rollout's last verdict; -ENOENT: none yet. */
 	int (*verdict_last)(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
 			    char gate[32]);

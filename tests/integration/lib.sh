@@ -17,8 +17,12 @@ in_work() {
 leave_work() {
 	local p
 	for p in "${pids[@]}" $agent_pid $kmemd_pid; do
-		# a stopped process would not act on SIGTERM before SIGCONT
-		kill "$p" 2>/dev/null && kill -CONT "$p" 2>/dev/null && wait "$p" 2>/dev/null
+		# a stopped process would not act on SIGTERM before SIGCONT; a process
+		# killed makes wait fail, which set -e must not act on here
+		if kill "$p" 2>/dev/null; then
+			kill -CONT "$p" 2>/dev/null || true
+			wait "$p" 2>/dev/null || true
+		fi
 	done
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }

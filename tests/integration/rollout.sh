@@ -183,6 +183,35 @@ canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 
 grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's agent saw no lockup"
 echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
 
+# /metrics: each rollout's progress and the inputs of its last verdict
+api ops GET /metrics | sed '$d' >metrics.txt
+promtool check metrics <metrics.txt || fail "promtool: $(grep rollout metrics.txt)"
+has() {
+	grep -qx -- "$1" metrics.txt || fail "/metrics has no '$1': $(grep kmemd_rollout metrics.txt)"
+}
+has 'kmemd_rollout_info{rollout="good",policy="good@1",state="done"} 1'
+has 'kmemd_rollout_info{rollout="bad",policy="bad@1",state="rolled-back"} 1'
+has 'kmemd_rollout_wave{rollout="good"} 3'
+has "kmemd_rollout_hosts{rollout=\"good\",phase=\"running\"} $N"
+has 'kmemd_rollout_hosts{rollout="bad",phase="reached"} 3'
+has 'kmemd_rollout_hosts{rollout="bad",phase="running"} 0'
+has 'kmemd_rollout_verdicts{rollout="good",verdict="pass"} 3'
+has 'kmemd_rollout_verdicts{rollout="good",verdict="inconclusive"} 1'
+has 'kmemd_rollout_verdicts{rollout="bad",verdict="fail"} 1'
+has 'kmemd_rollout_gate_lockups{rollout="bad",side="baseline"} 0'
+lockups=$(sed -n 's/^kmemd_rollout_gate_lockups{rollout="bad",side="canary"} //p' metrics.txt)
+[ "${lockups:-0}" -ge 4 ] || fail "/metrics: the bad rollout's canary lockups: '$lockups'"
+p=$(sed -n 's/^kmemd_rollout_gate_lockup_p{rollout="bad"} //p' metrics.txt)
+awk -v p="$p" 'BEGIN { exit !(p != "" && p < 0.01) }' || fail "/metrics: lockup p '$p'"
+echo "ok: /metrics has each rollout's progress and gate inputs ($lockups canary lockups, p $p)"
+# every metric the Grafana dashboard queries is one kmemd serves
+families=$(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' metrics.txt)
+for m in $(grep -o '\(kmemd\|process\)_[a-z_]*' "$SRC/deploy/grafana/kmemctl.json" | sort -u); do
+	echo "$families" | grep -qx "$m\|${m%_bucket}\|${m%_count}\|${m%_sum}" ||
+		fail "deploy/grafana/kmemctl.json queries $m, which /metrics does not have"
+done
+echo "ok: the Grafana dashboard queries only metrics kmemd serves"
+
 for p in "${pids[@]}"; do
 	kill "$p" 2>/dev/null
 	wait "$p" 2>/dev/null || true
