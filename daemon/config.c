@@ -27,6 +27,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("server", "max_request", INI_SIZE, max_request, 1024, 64 << 20),
 	OPT("server", "max_headers", INI_UINT, max_headers, 4, 1000),
 	OPT("server", "io_timeout", INI_DURATION, io_timeout_ms, 100, 3600000),
+	OPT("server", "web_root", INI_PATH, web_root),
 	OPT("ca", "key", INI_PATH, ca_key),
 	OPT("enroll", "host_cert_days", INI_UINT, host_cert_days, 1, 3650),
 	OPT("enroll", "rate", INI_UINT, enroll_rate, 1, 100000),
@@ -71,4 +72,5 @@ void kmemd_config_defaults(struct kmemd_config *c)
 	c->listen = strdup("127.0.0.1:8443");
 	c->store_path = strdup("/var/lib/kmemd/kmemd.sqlite");
 	c->keys_dir = strdup("/etc/kmemctl/keys");
+	c->web_root = strdup(KMEMD_WEB_ROOT);
 }

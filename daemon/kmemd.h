@@ -31,6 +31,7 @@ struct kmemd_config {
 	uint64_t rollout_tick_ms; /* how often rollouts are judged */
 	bool require_signature;
 	char *keys_dir; /* operators' pinned Ed25519 keys */
+	char *web_root; /* the dashboard's files */
 	int log_level;
 };
 

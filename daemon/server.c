@@ -136,6 +136,9 @@ static void on_trim(evutil_socket_t fd, short what, void *arg)
 
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
+	{ EVHTTP_REQ_GET, "/", ROLE_ADMIN, handle_web_index },
+	/* a path ending in '/' (other than "/") takes every path under it */
+	{ EVHTTP_REQ_GET, "/static/", ROLE_ADMIN, handle_web_static },
 	{ EVHTTP_REQ_POST, "/v1/agent/report", ROLE_HOST, handle_report },
 	{ EVHTTP_REQ_GET, "/v1/policies", ROLE_ADMIN, handle_policies_get },
 	{ EVHTTP_REQ_POST, "/v1/policies", ROLE_ADMIN, handle_policies_post },
@@ -372,7 +375,11 @@ static void dispatch(struct evhttp_request *req, void *arg)
 		return;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
-		if (strcmp(routes[i].path, path) != 0)
+		size_t n = strlen(routes[i].path);
+		bool prefix = n > 1 && routes[i].path[n - 1] == '/';
+
+		if (prefix ? strncmp(routes[i].path, path, n) != 0 :
+			     strcmp(routes[i].path, path) != 0)
 			continue;
 		path_known = true;
 		if (routes[i].method != method)

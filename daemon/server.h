@@ -79,6 +79,10 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
 void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+/* web.c: the dashboard's files. */
+void handle_web_index(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_web_static(struct evhttp_request *req, struct kmemd *k,
+		       const struct tls_identity *peer);
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);

@@ -185,6 +185,22 @@ expect 400 "unix milliseconds" "a telemetry query with a bad time" \
 	ops GET "/v1/telemetry?probe=x&from=yesterday"
 echo "ok: telemetry merged across hosts and filtered by label and host"
 
+# the dashboard's files: operators only, plain names of known types only
+web() { # who path: the status code and content type
+	curl -sS --path-as-is --cacert pki/ca.crt --cert pki/$1.crt --key pki/$1.key \
+		-o web.out -D web.headers -w '%{http_code} %{content_type}' "$URL$2"
+}
+[ "$(web ops /)" = "200 text/html; charset=utf-8" ] || fail "GET /: $(web ops /)"
+grep -q "<title>kmemctl</title>" web.out || fail "GET /: $(head -5 web.out)"
+grep -qi "^content-security-policy: default-src 'self'" web.headers || fail "no CSP: $(cat web.headers)"
+[ "$(web ops /static/app.js)" = "200 text/javascript; charset=utf-8" ] || fail "app.js: $(web ops /static/app.js)"
+cmp -s web.out "$SRC/web/app.js" || fail "app.js is not the file"
+for bad in /static/../kmemd.conf /static/.hidden.js /static/kmemd.conf /static/ /static/nothere.js; do
+	[ "$(web ops $bad | cut -d' ' -f1)" = 404 ] || fail "GET $bad: $(web ops $bad)"
+done
+[ "$(web web-1 / | cut -d' ' -f1)" = 403 ] || fail "a host certificate got the dashboard"
+echo "ok: kmemd serves the dashboard's files to operators, and nothing outside them"
+
 api ops GET /metrics | sed '$d' >metrics.txt
 promtool check metrics <metrics.txt || fail "promtool: $(cat metrics.txt)"
 grep -q '^kmemd_hosts 3$' metrics.txt || fail "metrics: no kmemd_hosts 3"
