@@ -314,28 +314,36 @@ static void mitigation_table(json_t *rep)
 	table_print(t, stdout, cli.color);
 }
 
-static int mitigation_list(int argc, char **argv)
+/*
+ * `mitigation list`, `probe list`: the last report's array key, as JSON
+ * (-j) or by table().
+ */
+static int list(int argc, const char *object, const char *key, void (*table)(json_t *rep))
 {
-	json_t *st;
+	json_t *st, *rep;
 	int r;
 
-	(void)argv;
 	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl mitigation list\n");
+		fprintf(stderr, "usage: kmemctl %s list\n", object);
 		return EXIT_USAGE;
 	}
 	st = status_of(&r);
 	if (!st)
 		return r;
+	rep = json_object_get(st, "report");
 	if (cli.json)
-		out_json(json_pack("{s:O}", "mitigations",
-				   json_object_get(json_object_get(st, "report"), "mitigations") ?:
-					   json_array()),
+		out_json(json_pack("{s:O}", key, json_object_get(rep, key) ?: json_array()),
 			 cli.pretty);
 	else
-		mitigation_table(json_object_get(st, "report"));
+		table(rep);
 	json_decref(st);
 	return EXIT_OK;
+}
+
+static int mitigation_list(int argc, char **argv)
+{
+	(void)argv;
+	return list(argc, "mitigation", "mitigations", mitigation_table);
 }
 
 static int mitigation_show(int argc, char **argv)
@@ -361,26 +369,8 @@ static int mitigation_show(int argc, char **argv)
 
 static int probe_list(int argc, char **argv)
 {
-	json_t *st;
-	int r;
-
 	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl probe list\n");
-		return EXIT_USAGE;
-	}
-	st = status_of(&r);
-	if (!st)
-		return r;
-	if (cli.json)
-		out_json(json_pack("{s:O}", "probes",
-				   json_object_get(json_object_get(st, "report"), "probes") ?:
-					   json_array()),
-			 cli.pretty);
-	else
-		probe_table(json_object_get(st, "report"));
-	json_decref(st);
-	return EXIT_OK;
+	return list(argc, "probe", "probes", probe_table);
 }
 
 static int probe_show(int argc, char **argv)
