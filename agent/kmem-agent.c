@@ -682,8 +682,11 @@ static void on_kmsg(evutil_socket_t fd, short what, void *arg)
 			continue;
 		if (n <= 0)
 			break;
-		if (kmsg_parser_feed(&a->kmsg, rec, (size_t)n, &ev) == 1)
-			on_kernel_event(a, &ev);
+		for (size_t off = 0, len; off < (size_t)n; off += len) {
+			len = kmsg_record_len(rec + off, (size_t)n - off);
+			if (kmsg_parser_feed(&a->kmsg, rec + off, len, &ev) == 1)
+				on_kernel_event(a, &ev);
+		}
 	}
 	if (n < 0 && errno != EAGAIN) {
 		log_error_errno(negative_errno(),

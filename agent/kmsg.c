@@ -37,6 +37,15 @@ static int parse_u64(const char **s, const char *end, uint64_t *v)
 	return 0;
 }
 
+size_t kmsg_record_len(const char *buf, size_t len)
+{
+	const char *nl = memchr(buf, '\n', len);
+
+	while (nl && (size_t)(nl + 1 - buf) < len && nl[1] == ' ')
+		nl = memchr(nl + 1, '\n', len - (size_t)(nl + 1 - buf));
+	return nl ? (size_t)(nl + 1 - buf) : len;
+}
+
 int kmsg_record_parse(const char *buf, size_t len, struct kmsg_record *rec)
 {
 	const char *p = buf, *end = buf + len, *semi, *nl;

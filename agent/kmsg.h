@@ -24,6 +24,13 @@ struct kmsg_record {
 	size_t len;
 };
 
+/*
+ * The length of the first record in buf: up to its newline and the
+ * " KEY=value" lines that go with it. /dev/kmsg gives one record per
+ * read(); a pipe standing in for it may give several.
+ */
+size_t kmsg_record_len(const char *buf, size_t len);
+
 /* Parses one read() of /dev/kmsg: 0, or -EBADMSG when it is not a record. */
 int kmsg_record_parse(const char *buf, size_t len, struct kmsg_record *rec);
 

@@ -22,31 +22,26 @@
 #include "sign.h"
 #include "store.h"
 
-struct rows {
-	json_t *array;
-};
-
-static int add_row(void *arg, const char *json)
+int json_row_add(void *arg, const char *json)
 {
-	struct rows *r = arg;
 	json_t *o = json_loads(json, 0, NULL);
 
-	return o && json_array_append_new(r->array, o) == 0 ? 0 : -ENOMEM;
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
 }
 
 void reply_rows(struct evhttp_request *req, struct kmemd *k,
 		int (*list)(struct store *, store_row_cb, void *))
 {
-	struct rows rows = { json_array() };
-	int r = rows.array ? list(k->store, add_row, &rows) : -ENOMEM;
+	json_t *rows = json_array();
+	int r = rows ? list(k->store, json_row_add, rows) : -ENOMEM;
 
 	if (r < 0) {
-		json_decref(rows.array);
+		json_decref(rows);
 		log_error("store query failed: %s", k->store->ops->error(k->store));
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	reply_json(req, HTTP_OK, "OK", rows.array);
+	reply_json(req, HTTP_OK, "OK", rows);
 }
 
 void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
@@ -267,12 +262,6 @@ bad:
 	json_decref(o);
 	free(a.selector_json);
 	reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
-}
-
-void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
-{
-	(void)peer;
-	reply_rows(req, k, k->store->ops->hosts);
 }
 
 /* {"host": ID}: its certificate is no longer taken for reports. */

@@ -9,7 +9,7 @@
 #include "gates.h"
 #include "rollout.h"
 
-static int add_member(void *arg, const struct store_member *sm)
+int engine_add_member(void *arg, const struct store_member *sm)
 {
 	struct rollout_member *m = rollout_members_add(arg);
 
@@ -187,7 +187,7 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	int r;
 
 	snprintf(was, sizeof(was), "%s", ro->state);
-	r = st->ops->members(st, ro->name, add_member, &ms);
+	r = st->ops->members(st, ro->name, engine_add_member, &ms);
 	if (r == 0)
 		r = rollout_match(ms.m, ms.n, ro->wave);
 	if (r < 0)

@@ -29,4 +29,7 @@ typedef void (*engine_cb)(void *arg, const struct engine_change *c);
  */
 int engine_tick(struct store *st, int64_t now_ms, engine_cb cb, void *arg);
 
+/* A store members() callback that adds each to a struct rollout_members (arg). */
+int engine_add_member(void *arg, const struct store_member *sm);
+
 #endif

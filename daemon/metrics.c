@@ -303,7 +303,7 @@ static int merge(void *arg, const struct store_sample *x)
 	return 0;
 }
 
-static int parse_ms(const char *s, int64_t *out)
+int kmemd_parse_ms(const char *s, int64_t *out)
 {
 	char *end;
 	long long v;
@@ -355,8 +355,8 @@ void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 		f.label_key = label;
 		f.label_value = colon + 1;
 	}
-	if (!f.probe || parse_ms(evhttp_find_header(&q, "from"), &f.from_ms) < 0 ||
-	    parse_ms(evhttp_find_header(&q, "to"), &f.to_ms) < 0) {
+	if (!f.probe || kmemd_parse_ms(evhttp_find_header(&q, "from"), &f.from_ms) < 0 ||
+	    kmemd_parse_ms(evhttp_find_header(&q, "to"), &f.to_ms) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request",
 			    "probe is required; from and to are unix milliseconds");
 		goto out;

@@ -144,6 +144,8 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/policies", ROLE_ADMIN, handle_policies_post },
 	{ EVHTTP_REQ_POST, "/v1/assignments", ROLE_ADMIN, handle_assignments_post },
 	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, handle_hosts_get },
+	{ EVHTTP_REQ_GET, "/v1/hosts/detail", ROLE_ADMIN, handle_host_detail },
+	{ EVHTTP_REQ_GET, "/v1/fleet", ROLE_ADMIN, handle_fleet_get },
 	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, handle_revoke_post },
 	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, handle_telemetry_get },
 	{ EVHTTP_REQ_POST, "/v1/enroll", ROLE_ANY, handle_enroll },
@@ -153,6 +155,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_post },
 	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_get },
 	{ EVHTTP_REQ_GET, "/v1/rollouts/status", ROLE_ADMIN, handle_rollout_status },
+	{ EVHTTP_REQ_GET, "/v1/rollouts/series", ROLE_ADMIN, handle_rollout_series },
 	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, handle_rollout_action },
 };
 

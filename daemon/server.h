@@ -66,6 +66,10 @@ bool content_type_is(struct evhttp_request *req, const char *type);
 #define PROTOBUF_TYPE "application/x-protobuf"
 #define JSON_TYPE "application/json"
 
+/* A store_row_cb adding each row to the JSON array arg. */
+int json_row_add(void *arg, const char *json);
+/* A decimal count (milliseconds) or NULL (*out kept); -EINVAL otherwise. */
+int kmemd_parse_ms(const char *s, int64_t *out);
 /* What list yields (JSON objects) as one JSON array. */
 void reply_rows(struct evhttp_request *req, struct kmemd *k,
 		int (*list)(struct store *, store_row_cb, void *));
@@ -91,6 +95,12 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 			     const struct tls_identity *peer);
 void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+/* dashboard.c: what the dashboard is drawn from. */
+void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer);
+void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer);
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);

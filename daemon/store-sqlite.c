@@ -132,6 +132,12 @@ enum stmt {
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
+	ST_TALLY_KERNELS,
+	ST_TALLY_POLICIES,
+	ST_HOSTS_PAGE,
+	ST_HOST_REPORTS,
+	ST_HOST_EVENTS,
+	ST_HOST_SAMPLES,
 	ST_N,
 };
 
@@ -344,6 +350,26 @@ static const char *const sql[ST_N] = {
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
 	[ST_TALLY_EVENTS] = "SELECT kind, '', count(*) FROM events GROUP BY kind ORDER BY kind",
+	[ST_TALLY_KERNELS] = "SELECT kernel_release, '', count(*) FROM hosts WHERE last_seq > 0"
+			     " AND revoked = 0 GROUP BY 1 ORDER BY 3 DESC, 1",
+	[ST_TALLY_POLICIES] = "SELECT coalesce(policy_name, ''), coalesce(policy_version, ''),"
+			      " count(*) FROM hosts WHERE last_seq > 0 AND revoked = 0"
+			      " GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
+	[ST_HOSTS_PAGE] = HOST_JSON " WHERE h.host_id > ?1 AND (?2 IS NULL OR"
+				    " instr(h.host_id, ?2) OR instr(h.hostname, ?2)"
+				    " OR instr(h.kernel_release, ?2)) ORDER BY h.host_id LIMIT ?3",
+	/* one host's rows over a window, by the host indexes and the rollups' key */
+	[ST_HOST_REPORTS] = "SELECT unix_ms FROM counters WHERE host_id = ?1"
+			    " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
+	[ST_HOST_EVENTS] = "SELECT unix_ms, kind, cpu, duration_ns, comm, pid, stack, mitigation,"
+			   " probe, message FROM events WHERE host_id = ?1"
+			   " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
+	[ST_HOST_SAMPLES] = "SELECT probe, first_bucket, counts, count, sum_ns, max_ns, end_ms, 1"
+			    " FROM samples WHERE host_id = ?1 AND end_ms >= ?2 AND end_ms < ?3"
+			    " UNION ALL SELECT probe, first_bucket, counts, count, sum_ns, max_ns,"
+			    " hour_ms + 3600000, samples FROM rollups WHERE host_id = ?1"
+			    " AND hour_ms >= ?2 - 3600000 AND hour_ms + 3600000 >= ?2"
+			    " AND hour_ms + 3600000 < ?3",
 };
 
 struct sqlite_store {
@@ -746,6 +772,18 @@ static int sq_hosts(struct store *s, store_row_cb cb, void *arg)
 	return rows(s, stmt(s, ST_HOSTS), cb, arg);
 }
 
+static int sq_hosts_page(struct store *s, const char *after, const char *match, unsigned limit,
+			 store_row_cb cb, void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_HOSTS_PAGE);
+
+	sqlite3_bind_text(st, 1, after ?: "", -1, SQLITE_STATIC);
+	if (match && *match)
+		sqlite3_bind_text(st, 2, match, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, (int)limit);
+	return rows(s, st, cb, arg);
+}
+
 static int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms)
 {
 	sqlite3_stmt *st = stmt(s, ST_POLICY_ADD);
@@ -951,6 +989,8 @@ static int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, 
 		[STORE_TALLY_HOSTS] = ST_TALLY_HOSTS,
 		[STORE_TALLY_STATES] = ST_TALLY_STATES,
 		[STORE_TALLY_EVENTS] = ST_TALLY_EVENTS,
+		[STORE_TALLY_KERNELS] = ST_TALLY_KERNELS,
+		[STORE_TALLY_POLICIES] = ST_TALLY_POLICIES,
 	};
 	sqlite3_stmt *st = stmt(s, q[which]);
 	int rc, r = 0;
@@ -1487,6 +1527,58 @@ static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t
 	return 0;
 }
 
+static int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+			const struct store_host_rows *cb, void *arg)
+{
+	struct store_event e;
+	struct store_sample x = { .host_id = host };
+	sqlite3_stmt *st = stmt(s, ST_HOST_REPORTS);
+	int rc, r = 0;
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = cb->report(arg, sqlite3_column_int64(st, 0));
+	if (r || rc != SQLITE_DONE)
+		return r ?: -EIO;
+	st = stmt(s, ST_HOST_EVENTS);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		e = (struct store_event){
+			.unix_ms = sqlite3_column_int64(st, 0),
+			.kind = text_or_empty(st, 1),
+			.cpu = sqlite3_column_int(st, 2),
+			.duration_ns = (uint64_t)sqlite3_column_int64(st, 3),
+			.comm = text_or_empty(st, 4),
+			.pid = sqlite3_column_int(st, 5),
+			.stack = text_or_empty(st, 6),
+			.mitigation = text_or_empty(st, 7),
+			.probe = text_or_empty(st, 8),
+			.message = text_or_empty(st, 9),
+		};
+		r = cb->event(arg, &e);
+	}
+	if (r || rc != SQLITE_DONE)
+		return r ?: -EIO;
+	st = stmt(s, ST_HOST_SAMPLES);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		x.probe = text_or_empty(st, 0);
+		column_hist(st, 1, &x.h);
+		x.end_ms = sqlite3_column_int64(st, 6);
+		x.samples = (uint64_t)sqlite3_column_int64(st, 7);
+		r = cb->sample(arg, &x);
+	}
+	if (r || rc != SQLITE_DONE)
+		return r ?: -EIO;
+	return 0;
+}
+
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
@@ -1497,6 +1589,7 @@ static const struct store_ops sqlite_ops = {
 	.commit = sq_commit,
 	.host_json = sq_host_json,
 	.hosts = sq_hosts,
+	.hosts_page = sq_hosts_page,
 	.policy_add = sq_policy_add,
 	.policy_get = sq_policy_get,
 	.policies = sq_policies,
@@ -1526,6 +1619,7 @@ static const struct store_ops sqlite_ops = {
 	.rollout_status = sq_rollout_status,
 	.rollback_pending = sq_rollback_pending,
 	.window = sq_window,
+	.host_rows = sq_host_rows,
 };
 
 int store_open(const char *path, struct store **out, char *err, size_t errlen)

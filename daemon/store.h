@@ -124,6 +124,23 @@ enum store_tally {
 	STORE_TALLY_HOSTS, /* n */
 	STORE_TALLY_STATES, /* mitigation, state, n hosts */
 	STORE_TALLY_EVENTS, /* kind, n */
+	STORE_TALLY_KERNELS, /* kernel release, n hosts reporting, most first */
+	STORE_TALLY_POLICIES, /* policy, version ("" for none), n hosts reporting, most first */
+};
+
+/* An event as stored: a lockup, a trip, a refusal (agent/events.h). */
+struct store_event {
+	int64_t unix_ms;
+	const char *kind, *comm, *stack, *mitigation, *probe, *message;
+	int cpu, pid;
+	uint64_t duration_ns;
+};
+
+/* What host_rows() gives, oldest first within each kind of row. */
+struct store_host_rows {
+	int (*report)(void *arg, int64_t unix_ms);
+	int (*event)(void *arg, const struct store_event *e);
+	int (*sample)(void *arg, const struct store_sample *s);
 };
 
 typedef int (*store_sample_cb)(void *arg, const struct store_sample *s);
@@ -153,6 +170,12 @@ struct store_ops {
 	int (*host_json)(struct store *s, const char *host_id, char **json);
 	/* Each host as a JSON object, in host id order. */
 	int (*hosts)(struct store *s, store_row_cb cb, void *arg);
+	/*
+	 * Up to limit hosts after the id after ("": from the first), those
+	 * whose id, hostname or kernel release contain match (NULL: all).
+	 */
+	int (*hosts_page)(struct store *s, const char *after, const char *match, unsigned limit,
+			  store_row_cb cb, void *arg);
 	int (*policy_add)(struct store *s, const struct store_policy *p, int64_t now_ms);
 	int (*policy_get)(struct store *s, const char *name, uint64_t version,
 			  struct store_policy *p);
@@ -239,6 +262,9 @@ struct store_ops {
 	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
 	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		      const char *const *probes, size_t nprobes, struct store_window *w);
+	/* host's reports, events and probe samples over [from_ms, to_ms), for charts. */
+	int (*host_rows)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+			 const struct store_host_rows *cb, void *arg);
 };
 
 void store_rollout_clear(struct store_rollout *r);

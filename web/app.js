@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 // kmemd's dashboard: read-only pages over the admin API (docs/dashboard.md),
 // refreshed in place every few seconds. Same origin, the browser's operator
-// certificate; every value is inserted as text, never as markup.
+// certificate; every value is inserted as text, never as markup. Charts are
+// uPlot (uplot.min.js, vendored at build time).
 'use strict';
 
 const REFRESH_MS = 5000;
+const HOSTS_PAGE = 100;
+const CANARY = '#c2410c', BASELINE = '#1d4ed8';
 
 async function api(path) {
   const r = await fetch(path, { headers: { Accept: 'application/json' } });
@@ -17,8 +20,9 @@ async function api(path) {
 function el(tag, attrs, ...children) {
   const e = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {}))
-    e.setAttribute(k, v);
-  for (const c of children)
+    if (v !== undefined)
+      e.setAttribute(k, v);
+  for (const c of children.flat())
     e.append(c instanceof Node ? c : document.createTextNode(c == null ? '' : String(c)));
   return e;
 }
@@ -27,36 +31,151 @@ function state(word) {
   return el('span', { class: `state-${word}` }, word);
 }
 
-function table(caption, heads, rows) {
-  return el('table', {}, el('caption', { class: 'numbers' }, caption),
-    el('thead', {}, el('tr', {}, ...heads.map(h => el('th', { scope: 'col' }, h)))),
-    el('tbody', {}, ...rows.map(r => el('tr', {}, ...r.map(c =>
-      c instanceof Node ? el('td', {}, c) : typeof c === 'number' ? el('td', { class: 'num' }, c) : el('td', {}, c))))));
+// a cell: a node as is, a number right-aligned; [value, key] also sets data-k
+// for the tests to find the number by what it is
+function cell(c) {
+  const [v, key] = Array.isArray(c) ? c : [c, undefined];
+  if (v instanceof Node)
+    return el('td', { 'data-k': key }, v);
+  return el('td', { class: typeof v === 'number' ? 'num' : undefined, 'data-k': key }, v);
 }
 
-// counts of hosts by a key, most common first
-function tally(hosts, key) {
-  const m = new Map();
-  for (const h of hosts)
-    m.set(key(h), (m.get(key(h)) || 0) + 1);
-  return [...m.entries()].sort((a, b) => b[1] - a[1]);
+function table(caption, heads, rows, attrs) {
+  return el('table', attrs || {}, el('caption', {}, caption),
+    el('thead', {}, el('tr', {}, heads.map(h => el('th', { scope: 'col' }, h)))),
+    el('tbody', {}, rows.map(r => el('tr', {}, r.map(cell)))));
 }
 
-async function fleet() {
-  const hosts = await api('/v1/hosts');
-  const policy = h => h.policy && h.policy.name ? `${h.policy.name}@${h.policy.version}` : 'none';
-  const states = new Map();
-  for (const h of hosts)
-    for (const m of h.mitigations || []) {
-      const k = `${m.id}\u0000${m.state}`;
-      states.set(k, (states.get(k) || 0) + 1);
+const fmt = {
+  p: x => Number(x).toPrecision(3),
+  hours: x => Number(x).toPrecision(3),
+  time: ms => ms ? new Date(ms).toLocaleString() : '-',
+  ns(ns) {
+    if (ns == null)
+      return '-';
+    if (ns >= 1e9)
+      return `${(ns / 1e9).toPrecision(3)} s`;
+    if (ns >= 1e6)
+      return `${(ns / 1e6).toPrecision(3)} ms`;
+    return ns >= 1e3 ? `${(ns / 1e3).toPrecision(3)} µs` : `${ns} ns`;
+  },
+  bytes: b => b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${Math.round(b / 2 ** 20)} MiB`,
+  policy: p => p && p.name ? `${p.name}@${p.version}` : 'none',
+};
+
+function hostLink(id) {
+  return el('a', { href: `#/hosts/${encodeURIComponent(id)}` }, id);
+}
+
+// A chart: x in unix seconds, one line per series; its numbers also go into
+// the figure's label for readers without the canvas.
+function chart(title, t, series, yfmt) {
+  const fig = el('figure', { class: 'chart' }, el('figcaption', {}, title));
+  const last = series.map(s => {
+    const v = [...s.values].reverse().find(x => x != null);
+    return `${s.label} ${v == null ? 'no data' : yfmt(v)}`;
+  });
+  fig.setAttribute('role', 'img');
+  fig.setAttribute('aria-label', `${title}: last ${last.join(', ')}`);
+  if (typeof uPlot === 'undefined')
+    return fig;
+  const opts = {
+    width: Math.min(860, Math.max(320, (document.getElementById('main').clientWidth || 900) - 40)),
+    height: 200,
+    legend: { live: true },
+    cursor: { drag: { x: false, y: false } },
+    scales: { x: { time: true } },
+    axes: [{}, { values: (u, vals) => vals.map(v => yfmt(v)), size: 70 }],
+    series: [{}, ...series.map(s => ({
+      label: s.label, stroke: s.color, width: 2, dash: s.dash, spanGaps: true,
+      value: (u, v) => v == null ? '-' : yfmt(v),
+    }))],
+  };
+  fig.append(el('div', { class: 'plot' }));
+  requestAnimationFrame(() => new uPlot(opts, [t.map(ms => ms / 1000), ...series.map(s => s.values)],
+    fig.querySelector('.plot')));
+  return fig;
+}
+
+// cumulative lockups per host-hour: the rate the lockup gate compares
+function rate(side) {
+  let n = 0, h = 0;
+  return side.lockups.map((x, i) => {
+    n += x;
+    h += side.hours[i];
+    return h > 0 ? n / h : null;
+  });
+}
+
+function seriesCharts(s, label) {
+  const sides = s.sides;
+  const color = i => sides.length === 1 ? CANARY : i === 0 ? CANARY : BASELINE;
+  const out = [];
+  const quiet = [];
+  for (const probe of s.probes) {
+    if (sides.every(d => d.probes[probe].count.every(n => !n))) {
+      quiet.push(probe);
+      continue;
     }
+    const lines = [];
+    sides.forEach((d, i) => {
+      lines.push({ label: `${d.name} p99`, color: color(i), values: d.probes[probe].p99_ns });
+      lines.push({ label: `${d.name} p50`, color: color(i), dash: [4, 4], values: d.probes[probe].p50_ns });
+    });
+    out.push(chart(`${probe}: ${label} quantiles`, s.t, lines, fmt.ns));
+  }
+  if (quiet.length)
+    out.push(el('p', { class: 'numbers' }, `no samples in this window: ${quiet.join(', ')}`));
+  out.push(chart(`lockups per host-hour, cumulative: ${label}`, s.t,
+    sides.map((d, i) => ({ label: d.name, color: color(i), values: rate(d) })), v => Number(v).toPrecision(2)));
+  const totals = sides.map(d => [d.name, d.hosts, [d.lockups.reduce((a, b) => a + b, 0), `lockups-${d.name}`],
+    fmt.hours(d.hours.reduce((a, b) => a + b, 0))]);
+  out.push(table(`over the charts' window, ${fmt.time(s.from_ms)} to ${fmt.time(s.to_ms)}`,
+    ['Side', 'Hosts', 'Lockups', 'Host-hours'], totals));
+  return out;
+}
+
+// The hosts page: a page of hosts from a search, linked to their details.
+async function hostList(params) {
+  const match = params.get('match') || '', after = params.get('after') || '';
+  const q = new URLSearchParams({ limit: HOSTS_PAGE });
+  if (match)
+    q.set('match', match);
+  if (after)
+    q.set('after', after);
+  const hosts = await api(`/v1/hosts?${q}`);
+  const search = el('input', { type: 'search', id: 'match', value: match, 'aria-label': 'host, hostname or kernel contains' });
+  search.addEventListener('change', () => {
+    location.hash = `#/?${new URLSearchParams(search.value ? { match: search.value } : {})}`;
+  });
+  const nav = [];
+  if (after)
+    nav.push(el('a', { href: `#/?${new URLSearchParams(match ? { match } : {})}` }, 'first page'));
+  if (hosts.length === HOSTS_PAGE)
+    nav.push(el('a', { href: `#/?${new URLSearchParams({ ...(match ? { match } : {}), after: hosts[hosts.length - 1].host_id })}` }, 'next page'));
   return [
-    el('h2', {}, `Fleet: ${hosts.length} hosts`),
-    table('hosts by kernel', ['Kernel', 'Hosts'], tally(hosts, h => h.kernel_release)),
-    table('hosts by policy', ['Policy', 'Hosts'], tally(hosts, policy)),
-    table('mitigation states', ['Mitigation', 'State', 'Hosts'],
-      [...states.entries()].sort().map(([k, n]) => { const [id, s] = k.split('\u0000'); return [id, state(s), n]; })),
+    el('h2', {}, 'Hosts'),
+    el('form', { role: 'search', class: 'search' }, el('label', { for: 'match' }, 'Find hosts '), search),
+    table(`${hosts.length} hosts${after ? ` after ${after}` : ''}${match ? ` matching “${match}”` : ''}`,
+      ['Host', 'Hostname', 'Kernel', 'Policy', 'Mitigations on', 'Last report'],
+      hosts.map(h => [hostLink(h.host_id), h.hostname, h.kernel_release, fmt.policy(h.policy),
+        (h.mitigations || []).filter(m => m.state === 'on').map(m => m.id).join(' ') || '-', fmt.time(h.last_seen_ms)]),
+      { id: 'hosts' }),
+    el('p', { class: 'pager' }, nav),
+  ];
+}
+
+async function fleet(params) {
+  const [f, list] = await Promise.all([api('/v1/fleet'), hostList(params)]);
+  return [
+    el('h2', {}, 'Fleet: ', el('span', { 'data-k': 'hosts' }, f.hosts), ' hosts reporting'),
+    el('div', { class: 'cols' },
+      table('hosts by kernel', ['Kernel', 'Hosts'], f.kernels.map(([k, n]) => [k, [n, `kernel-${k}`]]), { id: 'kernels' }),
+      table('hosts by policy', ['Policy', 'Hosts'],
+        f.policies.map(([p, v, n]) => [p ? `${p}@${v}` : 'none', [n, `policy-${p}@${v}`]]), { id: 'policies' }),
+      table('hosts per mitigation and state', ['Mitigation', 'State', 'Hosts'],
+        f.mitigations.map(([id, s, n]) => [id, state(s), [n, `mitigation-${id}-${s}`]]), { id: 'mitigations' })),
+    ...list,
   ];
 }
 
@@ -67,59 +186,143 @@ async function rollouts() {
     table(`${list.length} rollouts, newest first`, ['Name', 'Policy', 'State', 'Wave', 'Hosts', 'Reason'],
       list.map(r => [el('a', { href: `#/rollouts/${encodeURIComponent(r.name)}` }, r.name),
         `${r.spec.policy}@${r.spec.version}`, state(r.state), `${r.wave + 1}/${r.spec.waves.length}`,
-        (r.members || []).reduce((a, b) => a + b, 0), r.reason || ''])),
+        (r.members || []).reduce((a, b) => a + b, 0), r.reason || '']), { id: 'rollouts' }),
   ];
 }
 
+// A verdict's numbers, each one findable by the tests as data-k="KEY".
 function numbers(v) {
   const d = v.detail || {}, c = d.canary || {}, b = d.baseline || {};
-  const parts = [`canaries: ${(d.canaries || []).length} hosts, ${c.events} lockups in ${Number(c.hours).toPrecision(3)} host-hours`,
-    `baselines: ${(d.baselines || []).length} hosts, ${b.events} lockups in ${Number(b.hours).toPrecision(3)} host-hours`];
+  const n = (key, x) => el('span', { 'data-k': key }, x);
+  const parts = [
+    ['canaries: ', n('canaries', (d.canaries || []).length), ' hosts, ', n('canary-lockups', c.events), ' lockups in ',
+      n('canary-hours', fmt.hours(c.hours)), ' host-hours'],
+    ['baselines: ', n('baselines', (d.baselines || []).length), ' hosts, ', n('baseline-lockups', b.events), ' lockups in ',
+      n('baseline-hours', fmt.hours(b.hours)), ' host-hours'],
+  ];
   if (d.lockup_p !== undefined)
-    parts.push(`lockup rate p = ${Number(d.lockup_p).toPrecision(3)}`);
+    parts.push(['lockup rate p = ', n('lockup-p', fmt.p(d.lockup_p))]);
   for (const [probe, o] of Object.entries(d.latency || {}))
     for (const s of ['p99', 'max'])
       if (o[s])
-        parts.push(`${probe} ${s}: p = ${Number(o[s].p).toPrecision(3)}, P(slower) = ${Number(o[s].effect).toFixed(2)}`);
-  return el('span', { class: 'numbers' }, parts.join('; '));
+        parts.push([`${probe} ${s}: p = `, n(`${probe}-${s}-p`, fmt.p(o[s].p)), ', P(slower) = ', o[s].effect.toFixed(2)]);
+  return el('span', { class: 'numbers' }, parts.map((p, i) => i ? ['; ', ...p] : p).flat());
+}
+
+// wave k's start: the pass that ended wave k - 1, or the rollout's record for the wave now
+function waveStarts(r) {
+  const starts = r.spec.waves.map(() => null);
+  for (const v of r.verdicts)
+    if (v.verdict === 'pass' && v.wave + 1 < starts.length)
+      starts[v.wave + 1] = v.ts_ms;
+  starts[r.wave] = r.wave_started_ms;
+  return starts;
 }
 
 async function rollout(name) {
   const r = await api(`/v1/rollouts/status?name=${encodeURIComponent(name)}`);
+  // a finished wave is charted over the window of its last verdict
+  const last = r.verdicts.filter(v => v.wave === r.wave).pop();
+  const finished = ['done', 'rolled-back', 'rolling-back', 'aborted'].includes(r.state);
+  const q = new URLSearchParams({ name, wave: r.wave + 1 });
+  if (finished && last && last.detail && last.detail.window) {
+    q.set('from', last.detail.window.from_ms);
+    q.set('to', last.detail.window.to_ms);
+  }
+  const s = await api(`/v1/rollouts/series?${q}`);
   const running = m => m.policy && m.policy.name === r.spec.policy && m.policy.version === r.spec.version;
+  const starts = waveStarts(r);
+  const failed = r.verdicts.filter(v => v.verdict === 'fail').pop();
   return [
     el('h2', {}, `Rollout ${r.name}: ${r.spec.policy}@${r.spec.version} `, state(r.state)),
     el('p', {}, `Wave ${r.wave + 1} of ${r.spec.waves.length}: ${r.reason || ''}`),
-    table('waves', ['Wave', 'Hosts reached', 'Running the policy'], r.spec.waves.map((w, k) => {
+    failed ? el('div', { class: 'failed', role: 'alert', id: 'failed-gate' },
+      el('strong', {}, 'Failed gate: ', el('span', { 'data-k': 'failed-gate' }, failed.gate)),
+      ` in wave ${failed.wave + 1} at ${fmt.time(failed.ts_ms)}: `, el('span', { 'data-k': 'failed-reason' }, failed.reason),
+      el('br'), numbers(failed)) : '',
+    table('waves', ['Wave', 'Started', 'Hosts reached', 'Running the policy', 'Verdicts'], r.spec.waves.map((w, k) => {
       const reached = r.members.filter(m => m.wave <= k);
-      return [k + 1, reached.length, reached.filter(running).length];
-    })),
+      const vs = r.verdicts.filter(v => v.wave === k);
+      return [k + 1, fmt.time(starts[k]), [reached.length, `reached-${k + 1}`], [reached.filter(running).length, `running-${k + 1}`],
+        vs.length ? state(vs[vs.length - 1].verdict) : '-'];
+    }), { id: 'waves' }),
+    el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines`),
+    el('div', { class: 'charts' }, seriesCharts(s.series, 'canary vs baseline')),
     table('verdicts, oldest first, with the numbers behind them', ['When', 'Wave', 'Verdict', 'Gate', 'Reason', 'Numbers'],
-      r.verdicts.map(v => [new Date(v.ts_ms).toLocaleString(), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)])),
+      r.verdicts.map(v => [fmt.time(v.ts_ms), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)]),
+      { id: 'verdicts' }),
     table('members: a canary is compared with the baselines of its stratum', ['Host', 'Stratum', 'Wave', 'Runs', 'Before'],
-      r.members.map(m => [m.host_id, m.stratum, m.wave + 1, m.policy && m.policy.name ? `${m.policy.name}@${m.policy.version}` : 'none',
-        m.previous ? `${m.previous.name}@${m.previous.version}` : 'none'])),
+      r.members.map(m => [hostLink(m.host_id), m.stratum, m.wave + 1, fmt.policy(m.policy),
+        m.previous ? fmt.policy(m.previous) : 'none']), { id: 'members' }),
+  ];
+}
+
+function stackTop(stack) {
+  if (!stack.length)
+    return '-';
+  const top = el('code', {}, stack.slice(0, 3).join(' ← '));
+  if (stack.length <= 3)
+    return top;
+  return el('details', {}, el('summary', {}, top), el('pre', {}, stack.join('\n')));
+}
+
+async function host(id) {
+  const d = await api(`/v1/hosts/detail?id=${encodeURIComponent(id)}`);
+  const h = d.host;
+  const facts = [
+    ['Hostname', h.hostname], ['Kernel', h.kernel_release], ['Build id', h.build_id],
+    ['CPUs online / possible', `${h.online_cpus} / ${h.possible_cpus}`], ['Memory', fmt.bytes(h.mem_total || 0)],
+    ['KASAN', h.kasan ? 'yes' : 'no'], ['Module', h.module_version || '-'], ['Policy', fmt.policy(h.policy)],
+    ['Labels', Object.entries(h.labels || {}).map(([k, v]) => `${k}=${v}`).join(' ') || '-'],
+    ['First report', fmt.time(h.first_seen_ms)], ['Last report', fmt.time(h.last_seen_ms)],
+    ['Revoked', h.revoked ? 'yes' : 'no'],
+  ];
+  return [
+    el('h2', {}, `Host ${h.host_id}`),
+    el('div', { class: 'cols' },
+      el('table', { id: 'facts' }, el('caption', {}, 'facts as last reported'),
+        el('tbody', {}, facts.map(([k, v]) => el('tr', {}, el('th', { scope: 'row' }, k), el('td', { 'data-k': k }, v))))),
+      table('mitigations', ['Mitigation', 'State', 'Mode', 'Source', 'Reason'],
+        (h.mitigations || []).map(m => [m.id, [state(m.state), `state-${m.id}`], m.mode, m.source, m.reason]), { id: 'mitigation-states' })),
+    el('h3', {}, 'Probes and lockups'),
+    el('div', { class: 'charts' }, seriesCharts(d.series, 'this host')),
+    table(`events, newest first (${d.events.length})`, ['When', 'Kind', 'CPU', 'Duration', 'Task', 'Mitigation / probe', 'Message', 'Stack top'],
+      d.events.map(e => [fmt.time(e.unix_ms), state(e.kind), e.cpu, fmt.ns(e.duration_ns), e.comm ? `${e.comm}[${e.pid}]` : '-',
+        e.mitigation || e.probe || '-', e.message, stackTop(e.stack)]), { id: 'events' }),
   ];
 }
 
 async function render() {
   const main = document.getElementById('main');
-  const route = location.hash.replace(/^#/, '') || '/';
+  const [route, query] = (location.hash.replace(/^#/, '') || '/').split('?');
+  const params = new URLSearchParams(query || '');
   let page;
   try {
     if (route === '/rollouts')
       page = await rollouts();
     else if (route.startsWith('/rollouts/'))
       page = await rollout(decodeURIComponent(route.slice('/rollouts/'.length)));
+    else if (route.startsWith('/hosts/'))
+      page = await host(decodeURIComponent(route.slice('/hosts/'.length)));
     else
-      page = await fleet();
+      page = await fleet(params);
   } catch (e) {
     page = [el('p', { role: 'alert' }, `kmemd did not answer: ${e.message}`)];
   }
+  // a refresh keeps the reader where they are
+  const y = window.scrollY;
   main.replaceChildren(...page);
+  window.scrollTo(0, y);
   document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
+  if (!performance.getEntriesByName('kmemctl-rendered').length)
+    performance.mark('kmemctl-rendered');
+  document.body.dataset.rendered = String(Number(document.body.dataset.rendered || 0) + 1);
 }
 
-window.addEventListener('hashchange', render);
+window.addEventListener('hashchange', () => { window.scrollTo(0, 0); render(); });
 render();
-setInterval(render, REFRESH_MS);
+// not while hidden, nor while the operator types a search
+setInterval(() => {
+  if (!document.hidden && !(document.activeElement instanceof HTMLInputElement))
+    render();
+}, REFRESH_MS);

@@ -185,6 +185,35 @@ expect 400 "unix milliseconds" "a telemetry query with a bad time" \
 	ops GET "/v1/telemetry?probe=x&from=yesterday"
 echo "ok: telemetry merged across hosts and filtered by label and host"
 
+# what the dashboard draws from: fleet counts, pages of hosts, a host over time
+expect 200 '"hosts":3,"kernels":\[\["6.1.0-57-amd64",3\]\]' "fleet counts" ops GET /v1/fleet
+expect 200 '^\[{"host_id":"web-1"' "a page of hosts" ops GET "/v1/hosts?limit=1&after=db-1"
+[ "$(api ops GET "/v1/hosts?match=web" | grep -o '"host_id"' | wc -l)" = 2 ] ||
+	fail "hosts matching web: $(api ops GET "/v1/hosts?match=web")"
+detail() {
+	api ops GET "/v1/hosts/detail?id=web-1&$1" | head -1
+}
+out=$(detail "step=1000")
+echo "$out" | grep -q '^{"host":{"host_id":"web-1"' || fail "host detail: $out"
+# the 10 purges are in one step of web-1's vmap-purge series
+sum=$(echo "$out" | sed 's/.*"vmap-purge":{"count":\[\([0-9,]*\)\].*/\1/' | tr , '\n' |
+	awk '{ s += $1 } END { print s }')
+[ "$sum" = 10 ] || fail "web-1's vmap-purge counts add up to $sum, not 10: $out"
+for bad in "limit=0" "limit=1001" "limit=x" "after=$(printf 'a%.0s' $(seq 130))"; do
+	expect 400 "want \[?limit=1..1000" "a page of hosts with $bad" ops GET "/v1/hosts?$bad"
+done
+for bad in "" "id=../etc" "id=web-1&from=x" "id=web-1&step=-1"; do
+	expect 400 "want ?id=HOST" "host detail with '$bad'" ops GET "/v1/hosts/detail?$bad"
+done
+expect 400 "from must be before to" "host detail from after to" \
+	ops GET "/v1/hosts/detail?id=web-1&from=2000&to=1000"
+expect 404 "no host nobody" "host detail of an unknown host" ops GET "/v1/hosts/detail?id=nobody"
+expect 400 "want ?name=ROLLOUT" "rollout series without a name" ops GET "/v1/rollouts/series"
+expect 400 "want ?name=ROLLOUT" "rollout series with a bad wave" ops GET "/v1/rollouts/series?name=a&wave=x"
+expect 404 "no rollout nothere" "series of an unknown rollout" ops GET "/v1/rollouts/series?name=nothere"
+[ "$(api web-1 GET /v1/fleet | tail -1)" = 403 ] || fail "a host certificate got /v1/fleet"
+echo "ok: the dashboard's queries answer, and refuse bad input"
+
 # the dashboard's files: operators only, plain names of known types only
 web() { # who path: the status code and content type
 	curl -sS --path-as-is --cacert pki/ca.crt --cert pki/$1.crt --key pki/$1.key \
@@ -195,6 +224,10 @@ grep -q "<title>kmemctl</title>" web.out || fail "GET /: $(head -5 web.out)"
 grep -qi "^content-security-policy: default-src 'self'" web.headers || fail "no CSP: $(cat web.headers)"
 [ "$(web ops /static/app.js)" = "200 text/javascript; charset=utf-8" ] || fail "app.js: $(web ops /static/app.js)"
 cmp -s web.out "$SRC/web/app.js" || fail "app.js is not the file"
+[ "$(web ops /static/uplot.min.js)" = "200 text/javascript; charset=utf-8" ] ||
+	fail "uPlot: $(web ops /static/uplot.min.js)"
+cmp -s web.out "$BUILD/web/npm/node_modules/uplot/dist/uPlot.iife.min.js" ||
+	fail "uplot.min.js is not uPlot's file from npm"
 for bad in /static/../kmemd.conf /static/.hidden.js /static/kmemd.conf /static/ /static/nothere.js; do
 	[ "$(web ops $bad | cut -d' ' -f1)" = 404 ] || fail "GET $bad: $(web ops $bad)"
 done

@@ -75,7 +75,7 @@ pki_hosts() {
 }
 
 # kmemd_conf: kmemd on any free port with pki/, the policy keys in keys/,
-# the dashboard's files from the source tree and a store in the work dir; the [store] section comes last, for more of
+# the dashboard's files from the build tree and a store in the work dir; the [store] section comes last, for more of
 # its keys to follow
 kmemd_conf() {
 	cat <<CONF
@@ -84,7 +84,7 @@ listen = 127.0.0.1:0
 cert = $PWD/pki/kmemd.crt
 key = $PWD/pki/kmemd.key
 ca = $PWD/pki/ca.crt
-${SRC:+web_root = $SRC/web}
+${BUILD:+web_root = $BUILD/web/root}
 [policy]
 keys_dir = $PWD/keys
 [store]

@@ -5,7 +5,8 @@
  * verdict, not one per tick) until the data comes; canaries' soft lockups
  * fail it and roll back, which ends once the hosts report the previous
  * policy; an unhealthy canary fails a wave before its bake is over; a
- * paused rollout is not promoted; a reopened store carries on.
+ * paused rollout is not promoted; a reopened store carries on. The
+ * dashboard's series (daemon/series.c) of the same data.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -20,6 +21,7 @@
 #include "engine.h"
 #include "hist.h"
 #include "rollout.h"
+#include "series.h"
 
 #define N 12
 #define MIN 60000LL
@@ -395,12 +397,124 @@ static void test_latency(void **state)
 	f.st->ops->close(f.st);
 }
 
+static json_t *side(json_t *o, size_t i)
+{
+	return json_array_get(json_object_get(json_object_get(o, "series"), "sides"), i);
+}
+
+static double total(json_t *a)
+{
+	double t = 0;
+	size_t i;
+	json_t *v;
+
+	json_array_foreach(a, i, v) t += json_number_value(v);
+	return t;
+}
+
+/* The p99 of n samples of ns each, as the store merges them. */
+static json_int_t p99_of(uint64_t ns, unsigned n)
+{
+	struct hist h = { 0 };
+
+	for (unsigned i = 0; i < n; i++)
+		hist_record(&h, ns);
+	return (json_int_t)hist_quantile(&h, 0.99);
+}
+
+static void test_series(void **state)
+{
+	json_int_t slow = p99_of(4000000, 3), fast = p99_of(100000, 9);
+	json_t *o, *c, *b, *p99, *ev;
+	struct fleet f;
+	int64_t step;
+
+	(void)state;
+	start(&f, spec_latency);
+	for (size_t i = 0; i < N; i++)
+		f.vmap_purge_ns[i] = i < 3 ? 4000000 : 100000;
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
+		all_report(&f, t, 0, 3);
+		for (size_t i = 0; i < 3; i++)
+			report(&f, i, t, "new", 2, t == T0 + 20 * MIN || t == T0 + 40 * MIN, false);
+	}
+	/* the wave so far in 10 minute steps: 3 canaries against 9 baselines */
+	assert_int_equal(series_rollout(f.st, "r", -1, 0, T0 + 60 * MIN + 1, 10 * MIN, 0, &o), 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(o, "series"), "from_ms")), T0);
+	assert_int_equal(json_array_size(json_object_get(json_object_get(o, "series"), "t")), 7);
+	c = side(o, 0);
+	b = side(o, 1);
+	assert_string_equal(json_string_value(json_object_get(c, "name")), "canary");
+	assert_int_equal(json_integer_value(json_object_get(c, "hosts")), 3);
+	assert_int_equal(json_integer_value(json_object_get(b, "hosts")), 9);
+	/* what the lockup gate counts: 6 lockups in 3 canary host-hours, 0 in 9 */
+	assert_int_equal(total(json_object_get(c, "lockups")), 6);
+	assert_int_equal(json_integer_value(json_array_get(json_object_get(c, "lockups"), 2)), 3);
+	assert_int_equal(total(json_object_get(b, "lockups")), 0);
+	assert_float_equal(total(json_object_get(c, "hours")), 3.0, 1e-9);
+	assert_float_equal(total(json_object_get(b, "hours")), 9.0, 1e-9);
+	/* the canaries' purges are the slow ones; a step without samples is null */
+	p99 = json_object_get(json_object_get(json_object_get(c, "probes"), "vmap-purge"),
+			      "p99_ns");
+	assert_int_equal(json_integer_value(json_array_get(p99, 1)), slow);
+	p99 = json_object_get(json_object_get(json_object_get(b, "probes"), "vmap-purge"),
+			      "p99_ns");
+	assert_int_equal(json_integer_value(json_array_get(p99, 1)), fast);
+	assert_int_equal(
+		json_integer_value(json_array_get(
+			json_object_get(json_object_get(json_object_get(b, "probes"), "vmap-purge"),
+					"count"),
+			1)),
+		9);
+	json_decref(o);
+	/* the default window is the wave's, up to now */
+	assert_int_equal(series_rollout(f.st, "r", 0, 0, 0, 0, T0 + 60 * MIN + 1, &o), 0);
+	assert_float_equal(total(json_object_get(side(o, 0), "hours")), 3.0, 1e-9);
+	json_decref(o);
+	assert_int_equal(series_rollout(f.st, "r", 1, 0, 0, 0, T0 + MIN, &o), -ERANGE);
+	assert_int_equal(series_rollout(f.st, "nope", -1, 0, 0, 0, T0 + MIN, &o), -ENOENT);
+	assert_int_equal(series_rollout(f.st, "r", -1, T0, T0, 0, 0, &o), -EINVAL);
+
+	/* a host: from its first report, its newest event first, every probe it reports */
+	assert_int_equal(series_host(f.st, f.m[0].host, 0, T0 + 61 * MIN, 6 * 60 * MIN, 0, 1, &o),
+			 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(o, "series"), "from_ms")),
+		T0 - 10 * MIN);
+	assert_int_equal(json_array_size(json_object_get(o, "events")), 1);
+	ev = json_array_get(json_object_get(o, "events"), 0);
+	assert_int_equal(json_integer_value(json_object_get(ev, "unix_ms")), T0 + 40 * MIN);
+	assert_string_equal(json_string_value(json_object_get(ev, "kind")), "soft-lockup");
+	assert_true(json_is_array(json_object_get(ev, "stack")));
+	assert_int_equal(total(json_object_get(side(o, 0), "lockups")), 2);
+	assert_string_equal(json_string_value(json_array_get(
+				    json_object_get(json_object_get(o, "series"), "probes"), 0)),
+			    "vmap-purge");
+	assert_string_equal(
+		json_string_value(json_object_get(json_object_get(o, "host"), "host_id")),
+		f.m[0].host);
+	json_decref(o);
+	assert_int_equal(series_host(f.st, "nobody", 0, T0, MIN, 0, 1, &o), -ENOENT);
+	f.st->ops->close(f.st);
+
+	/* about 60 steps; never more than 240, nor under a second */
+	assert_int_equal(series_step(0, 3600000, 0, &step), 0);
+	assert_int_equal(step, 60000);
+	assert_int_equal(series_step(0, 100, 0, &step), 0);
+	assert_int_equal(step, 1000);
+	assert_int_equal(series_step(0, 2400000, 1, &step), 0);
+	assert_int_equal(step, 10000);
+	assert_int_equal(series_step(5, 5, 0, &step), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
 		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
 		cmocka_unit_test(test_paused),	   cmocka_unit_test(test_latency),
+		cmocka_unit_test(test_series),
 	};
 
 	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));

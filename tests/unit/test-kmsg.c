@@ -93,6 +93,22 @@ static void test_record(void **state)
 	assert_int_equal(rec.len, 0);
 }
 
+static void test_record_len(void **state)
+{
+	static const char two[] =
+		"6,339,5140900,-;NET: Registered\n SUBSYSTEM=net\n DEVICE=+net:lo\n"
+		"0,340,5140901,-;watchdog: BUG: soft lockup\n";
+	size_t first = strlen("6,339,5140900,-;NET: Registered\n SUBSYSTEM=net\n DEVICE=+net:lo\n");
+
+	(void)state;
+	assert_int_equal(kmsg_record_len(two, strlen(two)), first);
+	assert_int_equal(kmsg_record_len(two + first, strlen(two) - first), strlen(two) - first);
+	/* one record, no newline: all of it */
+	assert_int_equal(kmsg_record_len("4,2,3,-;x", 9), 9);
+	assert_int_equal(kmsg_record_len("4,2,3,-;x\n ", 11), 11);
+	assert_int_equal(kmsg_record_len("", 0), 0);
+}
+
 static void test_record_bad(void **state)
 {
 	static const char *const bad[] = {
@@ -307,6 +323,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_record),
+		cmocka_unit_test(test_record_len),
 		cmocka_unit_test(test_record_bad),
 		cmocka_unit_test(test_debian_capture),
 		cmocka_unit_test(test_upstream_capture),

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The admin API calls the dashboard is drawn from (docs/dashboard.md):
+ * fleet counts, a page of hosts, a host with its events and charts, a
+ * rollout wave's canaries against its baselines over time. Each answers
+ * from indexed queries, so a page costs the same with 10 or 10,000 hosts.
+ */
+#include <errno.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "rollout.h"
+#include "series.h"
+#include "server.h"
+#include "store.h"
+
+#define HOSTS_PAGE_MAX 1000
+#define HOST_EVENTS 100
+#define HOST_WINDOW_MS (6 * 3600 * 1000)
+
+static int add_pair(void *arg, const char *a, const char *b, uint64_t n)
+{
+	(void)b;
+	return json_array_append_new(arg, json_pack("[s, I]", a, (json_int_t)n)) == 0 ? 0 : -ENOMEM;
+}
+
+static int add_triple(void *arg, const char *a, const char *b, uint64_t n)
+{
+	return json_array_append_new(arg, json_pack("[s, s, I]", a, b, (json_int_t)n)) == 0 ?
+		       0 :
+		       -ENOMEM;
+}
+
+static int add_total(void *arg, const char *a, const char *b, uint64_t n)
+{
+	(void)a;
+	(void)b;
+	*(uint64_t *)arg = n;
+	return 0;
+}
+
+static void store_failed(struct evhttp_request *req, struct kmemd *k)
+{
+	log_error("store query failed: %s", k->store->ops->error(k->store));
+	reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+}
+
+/*
+ * GET /v1/fleet: hosts reporting, by kernel ([release, n]), by policy
+ * ([name, version, n]; "" and "" for none), and hosts per mitigation and
+ * state ([id, state, n]).
+ */
+void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	json_t *kernels = json_array(), *policies = json_array(), *states = json_array();
+	struct store *st = k->store;
+	uint64_t hosts = 0;
+	int r = kernels && policies && states ? 0 : -ENOMEM;
+
+	(void)peer;
+	if (r == 0)
+		r = st->ops->tally(st, STORE_TALLY_HOSTS, add_total, &hosts);
+	if (r == 0)
+		r = st->ops->tally(st, STORE_TALLY_KERNELS, add_pair, kernels);
+	if (r == 0)
+		r = st->ops->tally(st, STORE_TALLY_POLICIES, add_triple, policies);
+	if (r == 0)
+		r = st->ops->tally(st, STORE_TALLY_STATES, add_triple, states);
+	if (r < 0) {
+		json_decref(kernels);
+		json_decref(policies);
+		json_decref(states);
+		store_failed(req, k);
+		return;
+	}
+	reply_json(req, HTTP_OK, "OK",
+		   json_pack("{s:I, s:o, s:o, s:o}", "hosts", (json_int_t)hosts, "kernels", kernels,
+			     "policies", policies, "mitigations", states));
+}
+
+/* The query, parsed; a 400 saying what is wanted when it does not parse. */
+static bool query(struct evhttp_request *req, struct evkeyvalq *q, const char *want)
+{
+	const char *s = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+
+	if (evhttp_parse_query_str(s ?: "", q) == 0)
+		return true;
+	reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+	return false;
+}
+
+/*
+ * GET /v1/hosts: every host; with ?limit=N[&after=ID][&match=TEXT], up to
+ * N hosts after ID whose id, hostname or kernel contain TEXT.
+ */
+void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	static const char want[] = "want [?limit=1..1000[&after=ID][&match=TEXT]]";
+	const char *after, *match, *limit;
+	struct evkeyvalq q = { 0 };
+	json_t *rows;
+	int64_t n = 0;
+	int r;
+
+	(void)peer;
+	if (!query(req, &q, want))
+		return;
+	limit = evhttp_find_header(&q, "limit");
+	after = evhttp_find_header(&q, "after");
+	match = evhttp_find_header(&q, "match");
+	if (!limit && !after && !match) {
+		reply_rows(req, k, k->store->ops->hosts);
+		goto out;
+	}
+	if (kmemd_parse_ms(limit ?: "100", &n) < 0 || n < 1 || n > HOSTS_PAGE_MAX ||
+	    (after && strlen(after) >= STORE_ID_MAX) || (match && strlen(match) > 128)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		goto out;
+	}
+	rows = json_array();
+	r = rows ? k->store->ops->hosts_page(k->store, after, match, (unsigned)n, json_row_add,
+					     rows) :
+		   -ENOMEM;
+	if (r < 0) {
+		json_decref(rows);
+		store_failed(req, k);
+		goto out;
+	}
+	reply_json(req, HTTP_OK, "OK", rows);
+out:
+	evhttp_clear_headers(&q);
+}
+
+/* from, to and step (milliseconds) of q; false when one is not a number. */
+static bool window(struct evkeyvalq *q, int64_t *from, int64_t *to, int64_t *step)
+{
+	return kmemd_parse_ms(evhttp_find_header(q, "from"), from) == 0 &&
+	       kmemd_parse_ms(evhttp_find_header(q, "to"), to) == 0 &&
+	       kmemd_parse_ms(evhttp_find_header(q, "step"), step) == 0;
+}
+
+/*
+ * GET /v1/hosts/detail?id=H[&from=MS&to=MS][&step=MS]: the host as in
+ * /v1/hosts, its newest events with their stack tops, and its probes and
+ * lockups over time (default: the last six hours, or since its first report).
+ */
+void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer)
+{
+	static const char want[] = "want ?id=HOST[&from=MS&to=MS][&step=MS]";
+	int64_t now = kmemd_now_ms(), from = 0, to = 0, step = 0;
+	struct evkeyvalq q = { 0 };
+	const char *id;
+	json_t *o;
+	char why[160];
+	int r;
+
+	(void)peer;
+	if (!query(req, &q, want))
+		return;
+	id = evhttp_find_header(&q, "id");
+	if (!kmemd_name_valid(id, STORE_ID_MAX - 1) || !window(&q, &from, &to, &step)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		goto out;
+	}
+	r = series_host(k->store, id, from, to ?: now, HOST_WINDOW_MS, step, HOST_EVENTS, &o);
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no host %s", id);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+	} else if (r == -EINVAL) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
+	} else if (r < 0) {
+		store_failed(req, k);
+	} else {
+		reply_json(req, HTTP_OK, "OK", o);
+	}
+out:
+	evhttp_clear_headers(&q);
+}
+
+/*
+ * GET /v1/rollouts/series?name=N[&wave=K][&from=MS&to=MS][&step=MS]: wave
+ * K's (1-based; default the current) matched canaries against their
+ * baselines over time, from the wave's start to now unless told.
+ */
+void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer)
+{
+	static const char want[] = "want ?name=ROLLOUT[&wave=K][&from=MS&to=MS][&step=MS]";
+	int64_t from = 0, to = 0, step = 0, wave = 0;
+	struct evkeyvalq q = { 0 };
+	const char *name;
+	json_t *o;
+	char why[320];
+	int r;
+
+	(void)peer;
+	if (!query(req, &q, want))
+		return;
+	name = evhttp_find_header(&q, "name");
+	if (!kmemd_name_valid(name, ROLLOUT_NAME_MAX - 1) || !window(&q, &from, &to, &step) ||
+	    kmemd_parse_ms(evhttp_find_header(&q, "wave"), &wave) < 0 || wave > 64) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		goto out;
+	}
+	r = series_rollout(k->store, name, (int)wave - 1, from, to, step, kmemd_now_ms(), &o);
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no rollout %s", name);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+	} else if (r == -ERANGE) {
+		snprintf(why, sizeof(why), "rollout %s has not reached wave %lld", name,
+			 (long long)wave);
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+	} else if (r == -EINVAL) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
+	} else if (r < 0) {
+		store_failed(req, k);
+	} else {
+		reply_json(req, HTTP_OK, "OK", o);
+	}
+out:
+	evhttp_clear_headers(&q);
+}

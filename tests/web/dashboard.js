@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: GPL-2.0
+// The dashboard's pages in Debian's Chromium, driven by playwright-core
+// (tests/web/browser.sh sets up kmemd and the fleet). Each page is loaded
+// with the operator's certificate; what it shows is compared with what
+// the API answers; a screenshot of each goes to $OUT.
+//
+//   URL=https://127.0.0.1:PORT CA=... CERT=... KEY=... OUT=DIR FLEET=HOSTS \
+//     CHROMIUM=/usr/bin/chromium node tests/web/dashboard.js
+'use strict';
+
+const { chromium } = require('playwright-core');
+const path = require('path');
+
+const env = name => {
+  if (!process.env[name])
+    throw new Error(`${name} is not set`);
+  return process.env[name];
+};
+const URL = env('URL'), OUT = env('OUT'), FLEET = Number(env('FLEET'));
+let failures = 0;
+
+function check(cond, what, detail) {
+  if (cond) {
+    console.log(`ok: ${what}`);
+  } else {
+    failures++;
+    console.log(`FAIL: ${what}${detail === undefined ? '' : `: ${JSON.stringify(detail)}`}`);
+  }
+}
+
+const p3 = x => Number(x).toPrecision(3);
+
+async function main() {
+  const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox'] });
+  // kmemd's CA is not the browser's: the client certificate proxy checks nothing
+  const ctx = await browser.newContext({
+    ignoreHTTPSErrors: true,
+    viewport: { width: 1280, height: 900 },
+    clientCertificates: [{ origin: URL, certPath: env('CERT'), keyPath: env('KEY') }],
+  });
+  const page = await ctx.newPage();
+  const errors = [];
+  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
+  page.on('pageerror', e => errors.push(e.message));
+
+  const api = p => page.evaluate(async u => {
+    const r = await fetch(u);
+    return r.json();
+  }, p);
+  const text = async sel => (await page.locator(sel).first().textContent()).trim();
+  const count = sel => page.locator(sel).count();
+  async function open(hash) {
+    await page.goto('about:blank');
+    await page.goto(`${URL}/${hash}`);
+    await page.waitForFunction(() => Number(document.body.dataset.rendered) >= 1);
+  }
+  async function shot(name) {
+    // the charts draw on the next frame
+    await page.waitForTimeout(300);
+    await page.screenshot({ path: path.join(OUT, `${name}.png`), fullPage: true });
+  }
+
+  // without the certificate: no dashboard
+  const bare = await browser.newContext({ ignoreHTTPSErrors: true });
+  const resp = await (await bare.newPage()).goto(`${URL}/`);
+  check(resp.status() === 401, 'without a client certificate the dashboard is refused (401)', resp.status());
+  await bare.close();
+
+  // fleet: first paint with every host in the store, three loads
+  const paints = [];
+  for (let i = 0; i < 3; i++) {
+    await open('#/');
+    paints.push(await page.evaluate(() => ({
+      fcp: (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime,
+      rendered: performance.getEntriesByName('kmemctl-rendered')[0].startTime,
+    })));
+  }
+  const rendered = paints.map(p => p.rendered).sort((a, b) => a - b)[1];
+  console.log(`fleet page, ${FLEET} hosts: first contentful paint ${paints.map(p => Math.round(p.fcp)).join(' ')} ms,` +
+    ` numbers drawn ${paints.map(p => Math.round(p.rendered)).join(' ')} ms (median ${Math.round(rendered)} ms)`);
+  check(rendered < 1000, `fleet page with ${FLEET} hosts drawn in under 1 s`, rendered);
+  const fleet = await api('/v1/fleet');
+  check(fleet.hosts === FLEET && await text('[data-k="hosts"]') === String(fleet.hosts),
+    `fleet shows the API's host count (${fleet.hosts})`, await text('[data-k="hosts"]'));
+  for (const [k, n] of fleet.kernels)
+    check(await text(`[data-k="kernel-${k}"]`) === String(n), `fleet: ${n} hosts on ${k}`);
+  for (const [id, s, n] of fleet.mitigations)
+    check(await text(`[data-k="mitigation-${id}-${s}"]`) === String(n), `fleet: ${n} hosts with ${id} ${s}`);
+  const first = await api('/v1/hosts?limit=100');
+  check(await count('#hosts tbody tr') === first.length && await text('#hosts tbody tr td') === first[0].host_id,
+    `fleet lists the first ${first.length} hosts`, await count('#hosts tbody tr'));
+  await shot('fleet');
+
+  // a search, typed as an operator would
+  await page.fill('#match', 'fleet-0001');
+  await page.press('#match', 'Enter');
+  await page.waitForFunction(() => location.hash.includes('match=fleet-0001') &&
+    document.querySelectorAll('#hosts tbody tr').length < 100);
+  const found = await api('/v1/hosts?limit=100&match=fleet-0001');
+  check(await count('#hosts tbody tr') === found.length && found.length === 10,
+    'a search lists the hosts the API finds', found.length);
+
+  // rollouts
+  await open('#/rollouts');
+  const list = await api('/v1/rollouts');
+  check(await count('#rollouts tbody tr') === list.length, `rollouts lists ${list.length} rollouts`);
+  for (const r of list)
+    check(await page.locator('#rollouts tbody tr', { hasText: r.name }).locator(`.state-${r.state}`).count() === 1,
+      `rollout ${r.name} is shown ${r.state}`);
+  await shot('rollouts');
+
+  // the failed rollout: its failing gate and that verdict's numbers
+  const bad = await api('/v1/rollouts/status?name=bad');
+  const fail = bad.verdicts.filter(v => v.verdict === 'fail').pop();
+  await open('#/rollouts/bad');
+  await page.waitForFunction(() => document.querySelectorAll('.uplot canvas').length >= 2);
+  check(fail && await text('[data-k="failed-gate"]') === fail.gate, `bad shows its failed gate (${fail && fail.gate})`,
+    await text('[data-k="failed-gate"]'));
+  check(await text('#failed-gate [data-k="failed-reason"]') === fail.reason, 'bad shows the failed verdict\'s reason');
+  const d = fail.detail;
+  const shown = {
+    'canary-lockups': String(d.canary.events), 'canary-hours': p3(d.canary.hours),
+    'baseline-lockups': String(d.baseline.events), 'baseline-hours': p3(d.baseline.hours),
+    canaries: String(d.canaries.length), baselines: String(d.baselines.length),
+  };
+  if (d.lockup_p !== undefined)
+    shown['lockup-p'] = p3(d.lockup_p);
+  for (const [k, v] of Object.entries(shown))
+    check(await text(`#failed-gate [data-k="${k}"]`) === v, `bad's failing verdict shows ${k} = ${v}`,
+      await text(`#failed-gate [data-k="${k}"]`));
+  check(await count('#verdicts tbody tr') === bad.verdicts.length, `bad lists its ${bad.verdicts.length} verdicts`);
+  check(await text('[data-k="reached-1"]') === String(bad.members.filter(m => m.wave === 0).length),
+    'bad: hosts its first wave reached');
+  const win = fail.detail.window;
+  const series = await api(`/v1/rollouts/series?name=bad&wave=${fail.wave + 1}&from=${win.from_ms}&to=${win.to_ms}`);
+  const sum = side => series.series.sides.find(s => s.name === side).lockups.reduce((a, b) => a + b, 0);
+  check(await text('[data-k="lockups-canary"]') === String(sum('canary')) && sum('canary') > 0,
+    `bad's charts count the canaries' ${sum('canary')} lockups`, await text('[data-k="lockups-canary"]'));
+  check(await text('[data-k="lockups-baseline"]') === String(sum('baseline')), 'bad\'s charts count the baselines\' lockups');
+  const p99 = series.series.sides.map(s => s.probes['vmap-purge'].p99_ns.filter(x => x != null));
+  check(p99[0].length > 0 && p99[1].length > 0 && Math.max(...p99[0]) > Math.max(...p99[1]),
+    'the canaries\' vmap-purge p99 is above the baselines\' in the series', p99);
+  check(await count('figure.chart[aria-label]') >= 2, 'each chart has a text label');
+  await shot('rollout-bad');
+
+  const good = await api('/v1/rollouts/status?name=good');
+  await open('#/rollouts/good');
+  check(await count('#failed-gate') === 0, 'a rollout that passed shows no failed gate');
+  check(await count('#verdicts .state-pass') === good.verdicts.filter(v => v.verdict === 'pass').length,
+    'good shows its passes');
+  check(await text('[data-k="running-2"]') === String(good.members.filter(m => m.policy.name === 'good').length),
+    'good: hosts running good after wave 2');
+  await shot('rollout-good');
+
+  // a canary of bad: facts, states, events with their stack tops
+  const canary = bad.members.find(m => m.wave === 0).host_id;
+  const hd = await api(`/v1/hosts/detail?id=${canary}`);
+  await open(`#/hosts/${canary}`);
+  await page.waitForFunction(() => document.querySelectorAll('.uplot canvas').length >= 2);
+  check(await text('[data-k="Kernel"]') === hd.host.kernel_release, `host ${canary} shows its kernel`);
+  for (const m of hd.host.mitigations)
+    check(await text(`[data-k="state-${m.id}"]`) === m.state, `host ${canary}: ${m.id} ${m.state}`);
+  check(await count('#events tbody tr') === hd.events.length && hd.events.length > 0,
+    `host ${canary} lists its ${hd.events.length} newest events`);
+  const soft = hd.events.filter(e => e.kind === 'soft-lockup');
+  check(soft.length > 0 && soft.every(e => e.stack.length === 4), 'every soft lockup the agent read has its 4 frames',
+    soft.map(e => e.stack.length));
+  const lockup = soft[0];
+  check(lockup && lockup.stack[0] === '__purge_vmap_area_lazy+0x2d1/0x770' &&
+    (await page.locator('#events tbody tr', { hasText: 'soft-lockup' }).first().textContent()).includes(lockup.stack[0]),
+    'a soft lockup is shown with its stack top');
+  await shot('host');
+
+  // live refresh: a rollout created now appears without a reload
+  await open('#/rollouts');
+  const before = await count('#rollouts tbody tr');
+  await page.evaluate(async () => {
+    await fetch('/v1/rollouts', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ name: 'later', policy: 'good', version: 1, selector: { all: true }, waves: [{ percent: 100 }], bake_s: 60 }),
+    });
+  });
+  await page.waitForFunction(n => document.querySelectorAll('#rollouts tbody tr').length === n + 1, before, { timeout: 12000 });
+  check(await page.evaluate(() => performance.getEntriesByType('navigation').length) === 1,
+    'a new rollout appears within one refresh, without reloading the page');
+
+  check(errors.length === 0, 'no errors in the console (scripts, CSP)', errors);
+  await browser.close();
+  if (failures)
+    throw new Error(`${failures} checks failed`);
+}
+
+main().catch(e => {
+  console.error(`FAIL: ${e.message}`);
+  process.exit(1);
+});
