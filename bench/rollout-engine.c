@@ -5,6 +5,8 @@
  * health only) and when its bake is over (every canary's and matched
  * baseline's window: exposure, lockups, probe p99 and max). The engine
  * runs in kmemd's one thread, so this is how long reports wait per tick.
+ * Then what the dashboard's rollout page (wave 1's canaries against its
+ * baselines over the bake) and host page cost kmemd's thread.
  *
  *   build/bench/rollout-engine [--hosts N] [--reports R] [--dir DIR]
  *
@@ -23,6 +25,7 @@
 #include "engine.h"
 #include "hist.h"
 #include "rollout.h"
+#include "series.h"
 
 #define MIN 60000LL
 #define T0 1700000000000LL
@@ -96,7 +99,8 @@ int main(int argc, char **argv)
 	struct store_member *sm;
 	struct rollout_spec spec;
 	unsigned long hosts = 10000, reports = 12;
-	double t, ingest_s, health_s, full_s;
+	double t, ingest_s, health_s, full_s, series_s, host_s;
+	json_t *o;
 	size_t canaries = 0, baselines = 0, i;
 	struct store *st;
 	int c, judged;
@@ -186,6 +190,16 @@ int main(int argc, char **argv)
 	full_s = now_s() - t;
 	if (judged != 1 || st->ops->rollout_get(st, "bench", &ro) < 0)
 		die("the tick at the end of the bake", st);
+	t = now_s();
+	if (series_rollout(st, "bench", 0, T0, T0 + 61 * MIN, 0, 0, &o) < 0)
+		die("the rollout's series", st);
+	series_s = now_s() - t;
+	json_decref(o);
+	t = now_s();
+	if (series_host(st, m[0].host, 0, T0 + 61 * MIN, 360 * MIN, 0, 100, &o) < 0)
+		die("a host's series", st);
+	host_s = now_s() - t;
+	json_decref(o);
 
 	printf("# %s\n", cmdline);
 	printf("# the rollout engine over one SQLite store on this machine (kmemd's thread)\n");
@@ -202,6 +216,8 @@ int main(int argc, char **argv)
 	printf("%-36s %12.1f\n", "  per host judged (us)",
 	       full_s * 1e6 / (double)(canaries + baselines));
 	printf("%-36s %10s %u\n", "after it the rollout is", ro.state, ro.wave + 1);
+	printf("%-36s %12.1f\n", "dashboard: wave 1 series (ms)", series_s * 1000);
+	printf("%-36s %12.1f\n", "dashboard: a host's page (ms)", host_s * 1000);
 	store_rollout_clear(&ro);
 	st->ops->close(st);
 	free(m);

@@ -7,6 +7,8 @@
 
 const REFRESH_MS = 5000;
 const HOSTS_PAGE = 100;
+// a large rollout's members: the waves table counts them all
+const MEMBERS_SHOWN = 500;
 const CANARY = '#c2410c', BASELINE = '#1d4ed8';
 
 async function api(path) {
@@ -251,8 +253,9 @@ async function rollout(name) {
     table('verdicts, oldest first, with the numbers behind them', ['When', 'Wave', 'Verdict', 'Gate', 'Reason', 'Numbers'],
       r.verdicts.map(v => [fmt.time(v.ts_ms), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)]),
       { id: 'verdicts' }),
-    table('members: a canary is compared with the baselines of its stratum', ['Host', 'Stratum', 'Wave', 'Runs', 'Before'],
-      r.members.map(m => [hostLink(m.host_id), m.stratum, m.wave + 1, fmt.policy(m.policy),
+    table(`members in plan order${r.members.length > MEMBERS_SHOWN ? `, the first ${MEMBERS_SHOWN} of ${r.members.length}` : ''}:` +
+      ' a canary is compared with the baselines of its stratum', ['Host', 'Stratum', 'Wave', 'Runs', 'Before'],
+      r.members.slice(0, MEMBERS_SHOWN).map(m => [hostLink(m.host_id), m.stratum, m.wave + 1, fmt.policy(m.policy),
         m.previous ? fmt.policy(m.previous) : 'none']), { id: 'members' }),
   ];
 }
