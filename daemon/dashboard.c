@@ -135,6 +135,27 @@ out:
 	evhttp_clear_headers(&q);
 }
 
+/* The series o, or why there is none (r); what and name say what was asked for. */
+static void reply_series(struct evhttp_request *req, struct kmemd *k, int r, json_t *o,
+			 const char *what, const char *name, unsigned wave)
+{
+	char why[320];
+
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no %s %s", what, name);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+	} else if (r == -ERANGE) {
+		snprintf(why, sizeof(why), "%s %s has not reached wave %u", what, name, wave);
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+	} else if (r == -EINVAL) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
+	} else if (r < 0) {
+		store_failed(req, k);
+	} else {
+		reply_json(req, HTTP_OK, "OK", o);
+	}
+}
+
 /* from, to and step (milliseconds) of q; false when one is not a number. */
 static bool window(struct evkeyvalq *q, int64_t *from, int64_t *to, int64_t *step)
 {
@@ -156,7 +177,6 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 	struct evkeyvalq q = { 0 };
 	const char *id;
 	json_t *o;
-	char why[160];
 	int r;
 
 	(void)peer;
@@ -168,16 +188,7 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 		goto out;
 	}
 	r = series_host(k->store, id, from, to ?: now, HOST_WINDOW_MS, step, HOST_EVENTS, &o);
-	if (r == -ENOENT) {
-		snprintf(why, sizeof(why), "no host %s", id);
-		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
-	} else if (r == -EINVAL) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
-	} else if (r < 0) {
-		store_failed(req, k);
-	} else {
-		reply_json(req, HTTP_OK, "OK", o);
-	}
+	reply_series(req, k, r, o, "host", id, 0);
 out:
 	evhttp_clear_headers(&q);
 }
@@ -195,7 +206,6 @@ void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 	struct evkeyvalq q = { 0 };
 	const char *name;
 	json_t *o;
-	char why[320];
 	int r;
 
 	(void)peer;
@@ -208,20 +218,7 @@ void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 		goto out;
 	}
 	r = series_rollout(k->store, name, (int)wave - 1, from, to, step, kmemd_now_ms(), &o);
-	if (r == -ENOENT) {
-		snprintf(why, sizeof(why), "no rollout %s", name);
-		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
-	} else if (r == -ERANGE) {
-		snprintf(why, sizeof(why), "rollout %s has not reached wave %lld", name,
-			 (long long)wave);
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
-	} else if (r == -EINVAL) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
-	} else if (r < 0) {
-		store_failed(req, k);
-	} else {
-		reply_json(req, HTTP_OK, "OK", o);
-	}
+	reply_series(req, k, r, o, "rollout", name, (unsigned)wave);
 out:
 	evhttp_clear_headers(&q);
 }

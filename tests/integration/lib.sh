@@ -146,3 +146,31 @@ expect() {
 	echo "$out" | grep -q -- "$text" || fail "$what: '$text' not in $out"
 	echo "ok: $what"
 }
+
+# fixture_agent HOST ROLE [EXTRA]: a kmem-agent for HOST (role label ROLE,
+# EXTRA in its [agent] section) on its own copy of the 6.1 fixture tree,
+# root-HOST, whose /dev/kmsg is a FIFO the test writes the kernel's lines
+# into through fd ${kmsg[HOST]}; held open read-write, the agent never sees
+# its end. The agent's pid is ${agent[HOST]}.
+declare -A kmsg agent
+fixture_agent() {
+	local fd
+	cp -r "$SRC/tests/fixtures/host-6.1" root-$1
+	sed -i 's/ kmemctl.disable=1//' root-$1/proc/cmdline
+	mkdir -p root-$1/dev
+	mkfifo -m 0666 root-$1/dev/kmsg
+	exec {fd}<>root-$1/dev/kmsg
+	kmsg[$1]=$fd
+	agent_conf $1 $port $2 "${3:-}" >agent-$1.conf
+	$AGENT -d -r "$PWD/root-$1" -c agent-$1.conf >agent-$1.log 2>&1 &
+	pids+=($!)
+	agent[$1]=$!
+}
+
+# sign_policy NAME DOCUMENT: version 1 signed with signer.key, uploaded by ops
+sign_policy() {
+	printf '%s' "$2" >$1.json
+	$KMEMCTL policy sign -k signer.key -n $1 -v 1 -s ops -o $1.bundle $1.json
+	expect 201 '"signed":true' "policy $1 is uploaded" ops POST /v1/policies \
+		-H 'Content-Type: application/x-protobuf' --data-binary @$1.bundle
+}

@@ -69,18 +69,11 @@ lockups() { # host fd
 	done
 }
 for h in "${hosts[@]}"; do
-	cp -r "$SRC/tests/fixtures/host-6.1" root-$h
-	sed -i 's/ kmemctl.disable=1//' root-$h/proc/cmdline
-	mkdir -p root-$h/dev
-	mkfifo -m 0666 root-$h/dev/kmsg
-	# held open read-write: the agent never sees the FIFO's end
-	exec {fd}<>root-$h/dev/kmsg
-	agent_conf $h $port web "guard_window = 0" >agent-$h.conf
-	$AGENT -d -r "$work/root-$h" -c agent-$h.conf >agent-$h.log 2>&1 &
-	pids+=($!)
+	# lockups here come from the policies, not from the agent's own guard
+	fixture_agent $h web "guard_window = 0"
 	grow $h &
 	pids+=($!)
-	lockups $h $fd &
+	lockups $h ${kmsg[$h]} &
 	pids+=($!)
 done
 db() {
@@ -91,17 +84,10 @@ reported() {
 }
 wait_for 30 reported || fail "the $N agents did not all report"
 
-PB=(-H 'Content-Type: application/x-protobuf')
 JS=(-H 'Content-Type: application/json')
-sign() { # name document
-	printf '%s' "$2" >$1.json
-	$KMEMCTL policy sign -k signer.key -n $1 -v 1 -s ops -o $1.bundle $1.json
-	expect 201 '"signed":true' "policy $1 is uploaded" ops POST /v1/policies "${PB[@]}" \
-		--data-binary @$1.bundle
-}
-sign base '{"mitigations":{"rstat-yield":{"mode":"off"},"usercopy-fastpath":{"mode":"off"}}}'
-sign good '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"off"}}}'
-sign bad '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}'
+sign_policy base '{"mitigations":{"rstat-yield":{"mode":"off"},"usercopy-fastpath":{"mode":"off"}}}'
+sign_policy good '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"off"}}}'
+sign_policy bad '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}'
 expect 201 '"id":' "base is assigned to the agents' hosts" ops POST /v1/assignments "${JS[@]}" \
 	--data '{"policy":"base","version":1,"selector":{"labels":{"role":"web"}}}'
 running_base() {
