@@ -147,7 +147,10 @@ async function hostList(params) {
     q.set('after', after);
   const hosts = await api(`/v1/hosts?${q}`);
   const search = el('input', { type: 'search', id: 'match', value: match, 'aria-label': 'host, hostname or kernel contains' });
-  search.addEventListener('change', () => {
+  const form = el('form', { role: 'search', class: 'search' }, el('label', { for: 'match' }, 'Find hosts '), search);
+  // the search is the page's address, not a form sent anywhere
+  form.addEventListener('submit', e => {
+    e.preventDefault();
     location.hash = `#/?${new URLSearchParams(search.value ? { match: search.value } : {})}`;
   });
   const nav = [];
@@ -157,7 +160,7 @@ async function hostList(params) {
     nav.push(el('a', { href: `#/?${new URLSearchParams({ ...(match ? { match } : {}), after: hosts[hosts.length - 1].host_id })}` }, 'next page'));
   return [
     el('h2', {}, 'Hosts'),
-    el('form', { role: 'search', class: 'search' }, el('label', { for: 'match' }, 'Find hosts '), search),
+    form,
     table(`${hosts.length} hosts${after ? ` after ${after}` : ''}${match ? ` matching “${match}”` : ''}`,
       ['Host', 'Hostname', 'Kernel', 'Policy', 'Mitigations on', 'Last report'],
       hosts.map(h => [hostLink(h.host_id), h.hostname, h.kernel_release, fmt.policy(h.policy),
