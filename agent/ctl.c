@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <jansson.h>
 #include <pwd.h>
@@ -108,10 +109,20 @@ int ctl_listen(const char *path, gid_t group)
 	char *slash;
 	int fd, r;
 
-	/* socket activation: ctl.socket passed it */
+	/*
+	 * Socket activation: kmem-agent.socket passed it, blocking. libevent's
+	 * listener accepts until EAGAIN, so a blocking one would stop the loop
+	 * at the second accept.
+	 */
 	if (sd_listen_fds(1) == 1 &&
-	    sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, path, 0) > 0)
-		return SD_LISTEN_FDS_START;
+	    sd_is_socket_unix(SD_LISTEN_FDS_START, SOCK_SEQPACKET, 1, path, 0) > 0) {
+		fd = SD_LISTEN_FDS_START;
+		r = fcntl(fd, F_GETFL);
+		if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0 ||
+		    fcntl(fd, F_SETFD, FD_CLOEXEC) < 0)
+			return negative_errno();
+		return fd;
+	}
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);

@@ -119,12 +119,14 @@ static void usage(FILE *out)
 {
 	fprintf(out,
 		"usage: kmem-agent [-d] [-o] [-n [-v]] [-c FILE] [-r DIR]\n"
+		"       kmem-agent -V | -h\n"
 		"  -c FILE  configuration file (default " AGENT_CONF ", plus FILE.d/*.conf)\n"
 		"  -r DIR   read /proc, /sys, /boot below DIR instead of / (fixture trees)\n"
 		"  -n       check the configuration and exit; with -v print it normalized\n"
 		"  -o       send one report, then exit: 0 acknowledged, 3 unreachable, 4 refused\n"
 		"  -d       log debug messages\n"
-		"  -V       print the version\n");
+		"  -V       print the version\n"
+		"  -h       print this usage and exit\n");
 }
 
 static int64_t now_ms(void)
@@ -382,7 +384,9 @@ static int send_report(struct agent *a, unsigned done)
 	} else {
 		memcpy(a->buf, &rep.seq, sizeof(rep.seq));
 		kmemctl__v1__report__pack(&rep, a->buf + sizeof(rep.seq));
-		r = privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
+		/* standalone: the report is only for the control socket */
+		r = a->fd < 0 ? 0 :
+				privsep_send(a->fd, PRIVSEP_REPORT, a->buf, len + sizeof(rep.seq));
 		memcpy(a->last, a->buf + sizeof(rep.seq), len);
 		a->last_len = len;
 		keep_recent(a, &rep);
@@ -811,7 +815,7 @@ static void on_sigchld(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (waitpid(a->child.pid, &status, WNOHANG) != a->child.pid)
+	if (a->child.pid <= 0 || waitpid(a->child.pid, &status, WNOHANG) != a->child.pid)
 		return;
 	log_error("the network child exited (status %d)", status);
 	a->child.pid = 0;
@@ -834,8 +838,10 @@ static json_t *agent_json(const struct agent *a)
 
 	for (i = 0; guard && i < a->guard.n; i++)
 		json_array_append_new(guard, json_string(a->guard.armed[i].id));
-	if (a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
-	    outcome_names[a->result.outcome])
+	if (!a->cfg->server)
+		last = "none: standalone, no [agent] server";
+	else if (a->result.seq && a->result.outcome < ARRAY_SIZE(outcome_names) &&
+		 outcome_names[a->result.outcome])
 		last = outcome_names[a->result.outcome];
 	return json_pack("{s:s, s:b, s:s?, s:{s:s, s:I}, s:o*, s:O, s:{s:s, s:I, s:I, s:I}}",
 			 "version", KMEMCTL_VERSION, "disabled", a->disabled, "off", off_reason(a),
@@ -1206,17 +1212,21 @@ static int loop(struct agent *a)
 	if (r < 0)
 		return r;
 	a->timer = event_new(a->base, -1, a->once ? 0 : EV_PERSIST, on_timer, a);
-	a->rd = event_new(a->base, a->fd, EV_READ | EV_PERSIST, on_child, a);
+	/* standalone: no network child */
+	if (a->fd >= 0)
+		a->rd = event_new(a->base, a->fd, EV_READ | EV_PERSIST, on_child, a);
 	a->chld = evsignal_new(a->base, SIGCHLD, on_sigchld, a);
 	a->hup = evsignal_new(a->base, SIGHUP, on_sighup, a);
 	a->col_ev = event_new(a->base, a->col->efd, EV_READ | EV_PERSIST, on_collected, a);
 	a->deadline = evtimer_new(a->base, on_deadline, a);
-	if (!a->timer || !a->rd || !a->chld || !a->hup || !a->col_ev || !a->deadline) {
+	if (!a->timer || (a->fd >= 0 && !a->rd) || !a->chld || !a->hup || !a->col_ev ||
+	    !a->deadline) {
 		r = -ENOMEM;
 		goto out;
 	}
 	event_add(a->timer, &tv);
-	event_add(a->rd, NULL);
+	if (a->rd)
+		event_add(a->rd, NULL);
 	event_add(a->chld, NULL);
 	event_add(a->hup, NULL);
 	event_add(a->col_ev, NULL);
@@ -1227,6 +1237,8 @@ static int loop(struct agent *a)
 	event_active(a->timer, EV_TIMEOUT, 0);
 	start_watchdog(a);
 	sd_notify(0, "READY=1");
+	if (!a->cfg->server)
+		sd_notify(0, "STATUS=standalone: no [agent] server, no reports sent");
 	if (event_base_dispatch(a->base) < 0)
 		r = -EIO;
 out:
@@ -1298,6 +1310,9 @@ static int prepare_state(struct agent *a, uid_t uid, gid_t gid, char *spool, siz
 	if (a->state_dirfd < 0)
 		return log_error_errno(negative_errno(), "opening '%s' failed: %m",
 				       a->cfg->state_dir);
+	/* standalone: nothing is spooled */
+	if (!a->cfg->server)
+		return 0;
 	if (mkdir(spool, 0700) < 0 && errno != EEXIST)
 		return log_error_errno(negative_errno(), "creating '%s' failed: %m", spool);
 	if (geteuid() == 0 && chown(spool, uid, gid) < 0)
@@ -1353,6 +1368,9 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
+	if (once && !cfg->server)
+		return log_error("-o sends a report to kmemd: [agent] server is not set"),
+		       EXIT_ERROR;
 	r = rootfs_open_root(&a.rfs, root);
 	if (r < 0)
 		return log_error_errno(r, "cannot open root '%s': %m", root ? root : "/"),
@@ -1371,7 +1389,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		events_init(a.events);
 	a.started_ms = mono_ms();
 	if (!a.buf || !a.last || !a.recent || !a.col || !a.telemetry || !a.events ||
-	    child_user(cfg, &uid, &gid) < 0 ||
+	    (cfg->server && child_user(cfg, &uid, &gid) < 0) ||
 	    (!once && prepare_state(&a, uid, gid, spool, sizeof(spool)) < 0)) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
@@ -1402,7 +1420,10 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 		a.exit_code = EXIT_ERROR;
 		goto out;
 	}
-	if (start_child(&a, uid, gid, spool) < 0) {
+	if (!cfg->server) {
+		log_notice("no [agent] server: running standalone, without the network child; "
+			   "reports are made for kmemctl status but not sent");
+	} else if (start_child(&a, uid, gid, spool) < 0) {
 		a.exit_code = EXIT_ERROR;
 		goto out;
 	}
@@ -1493,6 +1514,8 @@ int main(int argc, char **argv)
 		r = EXIT_ERROR;
 	else if (check == CONF_RUN)
 		r = run(&cfg, root, once);
+	else if (!cfg.server)
+		log_notice("no [agent] server: the agent will run standalone, sending no reports");
 	ini_free(agent_options, agent_n_options, &cfg);
 	return r;
 }

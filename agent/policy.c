@@ -53,6 +53,12 @@ int policy_check(const struct keyring *kr, const uint8_t *buf, size_t len, time_
 		say(why, whylen, "not a validly signed policy (signature or encoding)");
 		return -EBADMSG;
 	}
+	/* kmemd would refuse every report naming it, and the agent drop them */
+	if (!policy_name_valid(p->name)) {
+		say(why, whylen, "the policy name is not " POLICY_NAME_RULE);
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+		return -EINVAL;
+	}
 	if (cur->name[0] && !strcmp(cur->name, p->name) && p->version < cur->version) {
 		say(why, whylen, "%s version %llu is older than version %llu, which runs here",
 		    p->name, (unsigned long long)p->version, (unsigned long long)cur->version);

@@ -4,13 +4,14 @@
  *
  * policy_check() decides whether a bundle may run here: signature by a
  * pinned key, not expired, not issued in the future, not older than the
- * bundle that runs now, and a valid document. policy_apply() then sets
- * params and modes through kernel.c, one mitigation at a time, each change
- * preceded by an intent written to a journal in the state directory and
- * followed by its removal. An intent still there at the next start means
- * the agent or the host died during that change: policy_recover() names
- * it, and the caller quarantines it (turns it off and does not retry it
- * for that policy version).
+ * bundle that runs now, a valid name (policy_name_valid()) and a valid
+ * document. policy_apply() then sets params and modes through kernel.c,
+ * one mitigation at a time, each change preceded by an intent written to
+ * a journal in the state directory and followed by its removal. An
+ * intent still there at the next start means the agent or the host died
+ * during that change: policy_recover() names it, and the caller
+ * quarantines it (turns it off and does not retry it for that policy
+ * version).
  */
 #ifndef KMEM_AGENT_POLICY_H
 #define KMEM_AGENT_POLICY_H
@@ -35,7 +36,7 @@ struct policy_version {
  * 0 with *payload (free with kmemctl__v1__policy_payload__free_unpacked)
  * and *doc set, or a negative errno with a one-line reason in why:
  * -EBADMSG, -ENOKEY, -EKEYEXPIRED, -ETIME (policy_verify()), -ESTALE
- * (older than cur), -EINVAL (the document).
+ * (older than cur), -EINVAL (the name or the document).
  */
 int policy_check(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
 		 const struct policy_version *cur, Kmemctl__V1__PolicyPayload **payload,

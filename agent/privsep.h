@@ -20,6 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "report-size.h"
+
 enum privsep_side { PRIVSEP_PARENT, PRIVSEP_CHILD };
 
 enum privsep_type {
@@ -43,8 +45,12 @@ struct privsep_hdr {
 	uint32_t len; /* of the payload that follows */
 };
 
-/* within a unix socket's default send buffer, so no sysctl is needed */
-#define PRIVSEP_MAX_PAYLOAD (128U << 10)
+/*
+ * An encoded Report behind its seq (lib/report-size.h, which kmemd's
+ * max_request is checked against); within a unix socket's default send
+ * buffer, so no sysctl is needed.
+ */
+#define PRIVSEP_MAX_PAYLOAD REPORT_MAX_SIZE
 #define PRIVSEP_MAX_POLICY (64U << 10)
 
 /* Who may send on a channel end: the peer's pid and uid. */

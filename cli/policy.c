@@ -151,8 +151,9 @@ static int policy_sign_cmd(int argc, char **argv)
 		fputs(usage, stderr);
 		return EXIT_USAGE;
 	}
-	if (!p.name[0] || strlen(p.name) > 64) {
-		log_error("policy name must have 1 to 64 characters");
+	if (!policy_name_valid(p.name)) {
+		log_error("policy name must be " POLICY_NAME_RULE
+			  ": kmemd and agents refuse any other");
 		return EXIT_USAGE;
 	}
 	r = read_file_max(argv[optind], BUNDLE_MAX, &doc, &len);
@@ -215,6 +216,13 @@ static int policy_verify_cmd(int argc, char **argv)
 	keyring_free(&kr);
 	if (r < 0)
 		return log_error_errno(r, "'%s' does not verify: %m", argv[optind]), EXIT_ERROR;
+	if (!policy_name_valid(p->name)) {
+		log_error("'%s': its policy name is not " POLICY_NAME_RULE
+			  ": kmemd and agents refuse it",
+			  argv[optind]);
+		kmemctl__v1__policy_payload__free_unpacked(p, NULL);
+		return EXIT_ERROR;
+	}
 	printf("name %s\nversion %llu\nsigner %s\nissued %lld\nnot_after %lld\n%s\n", p->name,
 	       (unsigned long long)p->version, p->signer, (long long)p->issued_unix,
 	       (long long)p->not_after_unix, p->document_json);

@@ -155,8 +155,8 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 			    "send a signed bundle as " PROTOBUF_TYPE);
 		return;
 	}
-	if (r == 0 && !kmemd_name_valid(p.name, 63)) {
-		snprintf(why, sizeof(why), "policy name must be 1 to 63 of [A-Za-z0-9._-]");
+	if (r == 0 && !policy_name_valid(p.name)) {
+		snprintf(why, sizeof(why), "policy name must be " POLICY_NAME_RULE);
 		r = -EINVAL;
 	}
 	if (r == 0)

@@ -7,6 +7,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "report-size.h"
 
 static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
 					  "notice", "info",  "debug", NULL };
@@ -49,6 +50,12 @@ int kmemd_config_check(const struct kmemd_config *c)
 		return log_error_errno(-EINVAL,
 				       "[store] raw_retention is longer than retention: hourly "
 				       "rollups would outlive nothing");
+	if (c->max_request < REPORT_MAX_SIZE)
+		return log_error_errno(-EINVAL,
+				       "[server] max_request is below %uK, the largest report an "
+				       "agent sends: kmemd would answer it 413 and it would block "
+				       "the agent's spool",
+				       REPORT_MAX_SIZE >> 10);
 	return 0;
 }
 

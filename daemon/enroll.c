@@ -209,6 +209,15 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 	json_t *o = NULL;
 	size_t len, i;
 
+	/*
+	 * JSON only, as the other admin routes: a browser holding an operator
+	 * certificate cannot send that content type cross-site without a
+	 * preflight, which kmemd never grants.
+	 */
+	if (!content_type_is(req, JSON_TYPE)) {
+		reply_error(req, 415, "Unsupported Media Type", "send JSON");
+		return;
+	}
 	body = request_body(req, &len);
 	if (body) {
 		o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
@@ -252,8 +261,10 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 	size_t len;
 	int r;
 
-	body = request_body(req, &len);
-	o = body ? json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je) : NULL;
+	body = request_json(req, &len);
+	if (!body)
+		return;
+	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:I}", "id", &id) < 0) {
 		json_decref(o);
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", "want {\"id\": N}");

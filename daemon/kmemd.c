@@ -21,10 +21,12 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: kmemd [-d] [-n [-v]] [-c FILE]\n"
+		     "       kmemd -V | -h\n"
 		     "  -c FILE  configuration file (default " KMEMD_CONF ", plus FILE.d/*.conf)\n"
 		     "  -n       check the configuration and exit; with -v print it normalized\n"
 		     "  -d       log debug messages\n"
-		     "  -V       print the version\n");
+		     "  -V       print the version\n"
+		     "  -h       print this usage and exit\n");
 }
 
 struct reload {

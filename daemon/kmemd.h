@@ -22,7 +22,7 @@ struct kmemd_config {
 	uint64_t max_connections;
 	uint64_t max_handshakes; /* in progress at once; more wait in the backlog */
 	uint64_t max_request; /* bytes */
-	uint64_t max_headers;
+	uint64_t max_headers; /* the header block's size in units of 256 bytes */
 	uint64_t io_timeout_ms;
 	char *store_path;
 	uint64_t retention_ms; /* hourly rollups and events */

@@ -9,6 +9,7 @@
 
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
+#include "policydoc.h"
 #include "server.h"
 #include "store.h"
 
@@ -221,8 +222,8 @@ static const char *report_invalid(const Kmemctl__V1__Report *rep)
 	for (i = 0; i < rep->n_mitigations; i++)
 		if (!kmemd_name_valid(rep->mitigations[i]->id, 63))
 			return "a mitigation id is not 1 to 63 of [A-Za-z0-9._-]";
-	if (rep->policy_name && rep->policy_name[0] && !kmemd_name_valid(rep->policy_name, 63))
-		return "the policy name is not 1 to 63 of [A-Za-z0-9._-]";
+	if (rep->policy_name && rep->policy_name[0] && !policy_name_valid(rep->policy_name))
+		return "the policy name is not " POLICY_NAME_RULE;
 	return NULL;
 }
 

@@ -40,6 +40,19 @@ bool policy_id_valid(const char *id)
 	return true;
 }
 
+bool policy_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0, i;
+
+	if (!n || n > POLICY_NAME_MAX)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
+		      (name[i] >= '0' && name[i] <= '9') || strchr("._-", name[i])))
+			return false;
+	return true;
+}
+
 /* Only the keys in allowed (NULL-terminated) may appear in obj. */
 static int check_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
 		      size_t errlen)

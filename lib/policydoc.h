@@ -20,6 +20,9 @@
 #include <stdint.h>
 
 #define POLICY_ID_MAX 32
+#define POLICY_NAME_MAX 63
+/* the rule policy_name_valid() enforces, for messages */
+#define POLICY_NAME_RULE "1 to 63 of [A-Za-z0-9._-]"
 #define POLICY_MAX_ENTRIES 16
 #define POLICY_MAX_PARAMS 8
 
@@ -76,5 +79,13 @@ int policy_doc_undoes(const struct policy_doc *doc, const struct policy_doc *bac
 
 /* true when id is a valid mitigation, probe or param name */
 bool policy_id_valid(const char *id);
+
+/*
+ * true when name may name a policy: 1 to POLICY_NAME_MAX of [A-Za-z0-9._-].
+ * kmemd takes no other on upload and refuses reports that carry another
+ * (it becomes an SQL key and a Prometheus label); kmemctl policy sign and
+ * the agent refuse the bundle up front.
+ */
+bool policy_name_valid(const char *name);
 
 #endif

@@ -3,7 +3,8 @@
 # file is applied to kmemctl.ko's sysfs (a fixture tree), shown by
 # `kmemctl status`, and kept; a tampered bundle is refused on reload and
 # nothing changes; a local override through the control socket goes
-# through; bad requests get clear errors and the agent runs on.
+# through; bad requests get clear errors and the agent runs on. Without
+# [agent] server it runs standalone, with no network child.
 set -euo pipefail
 
 BUILD=${1:?usage: agent-local.sh BUILD_DIR SOURCE_DIR}
@@ -67,6 +68,8 @@ keys_dir = $work/keys
 file = $work/policy.bin
 CONF
 $AGENT -n -c agent.conf || fail "the configuration does not check"
+$AGENT -h >usage.txt || fail "kmem-agent -h failed"
+grep -q "^  -h " usage.txt || fail "kmem-agent's usage omits -h: $(cat usage.txt)"
 
 # the fixture's kernel command line has kmemctl.disable=1: nothing applies
 $AGENT -d -r "$work/root" -c agent.conf >agent.log 2>&1 &
@@ -220,6 +223,24 @@ grep -q '^STATUS=kmemd unreachable; [0-9]* reports spooled$' notify.txt ||
 	fail "no STATUS: $(cat notify.txt)"
 echo "ok: systemd notifications: READY, STATUS, $pings watchdog pings"
 
+# socket activation, as kmem-agent.socket does it: the passed socket is
+# blocking, and it must serve one client after another (a blocking
+# listener stopped the loop, and with it the watchdog, at the second)
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent did not stop cleanly"
+rm -f "$work/ctl.sock"
+systemd-socket-activate --seqpacket -l "$work/ctl.sock" \
+	$AGENT -r "$work/root" -c agent.conf >agent.log 2>&1 &
+agent_pid=$!
+wait_for_sock "$work/ctl.sock"
+for i in 1 2 3; do
+	timeout 5 $KMEMCTL status >status.txt 2>&1 ||
+		fail "client $i over the passed control socket: $(cat status.txt)"
+done
+grep -q "^agent " status.txt ||
+	fail "status over the passed socket: $(cat status.txt)"
+echo "ok: socket activation: the passed control socket serves three clients in turn"
+
 # a kernel file whose read never returns (a FIFO nobody writes): reports go
 # on at the deadline without that collector, naming it, and the agent
 # keeps answering; once the read returns, rounds are whole again
@@ -247,4 +268,53 @@ done
 grep -q "^failed" status.txt && fail "rounds did not recover: $(cat status.txt)"
 grep -q "^usercopy-fastpath " status.txt || fail "no mitigations after recovery"
 echo "ok: a hanging collector is reported as failed and does not stop the agent"
+
+# standalone: no [agent] server and no [tls]: no network child and no
+# reports sent, while the policy file, kmemctl status and the kill switch
+# work as ever
+kill "$agent_pid"
+wait "$agent_pid" || fail "the agent did not stop cleanly"
+$KMEMCTL policy sign -k op.key -n base -v 3 -o standalone.bin doc.json
+echo off >$MIT/usercopy-fastpath/mode
+cat >standalone.conf <<CONF
+[agent]
+host_id = host-1
+interval = 1s
+state_dir = $work/state-standalone
+control = $work/ctl.sock
+[policy]
+keys_dir = $work/keys
+file = $work/standalone.bin
+CONF
+$AGENT -n -c standalone.conf 2>check.err || fail "-n refuses a configuration without a server"
+grep -q "will run standalone" check.err || fail "-n: $(cat check.err)"
+rc=0
+$AGENT -o -r "$work/root" -c standalone.conf >once.log 2>&1 || rc=$?
+[ "$rc" = 1 ] && grep -q "\[agent\] server is not set" once.log || fail "-o: exit $rc, $(cat once.log)"
+$AGENT -d -r "$work/root" -c standalone.conf >agent.log 2>&1 &
+agent_pid=$!
+wait_for agent.log "no \[agent\] server: running standalone"
+wait_for agent.log "policy base version 3 from file accepted"
+wait_for agent.log "control socket at"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "standalone: the policy file was not applied"
+[ "$(grep -c "running standalone" agent.log)" = 1 ] || fail "standalone is logged more than once"
+for i in $(seq 50); do
+	$KMEMCTL status >status.txt 2>&1 || fail "standalone: status: $(cat status.txt)"
+	grep -q "^report    [2-9]" status.txt && break
+	sleep 0.2
+done
+grep -q "^report    [2-9]" status.txt || fail "standalone: reports are not made: $(cat status.txt)"
+grep -q "^kmemd     none: standalone" status.txt || fail "standalone: status: $(cat status.txt)"
+grep -q "^policy    base version 3" status.txt || fail "standalone: no policy: $(cat status.txt)"
+[ ! -e state-standalone/spool ] || fail "standalone: a spool was made"
+[ -z "$(ps -o pid= --ppid "$agent_pid")" ] || fail "standalone: the agent has a child"
+$KMEMCTL disable >switch.txt || fail "standalone: disable: $(cat switch.txt)"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "standalone: the kill switch left it on"
+$KMEMCTL enable >switch.txt || fail "standalone: enable: $(cat switch.txt)"
+[ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "standalone: enable did not apply again"
+kill -0 "$agent_pid" || fail "the standalone agent died"
+kill "$agent_pid"
+wait "$agent_pid" || fail "the standalone agent exited with $? on SIGTERM"
+agent_pid=
+echo "ok: without [agent] server the agent runs standalone: policy file, status, kill switch"
 echo PASS

@@ -74,5 +74,18 @@ expect_rc 2 "version '0'" "version 0" $KMEMCTL policy sign -k op.key -n b -v 0 d
 expect_rc 2 "version 'x'" "version not a number" $KMEMCTL policy sign -k op.key -n b -v x doc.json
 expect_rc 2 "days '0'" "days 0" $KMEMCTL policy sign -k op.key -n b -v 1 -e 0 doc.json
 expect_rc 2 "usage" "no key" $KMEMCTL policy sign -n b -v 1 doc.json
+# kmemd's rule for policy names, or hosts running it would have their reports refused
+long=$(printf '%064d' 0)
+expect_rc 2 "policy name must be 1 to 63 of" "a 64-character name" \
+	$KMEMCTL policy sign -k op.key -n "$long" -v 1 doc.json
+expect_rc 2 "policy name must be 1 to 63 of" "a name with a space" \
+	$KMEMCTL policy sign -k op.key -n "web base" -v 1 doc.json
+expect_rc 2 "policy name must be 1 to 63 of" "a name with a slash" \
+	$KMEMCTL policy sign -k op.key -n web/base -v 1 doc.json
+expect_rc 2 "policy name must be 1 to 63 of" "an empty name" \
+	$KMEMCTL policy sign -k op.key -n "" -v 1 doc.json
+expect_rc 0 "" "a 63-character name of every kind" \
+	$KMEMCTL policy sign -k op.key -n "Web-1.base_${long:0:52}" -v 1 -o n63.bin doc.json
+expect_rc 0 "^name Web-1.base_0" "it verifies" $KMEMCTL policy verify -K keys n63.bin
 expect_rc 2 "unknown verb" "unknown verb" $KMEMCTL policy frobnicate
 echo "PASS"

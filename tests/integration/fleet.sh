@@ -34,7 +34,13 @@ kmemd_start
 pids+=("$kmemd_pid")
 kmemd_pid=
 
-# enrollment: a secret from the admin API, then `kmemctl enroll`
+# enrollment: a secret from the admin API, then `kmemctl enroll`; the
+# secret routes take JSON only, which a page cannot send cross-site
+for route in /v1/enroll/secrets /v1/enroll/secrets/revoke; do
+	out=$(api ops POST $route -H 'Content-Type: text/plain' --data '{"id":1}')
+	[ "$(echo "$out" | tail -1)" = 415 ] || fail "POST $route as text/plain: $out"
+done
+[ "$(api ops POST /v1/enroll/secrets | tail -1)" = 415 ] || fail "POST /v1/enroll/secrets with no type"
 out=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{"expires_in_s":600}')
 secret_id=$(echo "$out" | head -1 | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
 echo "$out" | head -1 | sed -n 's/.*"secret":"\([0-9a-f]*\)".*/\1/p' >secret
@@ -47,7 +53,7 @@ openssl verify -CAfile pki/ca.crt enrolled/db-1.crt >/dev/null || fail "db-1's c
 openssl x509 -in enrolled/db-1.crt -noout -subject | grep -q "OU = host, CN = db-1" ||
 	fail "db-1's cert subject: $(openssl x509 -in enrolled/db-1.crt -noout -subject)"
 cp enrolled/db-1.key enrolled/db-1.crt pki/
-echo "ok: db-1 enrolled with a secret"
+echo "ok: db-1 enrolled with a secret; the secret routes refuse what is not JSON"
 echo 0000 >bad-secret
 rc=0
 $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S bad-secret -n db-2 -o enrolled \

@@ -35,7 +35,7 @@ listen = $1
 cert = $work/pki/kmemd.crt
 key = $work/pki/kmemd.key
 ca = $work/pki/ca.crt
-max_request = 64K
+max_request = 128K
 io_timeout = 1s
 [store]
 path = $work/kmemd.sqlite
@@ -100,7 +100,7 @@ printf 'this is not protobuf at all' >garbage.bin
 expect_status 400 "a malformed report" h1 application/x-protobuf garbage.bin
 head -c 40 "$report" >truncated.bin
 expect_status 400 "a truncated report" h1 application/x-protobuf truncated.bin
-head -c 100000 /dev/zero >big.bin
+head -c 200000 /dev/zero >big.bin
 expect_status 413 "an oversized report" h1 application/x-protobuf big.bin
 expect_status 415 "a wrong content type" h1 application/json "$report"
 $BUILD/tests/integration/report-edit "$report" badname.bin 'vmap purge"} 1' 1

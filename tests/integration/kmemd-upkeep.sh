@@ -42,6 +42,21 @@ fi
 grep -q "raw_retention is longer than retention" check.err || fail "check: $(cat check.err)"
 echo "ok: raw_retention longer than retention is refused"
 
+# a max_request an agent's largest report would not fit in is refused
+printf '[server]\nmax_request = 64K\n' >small.conf
+cat kmemd.conf small.conf >both.conf
+if $KMEMD -n -c both.conf 2>check.err; then
+	fail "kmemd -n accepted max_request = 64K"
+fi
+grep -q "max_request is below 128K, the largest report an agent sends" check.err ||
+	fail "check: $(cat check.err)"
+printf '[server]\nmax_request = 128K\n' >small.conf
+cat kmemd.conf small.conf >both.conf
+$KMEMD -n -c both.conf 2>check.err || fail "kmemd -n refused max_request = 128K: $(cat check.err)"
+echo "ok: max_request below the largest report is refused"
+$KMEMD -h >usage.txt || fail "kmemd -h failed"
+grep -q "^  -h " usage.txt || fail "kmemd's usage omits -h: $(cat usage.txt)"
+
 # the schema, then three days of history written as agents would have
 start_kmemd
 stop_kmemd

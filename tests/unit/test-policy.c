@@ -116,6 +116,20 @@ static void test_check(void **state)
 	assert_int_equal(check(buf, len, &cur, &doc, why), -EINVAL);
 	assert_non_null(strstr(why, "fleet version 7: mitigations.x.mode"));
 	free(buf);
+	/* a name kmemd refuses reports for: too long, bad characters, empty */
+	sign_doc(key, "1234567890123456789012345678901234567890123456789012345678901234", 1,
+		 1700000000, 0, json, &buf, &len);
+	assert_int_equal(check(buf, len, &cur, &doc, why), -EINVAL);
+	assert_string_equal(why, "the policy name is not 1 to 63 of [A-Za-z0-9._-]");
+	free(buf);
+	sign_doc(key, "fleet base", 1, 1700000000, 0, json, &buf, &len);
+	assert_int_equal(check(buf, len, &cur, &doc, why), -EINVAL);
+	assert_non_null(strstr(why, "policy name"));
+	free(buf);
+	sign_doc(key, "", 1, 1700000000, 0, json, &buf, &len);
+	assert_int_equal(check(buf, len, &cur, &doc, why), -EINVAL);
+	assert_non_null(strstr(why, "policy name"));
+	free(buf);
 }
 
 static void file_is(const char *rel, const char *want)

@@ -213,12 +213,46 @@ static void test_undoes(void **state)
 	}
 }
 
+/* kmemd's rule for policy names, which kmemctl and the agent share. */
+static void test_name(void **state)
+{
+	static const char *const good[] = {
+		"a",
+		"base",
+		"Web-1.base_2",
+		"...",
+		"-x",
+		"123456789012345678901234567890123456789012345678901234567890123", /* 63 */
+	};
+	static const char *const bad[] = {
+		"", /* empty */
+		"1234567890123456789012345678901234567890123456789012345678901234", /* 64 */
+		"web base",
+		"web/base",
+		"base\n",
+		"tab\tx",
+		"ba$e",
+		"b\xc3\xa4se",
+		"\"q\"",
+	};
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < ARRAY_SIZE(good); i++)
+		if (!policy_name_valid(good[i]))
+			fail_msg("\"%s\" refused", good[i]);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		if (policy_name_valid(bad[i]))
+			fail_msg("\"%s\" taken", bad[i]);
+	assert_false(policy_name_valid(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),   cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_limits), cmocka_unit_test(test_known),
-		cmocka_unit_test(test_undoes),
+		cmocka_unit_test(test_undoes), cmocka_unit_test(test_name),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
