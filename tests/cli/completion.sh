@@ -2,7 +2,8 @@
 # kmemctl's bash completion (cli/completion/kmemctl) with bash-completion's
 # own helpers: objects, verbs, options and names complete as a user types
 # them, and its mitigation and probe names are the module's
-# (kmod/uapi/kmemctl.h). Also: kmemctl.8 formats without groff warnings.
+# (kmod/uapi/kmemctl.h). Also: the man pages (kmemctl.8, kmemd.8,
+# kmem-agent.8) format without groff warnings.
 #   tests/cli/completion.sh SOURCE_DIR
 set -euo pipefail
 
@@ -58,7 +59,9 @@ uapi_probes=$(sed -n '/^enum kmemctl_probe {/,/^};/s|.*/\* "\([a-z-]*\)" \*/.*|\
 [ "$probes" = "$uapi_probes" ] || { echo "FAIL: completion probes '$probes', module '$uapi_probes'" >&2; failed=1; }
 echo "ok: the module's mitigations and probes"
 
-warnings=$(groff -man -ww -z "$SRC/docs/man/kmemctl.8" 2>&1)
-[ -z "$warnings" ] || { echo "FAIL: kmemctl.8: $warnings" >&2; failed=1; }
-echo "ok: kmemctl.8 formats cleanly"
+for page in kmemctl.8 kmemd.8 kmem-agent.8; do
+	warnings=$(groff -man -ww -z "$SRC/docs/man/$page" 2>&1)
+	[ -z "$warnings" ] || { echo "FAIL: $page: $warnings" >&2; failed=1; }
+	echo "ok: $page formats cleanly"
+done
 [ $failed = 0 ] && echo PASS

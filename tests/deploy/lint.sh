@@ -5,11 +5,11 @@
 # id, a type, a title, a grid position inside 24 columns, queries with an
 # expression, and every $variable it uses defined. Which metrics the
 # queries name is checked against a live kmemd in integration-rollout.
-#   tests/deploy-lint.sh SOURCE_DIR BUILD_DIR
+#   tests/deploy/lint.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 
-SRC=${1:?usage: deploy-lint.sh SOURCE_DIR BUILD_DIR}
-BUILD=${2:?usage: deploy-lint.sh SOURCE_DIR BUILD_DIR}
+SRC=${1:?usage: lint.sh SOURCE_DIR BUILD_DIR}
+BUILD=${2:?usage: lint.sh SOURCE_DIR BUILD_DIR}
 D=$SRC/deploy/grafana/kmemctl.json
 work=$(mktemp -d "$BUILD/deploy-lint.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,237 @@
+#!/bin/bash
+# debian/, end to end, as an operator meets it:
+#  1. dpkg-buildpackage builds kmemctl, kmem-agent, kmemd and kmemctl-dkms
+#     from a copy of the source tree.
+#  2. apt installs them into a fresh Debian 12 root (debootstrap, with
+#     systemd, Debian's kernel and its headers). Checked there: each
+#     package's files, the users, group and directories, the units enabled
+#     but not started, and kmemctl.ko built by DKMS against the installed
+#     headers for the root's kernel.
+#  3. The root boots in QEMU (TCG) from a disk, systemd as init, with a
+#     kmemd and agent configuration and certificates. A unit in the guest
+#     (tests/deploy/pkg-check) checks that kmemd.service and
+#     kmem-agent.service run under their hardening, that the agent loaded
+#     the DKMS module and reports to kmemd, and that a mitigation can be
+#     livepatched on from inside the unit's sandbox.
+# The root after debootstrap is cached in $XDG_CACHE_HOME/kmemctl/debroot,
+# keyed by what it holds; the packages come from the machine's apt mirror.
+#   tests/deploy/debian.sh SOURCE_DIR BUILD_DIR
+set -euo pipefail
+
+SRC=$(cd "${1:?usage: debian.sh SOURCE_DIR BUILD_DIR}" && pwd)
+BUILD=$(cd "${2:?usage: debian.sh SOURCE_DIR BUILD_DIR}" && pwd)
+KMEMCTL=$BUILD/cli/kmemctl
+SUITE=bookworm
+INCLUDE=systemd,systemd-sysv,dbus,udev,kmod,procps,initramfs-tools,linux-image-amd64,linux-headers-amd64,dkms,ca-certificates
+out=$BUILD/test-output/debian
+root=$out/root
+
+fail() {
+	echo "FAIL: $*" >&2
+	exit 1
+}
+say() { echo "== $*"; }
+
+[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
+for tool in dpkg-buildpackage debootstrap mkfs.ext4 qemu-system-x86_64; do
+	command -v "$tool" >/dev/null || fail "no $tool: scripts/install-deps package vm"
+done
+
+unmount_root() {
+	local m
+	for m in dev/pts dev proc sys; do
+		! mountpoint -q "$root/$m" 2>/dev/null || umount -l "$root/$m"
+	done
+}
+trap unmount_root EXIT
+unmount_root
+rm -rf --one-file-system "$out"
+mkdir -p "$out/src" "$out/debs"
+
+# 1. the packages
+say "dpkg-buildpackage: building from a copy of the source tree"
+if git -C "$SRC" rev-parse --git-dir >/dev/null 2>&1; then
+	git -C "$SRC" ls-files -z --cached --others --exclude-standard |
+		grep -zv '^build' | (cd "$SRC" && tar --null -cf - -T -) | tar -xf - -C "$out/src"
+else
+	tar -C "$SRC" --exclude='./build*' --exclude='./obj-*' -cf - . | tar -xf - -C "$out/src"
+fi
+# npm may come from Node's own packages rather than Debian's: every other
+# build dependency must be there as a package.
+missing=$(cd "$out/src" && dpkg-checkbuilddeps 2>&1 | sed -n 's/.*Unmet build dependencies: //p' || true)
+if command -v npm >/dev/null; then
+	missing=$(echo "$missing" | tr ' ' '\n' | grep -v '^npm$' | xargs)
+fi
+[ -z "$missing" ] || fail "unmet build dependencies: $missing (scripts/install-deps package)"
+(cd "$out/src" && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b -d) \
+	>"$out/dpkg-buildpackage.log" 2>&1 ||
+	{ tail -40 "$out/dpkg-buildpackage.log"; fail "dpkg-buildpackage failed"; }
+mv "$out"/*.deb "$out/debs/"
+rm -f "$out"/debs/*-dbgsym_*.deb
+version=$(cd "$out/src" && dpkg-parsechangelog -S Version)
+for p in kmemctl_"$version"_amd64 kmem-agent_"$version"_amd64 kmemd_"$version"_amd64 \
+	kmemctl-dkms_"$version"_all; do
+	[ -f "$out/debs/$p.deb" ] || fail "dpkg-buildpackage made no $p.deb"
+done
+echo "ok: four packages, version $version: $(cd "$out/debs" && echo *.deb)"
+
+# 2. a fresh Debian root, from the cache when it has one
+mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
+[ -n "$mirror" ] || fail "no Debian mirror in the machine's apt sources"
+cache=${XDG_CACHE_HOME:-$HOME/.cache}/kmemctl/debroot
+key=$(echo "$SUITE $INCLUDE $mirror" | sha256sum | cut -c1-12)
+base=$cache/$SUITE-$key.tar
+if [ ! -f "$base" ]; then
+	say "debootstrap $SUITE from $mirror (once; cached in $base)"
+	mkdir -p "$cache" "$out/bootstrap"
+	debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$out/bootstrap" "$mirror" \
+		>"$out/debootstrap.log" 2>&1 || { tail -20 "$out/debootstrap.log"; fail "debootstrap failed"; }
+	tar --numeric-owner -C "$out/bootstrap" -cf "$base.tmp" .
+	mv "$base.tmp" "$base"
+	rm -rf --one-file-system "$out/bootstrap"
+fi
+mkdir -p "$root"
+tar --numeric-owner -xpf "$base" -C "$root"
+mount -t proc proc "$root/proc"
+mount -t sysfs sysfs "$root/sys"
+mount --bind /dev "$root/dev"
+mount --bind /dev/pts "$root/dev/pts"
+cp /etc/resolv.conf "$root/etc/resolv.conf"
+kver=$(ls "$root/lib/modules" | sort -V | tail -n 1)
+[ -d "$root/usr/src/linux-headers-$kver" ] || fail "the root has no headers for its kernel $kver"
+
+say "apt-get install of the four packages into the root (kernel $kver)"
+mkdir -p "$root/tmp/debs"
+cp "$out"/debs/*.deb "$root/tmp/debs/"
+chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+	/tmp/debs/kmemctl_"$version"_amd64.deb /tmp/debs/kmem-agent_"$version"_amd64.deb \
+	/tmp/debs/kmemd_"$version"_amd64.deb /tmp/debs/kmemctl-dkms_"$version"_all.deb \
+	>"$out/apt-install.log" 2>&1 || { tail -40 "$out/apt-install.log"; fail "apt-get install failed"; }
+echo "ok: apt-get installed them with their dependencies"
+
+# in ROOT: a command run in the installed root
+in_root() { chroot "$root" "$@"; }
+# owns PACKAGE PATH...: dpkg lists each PATH as PACKAGE's
+owns() {
+	local pkg=$1 list path
+	shift
+	list=$(in_root dpkg -L "$pkg")
+	for path in "$@"; do
+		echo "$list" | grep -qx "$path" || fail "$pkg does not install $path"
+		[ -e "$root$path" ] || fail "$path of $pkg is not on disk"
+	done
+}
+owns kmemctl /usr/bin/kmemctl /usr/share/bash-completion/completions/kmemctl \
+	/usr/share/man/man8/kmemctl.8.gz /usr/lib/systemd/catalog/kmemctl.catalog
+owns kmem-agent /usr/sbin/kmem-agent /usr/share/man/man8/kmem-agent.8.gz \
+	/lib/systemd/system/kmem-agent.service /lib/systemd/system/kmem-agent.socket \
+	/usr/lib/sysusers.d/kmem-agent.conf /usr/lib/tmpfiles.d/kmem-agent.conf \
+	/usr/share/doc/kmem-agent/examples/agent.conf
+owns kmemd /usr/sbin/kmemd /usr/share/man/man8/kmemd.8.gz /lib/systemd/system/kmemd.service \
+	/usr/lib/sysusers.d/kmemd.conf /usr/lib/tmpfiles.d/kmemd.conf \
+	/usr/share/kmemd/web/index.html /usr/share/kmemd/web/uplot.min.js \
+	/usr/share/doc/kmemd/examples/kmemd.conf /usr/share/doc/kmemd/examples/kmemd.yml
+owns kmemctl-dkms "/usr/src/kmemctl-$version/dkms.conf" "/usr/src/kmemctl-$version/Kbuild" \
+	"/usr/src/kmemctl-$version/main.c" "/usr/src/kmemctl-$version/uapi/kmemctl.h"
+in_root kmemctl version | grep -q "$version" || fail "kmemctl version: $(in_root kmemctl version)"
+for m in kmemctl kmemd kmem-agent; do
+	in_root man -w 8 "$m" >/dev/null 2>&1 || [ -f "$root/usr/share/man/man8/$m.8.gz" ] ||
+		fail "no man page for $m"
+done
+echo "ok: each package's binaries, man pages, units, sysusers.d, tmpfiles.d, examples and sources"
+
+getent_root() { awk -F: -v n="$2" '$1 == n' "$root/etc/$1"; }
+for u in kmemd kmem-agent; do
+	[ -n "$(getent_root passwd "$u")" ] || fail "installing made no user $u"
+done
+[ -n "$(getent_root group kmemctl)" ] || fail "installing made no group kmemctl"
+[ "$(in_root stat -c '%a %U' /var/lib/kmemd)" = "700 kmemd" ] ||
+	fail "/var/lib/kmemd is $(in_root stat -c '%a %U' /var/lib/kmemd)"
+[ -d "$root/etc/kmemctl/keys" ] || fail "no /etc/kmemctl/keys"
+for unit in kmemd.service kmem-agent.service kmem-agent.socket; do
+	[ "$(in_root systemctl is-enabled "$unit" 2>&1)" = enabled ] ||
+		fail "$unit is $(in_root systemctl is-enabled "$unit" 2>&1), not enabled"
+done
+verify=$(in_root systemd-analyze verify --man=no kmemd.service kmem-agent.service kmem-agent.socket 2>&1 |
+	grep -v "^$" || true)
+[ -z "$verify" ] || fail "systemd-analyze verify in the root: $verify"
+echo "ok: users kmemd and kmem-agent, group kmemctl, /var/lib/kmemd 0700; units enabled and verified"
+
+dkms_status=$(in_root dkms status kmemctl)
+echo "$dkms_status" | grep -q "^kmemctl/$version, $kver, x86_64: installed" ||
+	{ tail -30 "$out/apt-install.log"; fail "DKMS did not install kmemctl for $kver: $dkms_status"; }
+ko=$(in_root modinfo -k "$kver" -F filename kmemctl)
+[ "$ko" = "/lib/modules/$kver/updates/dkms/kmemctl.ko" ] || fail "modprobe would load $ko"
+[ "$(in_root modinfo -k "$kver" -F version kmemctl)" = "$version" ] || fail "kmemctl.ko's version"
+in_root modinfo -k "$kver" -F vermagic kmemctl | grep -q "^$kver " || fail "kmemctl.ko's vermagic"
+echo "ok: DKMS built kmemctl.ko $version for $kver against /usr/src/linux-headers-$kver"
+
+# 3. configure the host as an operator would, then boot it
+say "configuring kmemd and the agent, and booting the root with systemd in QEMU"
+pki=$out/pki
+mkdir -p "$pki"
+(cd "$out" && $KMEMCTL pki init pki >/dev/null && $KMEMCTL pki issue pki server kmemd ip 127.0.0.1 \
+	>/dev/null && $KMEMCTL pki issue pki admin ops >/dev/null &&
+	$KMEMCTL pki issue pki host pkg-host >/dev/null)
+kmemd_gid=$(awk -F: '$1 == "kmemd" { print $3 }' "$root/etc/group")
+install -m 0644 "$pki/ca.crt" "$pki/kmemd.crt" "$pki/pkg-host.crt" "$root/etc/kmemctl/"
+install -m 0640 -g "$kmemd_gid" "$pki/kmemd.key" "$root/etc/kmemctl/"
+install -m 0600 "$pki/pkg-host.key" "$root/etc/kmemctl/"
+mv "$root/etc/kmemctl/pkg-host.crt" "$root/etc/kmemctl/host.crt"
+mv "$root/etc/kmemctl/pkg-host.key" "$root/etc/kmemctl/host.key"
+sed -e 's/^listen = .*/listen = 127.0.0.1:8443/' -e 's|^#web_root = |web_root = |' \
+	"$root/usr/share/doc/kmemd/examples/kmemd.conf" >"$root/etc/kmemctl/kmemd.conf"
+sed -e 's/^server = .*/server = 127.0.0.1:8443/' -e 's/^#host_id = .*/host_id = pkg-host/' \
+	-e 's/^interval = .*/interval = 2s/' \
+	"$root/usr/share/doc/kmem-agent/examples/agent.conf" >"$root/etc/kmemctl/agent.conf"
+mkdir -p "$root/root/.config/kmemctl"
+install -m 0600 "$pki/ops.crt" "$pki/ops.key" "$root/root/"
+printf '[kmemd]\nserver = 127.0.0.1:8443\nca = /etc/kmemctl/ca.crt\ncert = /root/ops.crt\nkey = /root/ops.key\n' \
+	>"$root/root/.config/kmemctl/config"
+in_root kmemd -n || fail "kmemd -n refuses the configuration"
+in_root kmem-agent -n || fail "kmem-agent -n refuses the configuration"
+install -m 0755 "$SRC/tests/deploy/pkg-check" "$root/usr/local/sbin/pkg-check"
+cat >"$root/etc/systemd/system/pkg-check.service" <<'UNIT'
+[Unit]
+Description=kmemctl package test (tests/deploy/debian.sh)
+After=kmemd.service kmem-agent.service
+
+[Service]
+Type=oneshot
+Environment=HOME=/root
+ExecStart=/usr/local/sbin/pkg-check
+StandardOutput=tty
+StandardError=tty
+TTYPath=/dev/ttyS0
+ExecStopPost=/bin/systemctl poweroff --no-block
+
+[Install]
+WantedBy=multi-user.target
+UNIT
+in_root systemctl enable pkg-check.service >/dev/null 2>&1
+# the serial console carries the result, without a login prompt in it
+in_root systemctl mask serial-getty@ttyS0.service >/dev/null 2>&1
+echo pkg-host >"$root/etc/hostname"
+: >"$root/etc/machine-id"
+rm -rf "$root"/tmp/debs "$root"/var/cache/apt/archives/*.deb
+unmount_root
+
+size=$(($(du -sm "$root" | cut -f1) + 1024))
+mkfs.ext4 -q -F -L kmemroot -d "$root" "$out/disk.img" "${size}M" >"$out/mkfs.log" 2>&1 ||
+	fail "mkfs.ext4 failed: $(cat "$out/mkfs.log")"
+vmlinuz=$root/boot/vmlinuz-$kver
+initrd=$root/boot/initrd.img-$kver
+[ -f "$vmlinuz" ] && [ -f "$initrd" ] || fail "the root has no kernel or initrd for $kver"
+# single-threaded TCG, as tests/vm/README.md says: livepatching under
+# multi-threaded TCG runs stale code
+timeout 900 qemu-system-x86_64 -accel tcg,thread=single -machine q35 -cpu max -smp 2 -m 2048 \
+	-kernel "$vmlinuz" -initrd "$initrd" \
+	-drive "file=$out/disk.img,format=raw,if=virtio" -nic none \
+	-append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=0" \
+	-display none -serial "file:$out/console.log" -no-reboot >"$out/qemu.log" 2>&1 ||
+	fail "QEMU failed or timed out: $(tail -5 "$out/qemu.log") (console: $out/console.log)"
+grep "^PKGCHECK" "$out/console.log" | sed 's/^PKGCHECK /   /' || true
+grep -q "^PKGCHECK PASS" "$out/console.log" ||
+	fail "the booted host's checks did not pass (console: $out/console.log)"
+echo PASS
