@@ -14,6 +14,7 @@
 #include "kernel.h"
 #include "macro.h"
 #include "policydoc.h"
+#include "uapi/kmemctl.h"
 
 #define SYSFS "/sys/kernel/kmemctl"
 #define FILE_MAX 4096
@@ -88,6 +89,22 @@ static int write_file(const struct rootfs *rfs, const char *dir, const char *id,
 	int r = path_of(path, sizeof(path), dir, id, file);
 
 	return r < 0 ? r : rootfs_write(rfs, path, s);
+}
+
+/*
+ * A module of another ABI may give the same files other meanings: nothing
+ * is turned on or tuned in it. Turning off is always allowed, so the guard
+ * and the kill switch still work across a version skew.
+ */
+static int write_checked(const struct rootfs *rfs, const char *dir, const char *id,
+			 const char *file, const char *s)
+{
+	int abi = kernel_abi(rfs);
+
+	/* not loaded: the write names the missing file */
+	if (abi != -ENOENT && abi != KMEMCTL_ABI)
+		return abi < 0 ? abi : -EPROTO;
+	return write_file(rfs, dir, id, file, s);
 }
 
 int kernel_abi(const struct rootfs *rfs)
@@ -236,7 +253,8 @@ int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kern
 
 int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on)
 {
-	return write_file(rfs, "mitigations", id, "mode", on ? "on" : "off");
+	return on ? write_checked(rfs, "mitigations", id, "mode", "on") :
+		    write_file(rfs, "mitigations", id, "mode", "off");
 }
 
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
@@ -255,7 +273,7 @@ int kernel_set_params(const struct rootfs *rfs, const char *id, const struct ker
 		if (len >= sizeof(buf))
 			return -E2BIG;
 	}
-	return write_file(rfs, "mitigations", id, "params", buf);
+	return write_checked(rfs, "mitigations", id, "params", buf);
 }
 
 static int read_hist(const struct rootfs *rfs, const char *id, const char *file, char *text,
@@ -351,9 +369,9 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
 
 	if (threshold_ns >= 0) {
 		snprintf(buf, sizeof(buf), "%lld", (long long)threshold_ns);
-		r = write_file(rfs, "probes", id, "threshold_ns", buf);
+		r = write_checked(rfs, "probes", id, "threshold_ns", buf);
 	}
 	if (!r && enabled >= 0)
-		r = write_file(rfs, "probes", id, "enabled", enabled ? "1" : "0");
+		r = write_checked(rfs, "probes", id, "enabled", enabled ? "1" : "0");
 	return r;
 }

@@ -70,6 +70,10 @@ int kernel_ids(const struct rootfs *rfs, const char *dir, char ids[][KERNEL_ID_M
 	       size_t *n);
 
 int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kernel_mitigation *m);
+/*
+ * Writes to a module of another ABI fail with -EPROTO, except turning a
+ * mitigation off.
+ */
 int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on);
 /* One write, all-or-nothing as the module takes it. */
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,

@@ -603,11 +603,18 @@ static void load_module(const struct agent *a)
 	if (a->disabled || !a->cfg->module[0])
 		return;
 	r = module_load(a->cfg->module);
-	if (r == 0)
-		log_notice("kmemctl.ko loaded (%s)", a->cfg->module);
-	else if (r < 0)
+	if (r < 0) {
 		log_error_errno(r, "loading kmemctl.ko (%s) failed, mitigations unavailable: %m",
 				a->cfg->module);
+		return;
+	}
+	if (r == 0)
+		log_notice("kmemctl.ko loaded (%s)", a->cfg->module);
+	r = kernel_abi(&a->rfs);
+	if (r >= 0 && r != KMEMCTL_ABI)
+		log_error("kmemctl.ko speaks ABI %d, this agent %d: it turns nothing on and tunes "
+			  "nothing until the two are upgraded together",
+			  r, KMEMCTL_ABI);
 }
 
 static const char *const kind_names[] = {

@@ -59,8 +59,12 @@ int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src);
 void probe_totals_free(struct probe_totals *t);
 
 /* kmemd's own counts since start, for /metrics. */
+/* EventKind values counted for /metrics; the proto's are below it. */
+#define KMEMD_EVENT_KINDS 16
+
 struct kmemd_stats {
 	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
+	uint64_t events[KMEMD_EVENT_KINDS]; /* committed since start, by EventKind */
 	struct hist ingest_ns; /* how long storing one report took */
 	struct probe_totals probes; /* of committed reports */
 };

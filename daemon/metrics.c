@@ -200,6 +200,28 @@ static int rollout_metrics(struct kmemd *k, struct evbuffer *b)
 	return r;
 }
 
+/*
+ * A counter only grows: events committed since kmemd started, every kind
+ * present from the start so that rate() and increase() see the first one.
+ */
+static void event_counters(struct evbuffer *b, const struct kmemd_stats *st)
+{
+	const ProtobufCEnumDescriptor *d = &kmemctl__v1__event_kind__descriptor;
+	char kind[48];
+	unsigned int i;
+
+	evbuffer_add_printf(b, "# HELP kmemd_kernel_events_total Events the agents reported since "
+			       "kmemd started, by kind (lockups, stalls, trips, ...).\n"
+			       "# TYPE kmemd_kernel_events_total counter\n");
+	for (i = 0; i < d->n_values; i++) {
+		if (d->values[i].value <= 0 || d->values[i].value >= KMEMD_EVENT_KINDS)
+			continue;
+		store_enum_name(d, d->values[i].value, "EVENT_KIND_", kind, sizeof(kind));
+		evbuffer_add_printf(b, "kmemd_kernel_events_total{kind=\"%s\"} %llu\n", kind,
+				    (unsigned long long)st->events[d->values[i].value]);
+	}
+}
+
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	struct evbuffer *b = evbuffer_new();
@@ -221,11 +243,11 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 			  "Hosts by mitigation and state, as each last reported.", "mitigation",
 			  "state");
 	if (r == 0)
-		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_total", "counter",
-			  "Events the agents reported, by kind (lockups, stalls, trips, ...).",
-			  "kind", NULL);
+		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_stored", "gauge",
+			  "Events in the store by kind; retention deletes old ones.", "kind", NULL);
 	if (r < 0)
 		goto out;
+	event_counters(b, st);
 	r = rollout_metrics(k, b);
 	if (r < 0)
 		goto out;

@@ -94,6 +94,7 @@ struct batch {
 		bool stored; /* not a resend: counted as stored until the commit fails */
 	} p[BATCH_MAX];
 	struct probe_totals pending; /* the batch's probe histograms, for /metrics once committed */
+	uint64_t events[KMEMD_EVENT_KINDS]; /* and its events, by kind */
 };
 
 static void batch_flush(struct batch *b)
@@ -112,6 +113,9 @@ static void batch_flush(struct batch *b)
 			  k->store->ops->error(k->store));
 	if (r == 0 && probe_totals_merge(&k->stats.probes, &b->pending) < 0)
 		log_warning("out of memory: some probe histograms are missing from /metrics");
+	for (i = 0; r == 0 && i < KMEMD_EVENT_KINDS; i++)
+		k->stats.events[i] += b->events[i];
+	memset(b->events, 0, sizeof(b->events));
 	b->pending.n = 0;
 	for (i = 0; i < b->n; i++) {
 		if (r < 0) {
@@ -187,7 +191,7 @@ void batch_commit(struct kmemd *k)
 		batch_flush(k->batch);
 }
 
-/* The report's probe histograms, counted for /metrics when the batch commits. */
+/* The report's probe histograms and events, counted for /metrics when the batch commits. */
 static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
 {
 	char policy[96] = "none";
@@ -201,6 +205,9 @@ static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
 		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) == 0 &&
 		    probe_totals_add(&b->pending, rep->probes[i]->probe, policy, &h) < 0)
 			log_warning("out of memory: a probe histogram is missing from /metrics");
+	for (i = 0; i < rep->n_events; i++)
+		if (rep->events[i]->kind > 0 && rep->events[i]->kind < KMEMD_EVENT_KINDS)
+			b->events[rep->events[i]->kind]++;
 }
 
 /*

@@ -490,8 +490,8 @@ err:
 }
 
 /* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
-static void enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
-		      size_t len)
+void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		     size_t len)
 {
 	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
 	size_t n = strlen(prefix), i;
@@ -569,12 +569,12 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 
-		enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-			  "MITIGATION_STATE_", state, sizeof(state));
-		enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
-			  mode, sizeof(mode));
-		enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", source,
-			  sizeof(source));
+		store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+				"MITIGATION_STATE_", state, sizeof(state));
+		store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
+				"MITIGATION_MODE_", mode, sizeof(mode));
+		store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
+				source, sizeof(source));
 		st = stmt(s, ST_STATE_ADD);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, m->id, -1, SQLITE_STATIC);
@@ -657,8 +657,8 @@ static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
 		json_decref(stack);
 		if (!stack_text)
 			return -ENOMEM;
-		enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
-			  sizeof(kind));
+		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
+				sizeof(kind));
 		st = stmt(s, ST_EVENT_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, e->unix_ms);

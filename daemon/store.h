@@ -281,4 +281,8 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
 void store_policy_clear(struct store_policy *p);
 
+/* An enum value as the store keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
+void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		     size_t len);
+
 #endif

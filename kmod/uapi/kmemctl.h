@@ -5,8 +5,8 @@
  * sysfs, under /sys/kernel/kmemctl/:
  *
  *   version	module version, e.g. "0.1.0"
- *   abi	KMEMCTL_ABI below; userspace refuses a module whose ABI it
- *		does not know
+ *   abi	KMEMCTL_ABI below; the agent turns nothing on in, and tunes
+ *		nothing of, a module whose ABI is not its own
  *
  *   mitigations/<id>/	one directory per mitigation, on every kernel:
  *     state	unsupported | native | off | on | tripped | transition

@@ -186,6 +186,16 @@ lockups=$(sed -n 's/^kmemd_rollout_gate_lockups{rollout="bad",side="canary"} //p
 p=$(sed -n 's/^kmemd_rollout_gate_lockup_p{rollout="bad"} //p' metrics.txt)
 awk -v p="$p" 'BEGIN { exit !(p != "" && p < 0.01) }' || fail "/metrics: lockup p '$p'"
 echo "ok: /metrics has each rollout's progress and gate inputs ($lockups canary lockups, p $p)"
+# events: a counter since kmemd started (every kind, from zero) and the
+# store's rows, a gauge, since retention deletes them
+soft=$(sed -n 's/^kmemd_kernel_events_total{kind="soft-lockup"} //p' metrics.txt)
+[ "${soft:-0}" -ge 4 ] || fail "/metrics: soft lockups counted: '$soft'"
+grep -q '^kmemd_kernel_events_total{kind="quarantine"} [0-9]*$' metrics.txt ||
+	fail "/metrics: a kind without events is not a zero counter"
+grep -q '^# TYPE kmemd_kernel_events_stored gauge$' metrics.txt &&
+	grep -q '^kmemd_kernel_events_stored{kind="soft-lockup"} [1-9]' metrics.txt ||
+	fail "/metrics: no stored-events gauge: $(grep events_stored metrics.txt)"
+echo "ok: /metrics counts $soft soft lockups since start, and the stored events as a gauge"
 # every metric the Grafana dashboard queries is one kmemd serves
 families=$(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' metrics.txt)
 for m in $(grep -o '\(kmemd\|process\)_[a-z_]*' "$SRC/deploy/grafana/kmemctl.json" | sort -u); do

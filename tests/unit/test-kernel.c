@@ -127,6 +127,21 @@ static void test_write(void **state)
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 0), -EINVAL);
 	strcpy(kv[0].key, "a=b");
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 1), -EINVAL);
+
+	/* a module of another ABI: turning off only */
+	strcpy(kv[0].key, "batch_bytes");
+	put("/sys/kernel/kmemctl/abi", "4\n");
+	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", true), -EPROTO);
+	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 2), -EPROTO);
+	assert_int_equal(kernel_set_probe(&rfs, "vmap-purge", 1, -1), -EPROTO);
+	get("/sys/kernel/kmemctl/probes/vmap-purge/enabled", buf, sizeof(buf));
+	assert_string_equal(buf, "0");
+	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", false), 0);
+	get("/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode", buf, sizeof(buf));
+	assert_string_equal(buf, "off");
+	put("/sys/kernel/kmemctl/abi", "three\n");
+	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", true), -EBADMSG);
+	put("/sys/kernel/kmemctl/abi", "3\n");
 	rootfs_close(&rfs);
 }
 
