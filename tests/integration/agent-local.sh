@@ -95,13 +95,19 @@ wait_for agent.log "control socket at"
 	fail "vmap-purge's threshold was not set"
 echo "ok: the policy file was applied"
 
-# the status is the last report: wait for one made after the apply
-for i in $(seq 50); do
-	$KMEMCTL status >status.txt 2>&1 || fail "kmemctl status failed: $(cat status.txt)"
-	grep -q "^usercopy-fastpath .* policy" status.txt && break
-	sleep 0.2
-done
-grep -q "^usercopy-fastpath .* policy" status.txt || fail "status: $(cat status.txt)"
+# status_until PATTERN: kmemctl status into status.txt until it shows
+# PATTERN (10 s); the status is the last report, made once a second
+status_until() {
+	local i
+	for i in $(seq 50); do
+		$KMEMCTL status >status.txt 2>&1 || fail "kmemctl status failed: $(cat status.txt)"
+		grep -q "$1" status.txt && return 0
+		sleep 0.2
+	done
+	fail "status never showed '$1': $(cat status.txt)"
+}
+# wait for a report made after the apply
+status_until "^usercopy-fastpath .* policy"
 grep -q "^policy    base version 2" status.txt || fail "status shows no policy: $(cat status.txt)"
 grep -q "^host      host-1, kernel 6.1.0-57-amd64" status.txt || fail "status: no host line"
 $KMEMCTL status --json >status.json
@@ -114,12 +120,7 @@ printf f | dd of=policy.bin bs=1 seek=$((off + 2)) conv=notrunc status=none
 kill -HUP "$agent_pid"
 wait_for agent.log "policy from file refused"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "a tampered policy changed the mode"
-for i in $(seq 50); do
-	$KMEMCTL status >status.txt 2>&1
-	grep -q "policy-refused not a validly signed policy" status.txt && break
-	sleep 0.2
-done
-grep -q "policy-refused not a validly signed policy" status.txt || fail "the refusal is not in a report: $(cat status.txt)"
+status_until "policy-refused not a validly signed policy"
 echo "ok: a tampered bundle is refused and nothing changes"
 
 # watch: every report as it is made, one JSON object per line
@@ -298,12 +299,7 @@ wait_for agent.log "policy base version 3 from file accepted"
 wait_for agent.log "control socket at"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "standalone: the policy file was not applied"
 [ "$(grep -c "running standalone" agent.log)" = 1 ] || fail "standalone is logged more than once"
-for i in $(seq 50); do
-	$KMEMCTL status >status.txt 2>&1 || fail "standalone: status: $(cat status.txt)"
-	grep -q "^report    [2-9]" status.txt && break
-	sleep 0.2
-done
-grep -q "^report    [2-9]" status.txt || fail "standalone: reports are not made: $(cat status.txt)"
+status_until "^report    [2-9]"
 grep -q "^kmemd     none: standalone" status.txt || fail "standalone: status: $(cat status.txt)"
 grep -q "^policy    base version 3" status.txt || fail "standalone: no policy: $(cat status.txt)"
 [ ! -e state-standalone/spool ] || fail "standalone: a spool was made"
