@@ -1180,34 +1180,6 @@ static void on_collected(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
-/*
- * systemd's watchdog hears from the loop itself: a loop stuck anywhere
- * stops the pings and gets the agent restarted. A collector stuck in the
- * kernel does not: a restart would not unstick it.
- */
-static void on_watchdog(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	sd_notify(0, "WATCHDOG=1");
-}
-
-static void start_watchdog(struct agent *a)
-{
-	uint64_t usec;
-	struct timeval tv;
-
-	if (sd_watchdog_enabled(0, &usec) <= 0)
-		return;
-	usec /= 2;
-	tv = (struct timeval){ .tv_sec = (time_t)(usec / 1000000),
-			       .tv_usec = (suseconds_t)(usec % 1000000) };
-	a->watchdog = event_new(a->base, -1, EV_PERSIST, on_watchdog, a);
-	if (a->watchdog)
-		event_add(a->watchdog, &tv);
-}
-
 static int loop(struct agent *a)
 {
 	struct timeval tv = { .tv_sec = (time_t)(a->cfg->interval_ms / 1000),
@@ -1242,7 +1214,8 @@ static int loop(struct agent *a)
 		ctl_start(a);
 	}
 	event_active(a->timer, EV_TIMEOUT, 0);
-	start_watchdog(a);
+	/* a collector stuck in the kernel does not stop the pings: a restart would not free it */
+	a->watchdog = watchdog_start(a->base);
 	sd_notify(0, "READY=1");
 	if (!a->cfg->server)
 		sd_notify(0, "STATUS=standalone: no [agent] server, no reports sent");

@@ -211,7 +211,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	struct server *srv = NULL;
 	struct upkeep up = { .k = &k };
 	struct engine_timer et = { .k = &k };
-	struct event *hup = NULL;
+	struct event *hup = NULL, *wd = NULL;
 	struct reload rl = { 0 };
 	char err[256];
 	int r;
@@ -251,8 +251,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
+		wd = watchdog_start(base);
 		r = event_base_dispatch(base) < 0 ? -EIO : 0;
 	}
+	if (wd)
+		event_free(wd);
 	if (hup)
 		event_free(hup);
 	if (up.tick)

@@ -2,6 +2,8 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/time.h>
 #include <systemd/sd-daemon.h>
 
 #include "evloop.h"
@@ -37,4 +39,31 @@ void shutdown_signals_free(struct shutdown_signals *s)
 			event_free(s->ev[i]);
 		s->ev[i] = NULL;
 	}
+}
+
+static void on_watchdog(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	sd_notify(0, "WATCHDOG=1");
+}
+
+struct event *watchdog_start(struct event_base *base)
+{
+	struct event *ev;
+	struct timeval tv;
+	uint64_t usec;
+
+	if (sd_watchdog_enabled(0, &usec) <= 0)
+		return NULL;
+	usec /= 2;
+	tv = (struct timeval){ .tv_sec = (time_t)(usec / 1000000),
+			       .tv_usec = (suseconds_t)(usec % 1000000) };
+	ev = event_new(base, -1, EV_PERSIST, on_watchdog, NULL);
+	if (ev && event_add(ev, &tv) < 0) {
+		event_free(ev);
+		ev = NULL;
+	}
+	return ev;
 }

@@ -14,4 +14,11 @@ struct shutdown_signals {
 int shutdown_signals_add(struct event_base *base, struct shutdown_signals *s);
 void shutdown_signals_free(struct shutdown_signals *s);
 
+/*
+ * systemd's watchdog (WatchdogSec=), pinged from the loop itself at half
+ * the period, so that a loop stuck anywhere stops the pings and gets the
+ * daemon restarted. NULL when the watchdog is off (or out of memory).
+ */
+struct event *watchdog_start(struct event_base *base);
+
 #endif

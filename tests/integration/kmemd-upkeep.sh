@@ -57,8 +57,21 @@ echo "ok: max_request below the largest report is refused"
 $KMEMD -h >usage.txt || fail "kmemd -h failed"
 grep -q "^  -h " usage.txt || fail "kmemd's usage omits -h: $(cat usage.txt)"
 
+# under systemd (Type=notify, WatchdogSec=): READY once, then the loop's
+# pings at half the period
+$BUILD/tests/integration/notify-listen "$work/notify.sock" 3 >notify.txt &
+listener=$!
+wait_for 10 test -S "$work/notify.sock" || fail "no notify socket"
+: >kmemd.log
+NOTIFY_SOCKET=$work/notify.sock WATCHDOG_USEC=400000 $KMEMD -c kmemd.conf >kmemd.log 2>&1 &
+kmemd_pid=$!
+wait $listener
+[ "$(grep -c '^READY=1$' notify.txt)" = 1 ] || fail "READY=1: $(cat notify.txt)"
+pings=$(grep -c '^WATCHDOG=1$' notify.txt || true)
+[ "$pings" -ge 8 ] || fail "$pings watchdog pings in about 3 s at a 400 ms period"
+echo "ok: systemd notifications: READY, $pings watchdog pings"
+
 # the schema, then three days of history written as agents would have
-start_kmemd
 stop_kmemd
 now=$(($(date +%s) * 1000))
 cut=$((now - 3600000))
