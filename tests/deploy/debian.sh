@@ -1,7 +1,7 @@
 #!/bin/bash
 # debian/, end to end, as an operator meets it:
 #  1. dpkg-buildpackage builds kmemctl, kmem-agent, kmemd and kmemctl-dkms
-#     from a copy of the source tree.
+#     from a copy of the source tree; lintian finds no errors or warnings.
 #  2. apt installs them into a fresh Debian 12 root (debootstrap, with
 #     systemd, Debian's kernel and its headers). Checked there: each
 #     package's files, the users, group and directories, the units enabled
@@ -33,7 +33,7 @@ fail() {
 say() { echo "== $*"; }
 
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
-for tool in dpkg-buildpackage debootstrap mkfs.ext4 qemu-system-x86_64; do
+for tool in dpkg-buildpackage lintian debootstrap mkfs.ext4 qemu-system-x86_64; do
 	command -v "$tool" >/dev/null || fail "no $tool: scripts/install-deps package vm"
 done
 
@@ -74,6 +74,9 @@ for p in kmemctl_"$version"_amd64 kmem-agent_"$version"_amd64 kmemd_"$version"_a
 	[ -f "$out/debs/$p.deb" ] || fail "dpkg-buildpackage made no $p.deb"
 done
 echo "ok: four packages, version $version: $(cd "$out/debs" && echo *.deb)"
+lintian "$out"/debs/*.deb >"$out/lintian.log" 2>&1 || true
+! grep -E "^(E|W): " "$out/lintian.log" || fail "lintian has errors or warnings (above)"
+echo "ok: lintian finds no errors or warnings"
 
 # 2. a fresh Debian root, from the cache when it has one
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
