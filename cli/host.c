@@ -17,16 +17,6 @@
 #include "output.h"
 #include "remote.h"
 
-static const char *str(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key)) ?: "";
-}
-
-static long long num(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
 /* Whether host h passes the filter KEY=VALUE. */
 static bool pass(json_t *h, const char *key, const char *value)
 {
@@ -185,11 +175,35 @@ static int host_show(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static int host_revoke(int argc, char **argv)
+{
+	json_t *reply = NULL;
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl host revoke HOST\n");
+		return EXIT_USAGE;
+	}
+	r = remote_json(EVHTTP_REQ_POST, "/v1/hosts/revoke", json_pack("{s:s}", "host", argv[1]),
+			&reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json)
+		out_json(reply, cli.pretty);
+	else {
+		printf("host %s revoked: kmemd refuses its reports and enrollments from now on\n",
+		       argv[1]);
+		json_decref(reply);
+	}
+	return EXIT_OK;
+}
+
 int do_host(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
 		{ "list", host_list, "hosts, filtered by facts and labels" },
 		{ "show", host_show, "one host: facts, labels, policy, mitigations" },
+		{ "revoke", host_revoke, "kmemd refuses the host's reports and enrollments" },
 		{ NULL, NULL, NULL },
 	};
 

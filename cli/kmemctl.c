@@ -25,6 +25,7 @@ static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
 	{ "policy", do_policy, "sign, check and upload policies; kmemd's versions" },
 	{ "enroll", do_enroll, "get this host's certificate from kmemd" },
+	{ "secret", do_secret, "enrollment secrets on kmemd: create, revoke" },
 	{ "status", do_local_status, "this host: the agent, mitigations, probes" },
 	{ "facts", do_facts, "this host's kernel, CPUs, memory and labels" },
 	{ "mitigation", do_mitigation, "this host's mitigations: list, show, set" },

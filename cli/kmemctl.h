@@ -30,6 +30,7 @@ int cmd_dispatch(const char *object, const struct cmd *cmds, int argc, char **ar
 
 int do_pki(int argc, char **argv);
 int do_enroll(int argc, char **argv);
+int do_secret(int argc, char **argv);
 int do_policy(int argc, char **argv);
 int do_local_status(int argc, char **argv);
 int do_mitigation(int argc, char **argv);

@@ -102,13 +102,6 @@ static json_t *ctl_call(int fd, json_t *req)
 	return rep;
 }
 
-static const char *str(json_t *o, const char *key)
-{
-	const char *s = json_string_value(json_object_get(o, key));
-
-	return s ? s : "";
-}
-
 /* "MITIGATION_STATE_ON" -> "on" */
 static const char *enum_tail(const char *s, const char *prefix)
 {

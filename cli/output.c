@@ -25,6 +25,16 @@ void out_json(json_t *o, bool pretty)
 	json_decref(o);
 }
 
+const char *str(json_t *o, const char *key)
+{
+	return json_string_value(json_object_get(o, key)) ?: "";
+}
+
+long long num(json_t *o, const char *key)
+{
+	return json_integer_value(json_object_get(o, key));
+}
+
 struct table {
 	size_t ncols, n, cap;
 	char **cells;

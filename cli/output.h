@@ -20,6 +20,10 @@ void out_color_setup(const char *when, bool *color);
 /* o (stolen) with "schema" set, one line (-j) or indented (-p). */
 void out_json(json_t *o, bool pretty);
 
+/* A member of a reply kmemd or the agent sent: "" or 0 when it is missing. */
+const char *str(json_t *o, const char *key);
+long long num(json_t *o, const char *key);
+
 struct table;
 
 struct table *table_new(const char *const *heads);

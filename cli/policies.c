@@ -21,16 +21,6 @@
 
 #define BUNDLE_MAX (64 << 10)
 
-static const char *str(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key)) ?: "";
-}
-
-static long long num(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
 int policy_create(int argc, char **argv)
 {
 	_cleanup_free_ char *buf = NULL;

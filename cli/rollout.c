@@ -22,16 +22,6 @@
 
 #define WATCH_S 2
 
-static const char *str(json_t *o, const char *key)
-{
-	return json_string_value(json_object_get(o, key)) ?: "";
-}
-
-static long long num(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
 static double real(json_t *o, const char *key)
 {
 	return json_number_value(json_object_get(o, key));

@@ -14,11 +14,6 @@
 #include "output.h"
 #include "remote.h"
 
-static long long num(json_t *o, const char *key)
-{
-	return json_integer_value(json_object_get(o, key));
-}
-
 static int telemetry_query(int argc, char **argv)
 {
 	static const char *const keys[] = { "host", "label", "from", "to", NULL };

@@ -42,6 +42,17 @@ expect "kmemctl mitigation set rstat" "rstat-yield"
 expect "kmemctl mitigation set rstat-yield o" "off on"
 expect "kmemctl rollout status x --w" "--watch"
 expect "kmemctl frob " ""
+expect "kmemctl sec" "secret"
+expect "kmemctl secret " "create help revoke"
+expect "kmemctl secret create --e" "--expires"
+expect "kmemctl host " "help list revoke show"
+
+# the objects it offers are kmemctl's own (cli/kmemctl.c), in order
+objs=$(sed -n 's/^\t{ "\([a-z]*\)", do_.*/\1/p' "$SRC/cli/kmemctl.c" | xargs)
+comp=$(sed -n 's/.*local objects="\([^"]*\)".*/\1/p' "$SRC/cli/completion/kmemctl")
+[ -n "$objs" ] && [ "$objs" = "$comp" ] ||
+	{ echo "FAIL: completion objects '$comp', kmemctl's '$objs'" >&2; failed=1; }
+echo "ok: the objects are kmemctl's"
 
 # the names it offers are the module's
 names() {

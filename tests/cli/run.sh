@@ -88,7 +88,8 @@ normalize() {
 		-e 's/"\(last_seq\|seq\|hours\|p\|u\|effect\|lockup_p\|min_exposure_h\)":[0-9.e+-]\+/"\1":N/g' \
 		-e 's/\(host-hours\|p =\|P(slower) =\|report\) [0-9.e+-]\+/\1 N/g' \
 		-e 's/acked [0-9]\+/acked N/' -e 's/^report    [0-9]\+$/report    N/' \
-		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' -e 's/\b[0-9a-f]\{16\}\b/KEYID/g' \
+		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' -e 's/\b[0-9a-f]\{48\}\b/SECRET/g' \
+		-e 's/\b[0-9a-f]\{16\}\b/KEYID/g' \
 		-e 's/\(ended the connection in TLS\): .*/\1: REASON/'
 }
 
@@ -119,6 +120,13 @@ run host-list-filter host list kernel='6.1.*' role=web policy=none
 run host-list-json -j host list role=db
 run host-show host show h2
 run host-show-unknown host show h9
+# enrollment secrets: shown once, on stdout alone, for `kmemctl enroll -S`
+run secret-create secret create --expires 1h
+run secret-create-json -j secret create
+run secret-create-bad secret create --expires soon
+run secret-revoke secret revoke 1
+run secret-revoke-unknown secret revoke 99
+run secret-revoke-bad secret revoke one
 # h1's vmap-purge probe records 10 purges, 6 of them near 1 ms
 P=root-h1/sys/kernel/kmemctl/probes/vmap-purge
 printf '131072 7\n1048576 6\n4194304 1\n' >$P/hist.new && mv $P/hist.new $P/hist
@@ -201,6 +209,10 @@ run local-disable disable
 run local-disable-again disable
 run local-set-disabled mitigation set rstat-yield on
 run local-enable enable
+
+# last: h4 is revoked, and its reports are refused from now on
+run host-revoke host revoke h4
+run host-revoke-bad host revoke 'h 4'
 
 [ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
 echo PASS

@@ -41,10 +41,13 @@ for route in /v1/enroll/secrets /v1/enroll/secrets/revoke; do
 	[ "$(echo "$out" | tail -1)" = 415 ] || fail "POST $route as text/plain: $out"
 done
 [ "$(api ops POST /v1/enroll/secrets | tail -1)" = 415 ] || fail "POST /v1/enroll/secrets with no type"
-out=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{"expires_in_s":600}')
-secret_id=$(echo "$out" | head -1 | sed -n 's/.*"id":\([0-9]*\).*/\1/p')
-echo "$out" | head -1 | sed -n 's/.*"secret":"\([0-9a-f]*\)".*/\1/p' >secret
-[ -s secret ] || fail "no enrollment secret: $out"
+# the operator's CLI: the secret alone on stdout, its id on stderr
+ops_cli=($KMEMCTL -s 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key)
+"${ops_cli[@]}" secret create --expires 10m >secret 2>secret.err ||
+	fail "kmemctl secret create: $(cat secret.err)"
+secret_id=$(sed -n 's/^kmemctl: secret \([0-9]*\), expires in 10m;.*/\1/p' secret.err)
+grep -qx '[0-9a-f]\{48\}' secret && [ -n "$secret_id" ] ||
+	fail "no enrollment secret: $(cat secret secret.err)"
 mkdir enrolled
 $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n db-1 -o enrolled >enroll.out ||
 	fail "enrollment of db-1 failed: $(cat enroll.out)"
@@ -61,8 +64,8 @@ $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S bad-secret -n db-2 -o enroll
 [ "$rc" = 4 ] && grep -q "unknown enrollment secret" enroll.out ||
 	fail "a bad secret: exit $rc, $(cat enroll.out)"
 [ ! -e enrolled/db-2.key ] || fail "a refused enrollment left a key"
-api ops POST /v1/enroll/secrets/revoke -H 'Content-Type: application/json' \
-	--data "{\"id\":$secret_id}" | grep -q '"revoked":true' || fail "revoking the secret"
+"${ops_cli[@]}" secret revoke "$secret_id" | grep -q "^secret $secret_id revoked" ||
+	fail "revoking the secret"
 rc=0
 $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n db-3 -o enrolled \
 	>enroll.out 2>&1 || rc=$?
