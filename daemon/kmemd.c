@@ -252,7 +252,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
 		wd = watchdog_start(base);
-		r = event_base_dispatch(base) < 0 ? -EIO : 0;
+		/* one round of callbacks at a time: the store is idle in between */
+		while ((r = event_base_loop(base, EVLOOP_ONCE)) == 0 &&
+		       !event_base_got_exit(base) && !event_base_got_break(base))
+			k.store->ops->idle(k.store);
+		r = r < 0 ? -EIO : 0;
 	}
 	if (wd)
 		event_free(wd);

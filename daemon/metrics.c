@@ -239,6 +239,10 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 	r = tally(k, b, STORE_TALLY_HOSTS, "kmemd_hosts", "gauge", "Hosts that have reported.",
 		  NULL, NULL);
 	if (r == 0)
+		r = tally(k, b, STORE_TALLY_SILENT, "kmemd_hosts_silent", "gauge",
+			  "Hosts (not revoked) whose last report is older than the label says.",
+			  "for", NULL);
+	if (r == 0)
 		r = tally(k, b, STORE_TALLY_STATES, "kmemd_mitigation_hosts", "gauge",
 			  "Hosts by mitigation and state, as each last reported.", "mitigation",
 			  "state");

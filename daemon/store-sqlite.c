@@ -134,6 +134,7 @@ enum stmt {
 	ST_TALLY_EVENTS,
 	ST_TALLY_KERNELS,
 	ST_TALLY_POLICIES,
+	ST_TALLY_SILENT,
 	ST_HOSTS_PAGE,
 	ST_HOST_REPORTS,
 	ST_HOST_EVENTS,
@@ -355,6 +356,13 @@ static const char *const sql[ST_N] = {
 	[ST_TALLY_POLICIES] = "SELECT coalesce(policy_name, ''), coalesce(policy_version, ''),"
 			      " count(*) FROM hosts WHERE last_seq > 0 AND revoked = 0"
 			      " GROUP BY 1, 2 ORDER BY 3 DESC, 1, 2",
+	/* last_seen_ms is the wall clock when kmemd stored the report, as is SQLite's 'now' */
+	[ST_TALLY_SILENT] =
+		"WITH t(name, ms) AS (VALUES ('5m', 300000), ('15m', 900000),"
+		" ('1h', 3600000), ('1d', 86400000))"
+		" SELECT t.name, '', (SELECT count(*) FROM hosts WHERE last_seq > 0"
+		" AND revoked = 0 AND last_seen_ms < CAST(strftime('%s', 'now') AS INTEGER)"
+		" * 1000 - t.ms) FROM t ORDER BY t.ms",
 	[ST_HOSTS_PAGE] = HOST_JSON " WHERE h.host_id > ?1 AND (?2 IS NULL OR"
 				    " instr(h.host_id, ?2) OR instr(h.hostname, ?2)"
 				    " OR instr(h.kernel_release, ?2)) ORDER BY h.host_id LIMIT ?3",
@@ -991,6 +999,7 @@ static int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, 
 		[STORE_TALLY_EVENTS] = ST_TALLY_EVENTS,
 		[STORE_TALLY_KERNELS] = ST_TALLY_KERNELS,
 		[STORE_TALLY_POLICIES] = ST_TALLY_POLICIES,
+		[STORE_TALLY_SILENT] = ST_TALLY_SILENT,
 	};
 	sqlite3_stmt *st = stmt(s, q[which]);
 	int rc, r = 0;
@@ -1001,6 +1010,15 @@ static int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, 
 	if (r)
 		return r;
 	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static void sq_idle(struct store *s)
+{
+	sqlite3_stmt *p = NULL;
+
+	while ((p = sqlite3_next_stmt(DB(s), p)))
+		if (sqlite3_stmt_busy(p))
+			sqlite3_reset(p);
 }
 
 static int sq_secret_add(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
@@ -1600,6 +1618,7 @@ static const struct store_ops sqlite_ops = {
 	.revoked = sq_revoked,
 	.samples = sq_samples,
 	.tally = sq_tally,
+	.idle = sq_idle,
 	.secret_add = sq_secret_add,
 	.secret_use = sq_secret_use,
 	.secret_revoke = sq_secret_revoke,

@@ -126,6 +126,7 @@ enum store_tally {
 	STORE_TALLY_EVENTS, /* kind, n */
 	STORE_TALLY_KERNELS, /* kernel release, n hosts reporting, most first */
 	STORE_TALLY_POLICIES, /* policy, version ("" for none), n hosts reporting, most first */
+	STORE_TALLY_SILENT, /* "5m", "15m", "1h", "1d": n hosts not heard from for that long */
 };
 
 /* An event as stored: a lockup, a trip, a refusal (agent/events.h). */
@@ -194,6 +195,13 @@ struct store_ops {
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
+	/*
+	 * Called between event-loop rounds, when no query is being iterated:
+	 * queries left on a row let go of their read snapshot, so that the store
+	 * sees other writers (an operator's sqlite3) and checkpoints can reset
+	 * the write-ahead log.
+	 */
+	void (*idle)(struct store *s);
 	/* Enrollment secrets, by the hex SHA-256 of the secret; expires_ms 0: never. */
 	int (*secret_add)(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
 			  int64_t *id);

@@ -253,7 +253,29 @@ grep -q '^kmemd_probe_seconds_count{probe="vmap-purge",policy="web@1"} 10$' metr
 	fail "metrics: probe histogram: $(grep vmap-purge metrics.txt)"
 grep -q '^kmemd_heap_bytes [0-9]' metrics.txt || fail "metrics: no kmemd_heap_bytes"
 grep -q '[{,]host\(_id\)\?=' metrics.txt && fail "a per-host label in /metrics"
+grep -q '^kmemd_hosts_silent{for="5m"} 0$' metrics.txt ||
+	fail "metrics: reporting hosts counted as silent: $(grep hosts_silent metrics.txt)"
 echo "ok: /metrics passes promtool check metrics"
+# kmemd holds no read snapshot between rounds: another writer's rows are
+# seen, and a checkpoint can empty the write-ahead log (between batches)
+checkpointed() {
+	[ "$(sqlite3 kmemd.sqlite "PRAGMA wal_checkpoint(TRUNCATE)" | cut -d'|' -f1)" = 0 ]
+}
+wait_for 10 checkpointed || fail "kmemd keeps the store's log from being checkpointed"
+echo "ok: the store's write-ahead log checkpoints while kmemd runs"
+# hosts that stopped reporting: one two hours ago, and a revoked one that is
+# not counted
+ago=$(($(date +%s) * 1000 - 7200000))
+sqlite3 kmemd.sqlite "INSERT INTO hosts (host_id, last_seq, last_seen_ms) VALUES
+	('gone-1', 5, $ago); INSERT INTO hosts (host_id, last_seq, last_seen_ms, revoked)
+	VALUES ('gone-2', 5, $ago, 1)"
+api ops GET /metrics | sed '$d' >metrics.txt
+for want in '5m"} 1' '15m"} 1' '1h"} 1' '1d"} 0'; do
+	grep -q "^kmemd_hosts_silent{for=\"$want\$" metrics.txt ||
+		fail "metrics: silent hosts, want for=\"$want: $(grep hosts_silent metrics.txt)"
+done
+sqlite3 kmemd.sqlite "DELETE FROM hosts WHERE host_id LIKE 'gone-%'"
+echo "ok: /metrics counts the hosts that stopped reporting, by how long, revoked ones not"
 
 # a rollout of another policy over role=web: one host, then both, then aborted
 printf '{"mitigations":{"rstat-yield":{"mode":"on"}}}' >rstat.json
