@@ -384,16 +384,44 @@ struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_N];
+	sqlite3_stmt *held; /* a one-row query read and left on its row */
 };
 
 #define DB(s) (((struct sqlite_store *)(s))->db)
 
+/*
+ * Queries stepped for their one row and left there. Until reset, each
+ * holds the connection's read snapshot: a batch begun after it would run
+ * on that snapshot, and a snapshot older than a checkpoint keeps the WAL
+ * from starting over, so under steady ingest it grew without bound. The
+ * next stmt() or begin resets the one held; their rows are copied out by
+ * then.
+ */
+static const bool one_row[ST_N] = {
+	[ST_SEEN] = true,	    [ST_STATES_COUNT] = true,	  [ST_HOST_JSON] = true,
+	[ST_POLICY_GET] = true,	    [ST_REVOKED] = true,	  [ST_SECRET_FIND] = true,
+	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
+	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_ROLLOUT_DESIRED] = true,
+	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
+};
+
+static void release_held(struct sqlite_store *q)
+{
+	if (q->held)
+		sqlite3_reset(q->held);
+	q->held = NULL;
+}
+
 static sqlite3_stmt *stmt(struct store *s, enum stmt which)
 {
-	sqlite3_stmt *st = ((struct sqlite_store *)s)->st[which];
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	sqlite3_stmt *st = q->st[which];
 
+	release_held(q);
 	sqlite3_reset(st);
 	sqlite3_clear_bindings(st);
+	if (one_row[which])
+		q->held = st;
 	return st;
 }
 
@@ -731,6 +759,8 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 
 static int sq_begin(struct store *s)
 {
+	/* the batch reads from its own start, not from a query before it */
+	release_held((struct sqlite_store *)s);
 	return exec(DB(s), "BEGIN IMMEDIATE");
 }
 

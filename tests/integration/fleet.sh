@@ -151,7 +151,9 @@ mode() {
 for h in web-1 web-2; do
 	wait_for 30 grep -q "policy web version 1 from kmemd accepted" agent-$h.log ||
 		fail "$h did not get the policy: $(tail -5 agent-$h.log)"
-	[ "$(mode $h)" = on ] || fail "$h: usercopy-fastpath is $(mode $h)"
+	# accepted is logged before the policy is enacted
+	wait_for 10 grep -qx on root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode ||
+		fail "$h: usercopy-fastpath is $(mode $h)"
 done
 [ "$(mode db-1)" = off ] || fail "db-1 got a policy meant for role=web"
 grep -q "from kmemd" agent-db-1.log && fail "db-1 was sent a policy"
