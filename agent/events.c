@@ -10,6 +10,14 @@
 #include "events.h"
 #include "macro.h"
 #include "kmemctl-names.h"
+#include "report-check.h"
+#include "text.h"
+
+_Static_assert(EVENTS_MAX <= REPORT_EVENTS_MAX && KMSG_STACK_MAX <= REPORT_FRAMES_MAX &&
+		       KMSG_FRAME_MAX <= REPORT_FRAME_MAX &&
+		       KMSG_COMM_MAX <= REPORT_SHORT_MAX + 1 &&
+		       KMSG_MESSAGE_MAX <= REPORT_MESSAGE_MAX + 1,
+	       "a report would carry more than kmemd takes");
 
 void events_init(struct events *e)
 {
@@ -76,10 +84,11 @@ void events_add_kmsg(struct events *e, const struct kmsg_event *ev, int64_t unix
 	pb->cpu = ev->cpu;
 	pb->pid = ev->pid;
 	pb->duration_ns = ev->duration_ns;
-	snprintf(e->slot[e->n].comm, sizeof(e->slot[0].comm), "%s", ev->comm);
-	snprintf(e->slot[e->n].message, sizeof(e->slot[0].message), "%s", ev->message);
+	/* a task names itself: kmemd refuses a report with control characters */
+	text_escape(ev->comm, e->slot[e->n].comm, sizeof(e->slot[0].comm));
+	text_escape(ev->message, e->slot[e->n].message, sizeof(e->slot[0].message));
 	for (i = 0; i < ev->nstack; i++) {
-		snprintf(e->slot[e->n].stack[i], KMSG_FRAME_MAX, "%s", ev->stack[i]);
+		text_escape(ev->stack[i], e->slot[e->n].stack[i], KMSG_FRAME_MAX);
 		e->slot[e->n].stackp[i] = e->slot[e->n].stack[i];
 	}
 	pb->n_stack_top = ev->nstack;
@@ -95,7 +104,7 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
 	if (!take(e, kind, unix_ms))
 		return;
 	snprintf(e->slot[e->n].mitigation, sizeof(e->slot[0].mitigation), "%s", mitigation);
-	snprintf(e->slot[e->n].message, sizeof(e->slot[0].message), "%s", message);
+	text_escape(message, e->slot[e->n].message, sizeof(e->slot[0].message));
 	e->n++;
 }
 

@@ -10,6 +10,7 @@
 
 #include "facts.h"
 #include "macro.h"
+#include "text.h"
 
 /* The symbols whose value decides which mitigations and probes can work. */
 static const char *const kconfig_wanted[] = {
@@ -212,13 +213,16 @@ static void strip_newline(char *s)
 	s[strcspn(s, "\n")] = '\0';
 }
 
+/* A one-line file as text kmemd takes: whoever set the hostname chose its bytes. */
 static int read_line(const struct rootfs *rfs, const char *path, char *buf, size_t size)
 {
-	ssize_t n = rootfs_read(rfs, path, buf, size);
+	char raw[256];
+	ssize_t n = rootfs_read(rfs, path, raw, sizeof(raw));
 
 	if (n < 0)
 		return (int)n;
-	strip_newline(buf);
+	strip_newline(raw);
+	text_escape(raw, buf, size);
 	return 0;
 }
 

@@ -175,27 +175,38 @@ static int host_show(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static int host_revoke(int argc, char **argv)
+/* POST {"host": HOST} to path; text says what became of it. */
+static int host_post(int argc, char **argv, const char *path, const char *text)
 {
 	json_t *reply = NULL;
 	int r;
 
 	if (argc != 2) {
-		fprintf(stderr, "usage: kmemctl host revoke HOST\n");
+		fprintf(stderr, "usage: kmemctl host %s HOST\n", argv[0]);
 		return EXIT_USAGE;
 	}
-	r = remote_json(EVHTTP_REQ_POST, "/v1/hosts/revoke", json_pack("{s:s}", "host", argv[1]),
-			&reply);
+	r = remote_json(EVHTTP_REQ_POST, path, json_pack("{s:s}", "host", argv[1]), &reply);
 	if (r != EXIT_OK)
 		return r;
 	if (cli.json)
 		out_json(reply, cli.pretty);
 	else {
-		printf("host %s revoked: kmemd refuses its reports and enrollments from now on\n",
-		       argv[1]);
+		printf("host %s %s\n", argv[1], text);
 		json_decref(reply);
 	}
 	return EXIT_OK;
+}
+
+static int host_revoke(int argc, char **argv)
+{
+	return host_post(argc, argv, "/v1/hosts/revoke",
+			 "revoked: kmemd refuses its reports and enrollments from now on");
+}
+
+static int host_reenroll(int argc, char **argv)
+{
+	return host_post(argc, argv, "/v1/hosts/reenroll",
+			 "may enroll once more (a reinstall): its next enrollment takes the id");
 }
 
 int do_host(int argc, char **argv)
@@ -204,6 +215,7 @@ int do_host(int argc, char **argv)
 		{ "list", host_list, "hosts, filtered by facts and labels" },
 		{ "show", host_show, "one host: facts, labels, policy, mitigations" },
 		{ "revoke", host_revoke, "kmemd refuses the host's reports and enrollments" },
+		{ "reenroll", host_reenroll, "the host id may enroll once more (a reinstall)" },
 		{ NULL, NULL, NULL },
 	};
 

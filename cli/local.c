@@ -22,6 +22,7 @@
 #include "kmemctl.h"
 #include "log.h"
 #include "hist.h"
+#include "json-text.h"
 #include "macro.h"
 #include "output.h"
 
@@ -71,6 +72,8 @@ static json_t *ctl_recv(int fd)
 		return NULL;
 	}
 	o = json_loadb(buf, (size_t)n, 0, &je);
+	if (!cli.json)
+		json_escape_strings(o);
 	if (!json_is_object(o)) {
 		json_decref(o);
 		log_error("kmem-agent's reply is not a JSON object");

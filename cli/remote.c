@@ -14,9 +14,11 @@
 
 #include "hostport.h"
 #include "ini.h"
+#include "json-text.h"
 #include "kmemctl.h"
 #include "macro.h"
 #include "remote.h"
+#include "text.h"
 #include "tls.h"
 
 #define TIMEOUT_S 15
@@ -176,12 +178,13 @@ static void say_refusal(int code, const char *body)
 {
 	json_t *o = json_loads(body, 0, NULL);
 	const char *e = json_string_value(json_object_get(o, "error"));
-	int len = (int)strcspn(body, "\r\n");
+	const char *why = e ?: body;
+	char raw[512], line[512];
 
-	if (e)
-		fprintf(stderr, "kmemctl: kmemd answered %d: %s\n", code, e);
-	else if (len)
-		fprintf(stderr, "kmemctl: kmemd answered %d: %.*s\n", code, len, body);
+	snprintf(raw, sizeof(raw), "%.*s", (int)strcspn(why, "\r\n"), why);
+	text_escape(raw, line, sizeof(line));
+	if (line[0])
+		fprintf(stderr, "kmemctl: kmemd answered %d: %s\n", code, line);
 	else
 		fprintf(stderr, "kmemctl: kmemd answered %d without a reason\n", code);
 	json_decref(o);
@@ -284,6 +287,8 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 		ret = code / 100 == 4 ? EXIT_REFUSED : EXIT_ERROR;
 	} else if (ret == EXIT_OK) {
 		*reply = json_loads((const char *)text, 0, NULL);
+		if (!cli.json)
+			json_escape_strings(*reply);
 	}
 	free(text);
 	ini_free(options, ARRAY_SIZE(options), &rc);

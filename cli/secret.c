@@ -20,29 +20,66 @@
 /* A week, as kmemd's own default: long enough to bring a batch of hosts up. */
 #define DEFAULT_EXPIRES "7d"
 
-static int secret_create(int argc, char **argv)
-{
-	const char *expires = DEFAULT_EXPIRES;
-	json_t *reply = NULL;
-	uint64_t ms = 0;
-	int r;
+struct secret_args {
+	const char *expires, *hosts;
+	uint64_t ms;
+	long long uses;
+};
 
-	if (argc == 3 && (!strcmp(argv[1], "--expires") || !strcmp(argv[1], "-e")))
-		expires = argv[2];
-	else if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl secret create [--expires DURATION|never]\n");
-		return EXIT_USAGE;
+static int secret_usage(void)
+{
+	fprintf(stderr, "usage: kmemctl secret create [--expires DURATION|never] [--uses N] "
+			"[--hosts PATTERN]\n");
+	return EXIT_USAGE;
+}
+
+static int secret_parse(int argc, char **argv, struct secret_args *a)
+{
+	char *end = NULL;
+
+	for (int i = 1; i < argc; i += 2) {
+		if (i + 1 == argc)
+			return secret_usage();
+		if (!strcmp(argv[i], "--expires") || !strcmp(argv[i], "-e"))
+			a->expires = argv[i + 1];
+		else if (!strcmp(argv[i], "--uses"))
+			a->uses = strtoll(argv[i + 1], &end, 10);
+		else if (!strcmp(argv[i], "--hosts"))
+			a->hosts = argv[i + 1];
+		else
+			return secret_usage();
+		if (end && (*end || a->uses < 1)) {
+			fprintf(stderr, "kmemctl: --uses '%s': want a positive number\n",
+				argv[i + 1]);
+			return EXIT_USAGE;
+		}
+		end = NULL;
 	}
-	if (strcmp(expires, "never") &&
-	    (ini_parse_duration(expires, &ms) < 0 || ms < 1000 || ms / 1000 > INT32_MAX)) {
+	if (strcmp(a->expires, "never") && (ini_parse_duration(a->expires, &a->ms) < 0 ||
+					    a->ms < 1000 || a->ms / 1000 > INT32_MAX)) {
 		fprintf(stderr,
 			"kmemctl: --expires '%s': want a duration from 1s, such as 1h or 7d, "
 			"or never\n",
-			expires);
+			a->expires);
 		return EXIT_USAGE;
 	}
-	r = remote_json(EVHTTP_REQ_POST, "/v1/enroll/secrets",
-			json_pack("{s:I}", "expires_in_s", (json_int_t)(ms / 1000)), &reply);
+	return EXIT_OK;
+}
+
+static int secret_create(int argc, char **argv)
+{
+	struct secret_args a = { .expires = DEFAULT_EXPIRES };
+	json_t *reply = NULL, *req;
+	int r = secret_parse(argc, argv, &a);
+
+	if (r != EXIT_OK)
+		return r;
+	req = json_pack("{s:I}", "expires_in_s", (json_int_t)(a.ms / 1000));
+	if (req && a.uses)
+		json_object_set_new(req, "uses", json_integer(a.uses));
+	if (req && a.hosts)
+		json_object_set_new(req, "hosts", json_string(a.hosts));
+	r = remote_json(EVHTTP_REQ_POST, "/v1/enroll/secrets", req, &reply);
 	if (r != EXIT_OK)
 		return r;
 	if (cli.json) {
@@ -50,10 +87,14 @@ static int secret_create(int argc, char **argv)
 		return EXIT_OK;
 	}
 	printf("%s\n", str(reply, "secret"));
+	fprintf(stderr, "kmemctl: secret %lld, %s%s", num(reply, "id"),
+		a.ms ? "expires in " : "never expires", a.ms ? a.expires : "");
+	if (a.uses)
+		fprintf(stderr, ", enrolls at most %lld hosts", a.uses);
+	if (a.hosts)
+		fprintf(stderr, ", only host ids matching '%s'", a.hosts);
 	fprintf(stderr,
-		"kmemctl: secret %lld, %s%s; kmemd keeps only its SHA-256. "
-		"Revoke it with: kmemctl secret revoke %lld\n",
-		num(reply, "id"), ms ? "expires in " : "never expires", ms ? expires : "",
+		"; kmemd keeps only its SHA-256. Revoke it with: kmemctl secret revoke %lld\n",
 		num(reply, "id"));
 	json_decref(reply);
 	return EXIT_OK;

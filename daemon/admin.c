@@ -12,19 +12,22 @@
 #include <string.h>
 #include <time.h>
 
+#include "json-text.h"
 #include "kmemctl/v1/policy.pb-c.h"
 #include "log.h"
 #include "message-ids.h"
 #include "macro.h"
 #include "policydoc.h"
+#include "report-check.h"
 #include "selector.h"
 #include "server.h"
 #include "sign.h"
 #include "store.h"
+#include "text.h"
 
 int json_row_add(void *arg, const char *json)
 {
-	json_t *o = json_loads(json, 0, NULL);
+	json_t *o = json_loads_lossy(json);
 
 	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
 }
@@ -264,27 +267,39 @@ bad:
 	reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
 }
 
-/* {"host": ID}: its certificate is no longer taken for reports. */
-void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
-			const struct tls_identity *peer)
+/* {"host": ID} of a request; NULL when it is not that (400 sent). json: free it after. */
+static const char *host_body(struct evhttp_request *req, json_t **json)
 {
 	const char *host = NULL;
 	const uint8_t *body;
 	json_error_t je;
-	json_t *o;
 	size_t len;
 
+	*json = NULL;
 	body = request_json(req, &len);
 	if (!body)
-		return;
-	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
-	    !kmemd_name_valid(host, 64)) {
-		json_decref(o);
+		return NULL;
+	*json = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
+	if (!*json || json_unpack_ex(*json, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
+	    !text_name_valid(host, REPORT_HOST_ID_MAX)) {
+		json_decref(*json);
+		*json = NULL;
 		reply_error(req, HTTP_BADREQUEST, "Bad Request",
-			    "want {\"host\": ID} with an id of [A-Za-z0-9._-]");
-		return;
+			    "want {\"host\": ID} with an id of 1 to 64 of " TEXT_NAME_CHARSET);
+		return NULL;
 	}
+	return host;
+}
+
+/* {"host": ID}: its certificate is no longer taken for reports. */
+void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer)
+{
+	json_t *o;
+	const char *host = host_body(req, &o);
+
+	if (!host)
+		return;
 	if (k->store->ops->revoke(k->store, host, kmemd_now_ms()) < 0) {
 		json_decref(o);
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
@@ -292,6 +307,25 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	kmemd_audit(k, MID_HOST_REVOKED, peer->cn, "host.revoke", host, host);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "revoked", 1));
+	json_decref(o);
+}
+
+/* {"host": ID}: the id may enroll once more (a reinstall), taking it over. */
+void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	json_t *o;
+	const char *host = host_body(req, &o);
+
+	if (!host)
+		return;
+	if (k->store->ops->reenroll(k->store, host) < 0) {
+		json_decref(o);
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	kmemd_audit(k, MID_HOST_REENROLL, peer->cn, "host.reenroll", host, host);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "reenroll", 1));
 	json_decref(o);
 }
 

@@ -13,10 +13,12 @@
 #include <string.h>
 
 #include "log.h"
+#include "requests.h"
 #include "rollout.h"
 #include "series.h"
 #include "server.h"
 #include "store.h"
+#include "text.h"
 
 #define HOSTS_PAGE_MAX 1000
 #define HOST_EVENTS 100
@@ -116,7 +118,7 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 		reply_rows(req, k, k->store->ops->hosts);
 		goto out;
 	}
-	if (kmemd_parse_ms(limit ?: "100", &n) < 0 || n < 1 || n > HOSTS_PAGE_MAX ||
+	if (query_number(limit ?: "100", HOSTS_PAGE_MAX, &n) < 0 || n < 1 ||
 	    (after && strlen(after) >= STORE_ID_MAX) || (match && strlen(match) > 128)) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		goto out;
@@ -159,9 +161,9 @@ static void reply_series(struct evhttp_request *req, struct kmemd *k, int r, jso
 /* from, to and step (milliseconds) of q; false when one is not a number. */
 static bool window(struct evkeyvalq *q, int64_t *from, int64_t *to, int64_t *step)
 {
-	return kmemd_parse_ms(evhttp_find_header(q, "from"), from) == 0 &&
-	       kmemd_parse_ms(evhttp_find_header(q, "to"), to) == 0 &&
-	       kmemd_parse_ms(evhttp_find_header(q, "step"), step) == 0;
+	return query_number(evhttp_find_header(q, "from"), QUERY_MS_MAX, from) == 0 &&
+	       query_number(evhttp_find_header(q, "to"), QUERY_MS_MAX, to) == 0 &&
+	       query_number(evhttp_find_header(q, "step"), QUERY_MS_MAX, step) == 0;
 }
 
 /*
@@ -183,7 +185,7 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 	if (!query(req, &q, want))
 		return;
 	id = evhttp_find_header(&q, "id");
-	if (!kmemd_name_valid(id, STORE_ID_MAX - 1) || !window(&q, &from, &to, &step)) {
+	if (!text_name_valid(id, STORE_ID_MAX - 1) || !window(&q, &from, &to, &step)) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		goto out;
 	}
@@ -212,8 +214,8 @@ void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 	if (!query(req, &q, want))
 		return;
 	name = evhttp_find_header(&q, "name");
-	if (!kmemd_name_valid(name, ROLLOUT_NAME_MAX - 1) || !window(&q, &from, &to, &step) ||
-	    kmemd_parse_ms(evhttp_find_header(&q, "wave"), &wave) < 0 || wave > 64) {
+	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1) || !window(&q, &from, &to, &step) ||
+	    query_number(evhttp_find_header(&q, "wave"), 64, &wave) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		goto out;
 	}

@@ -7,6 +7,7 @@
 
 #include "engine.h"
 #include "gates.h"
+#include "json-text.h"
 #include "rollout.h"
 
 int engine_add_member(void *arg, const struct store_member *sm)
@@ -45,7 +46,7 @@ static json_t *host_json(const struct store_window *w, size_t nprobes, const cha
 		      (json_int_t)w->hard_lockups, "rcu_stalls", (json_int_t)w->rcu_stalls,
 		      "p99_ns", p99, "max_ns", max);
 	if (o && w->unhealthy[0])
-		json_object_set_new(o, "unhealthy", json_string(w->unhealthy));
+		json_object_set_new(o, "unhealthy", json_text(w->unhealthy));
 	return o;
 }
 
@@ -107,7 +108,7 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 					      m->role == ROLLOUT_UNMATCHED ? "unmatched" :
 									     "baseline"));
 		if (m->role == ROLLOUT_UNMATCHED)
-			json_array_append_new(wv->unmatched, json_string(m->host));
+			json_array_append_new(wv->unmatched, json_text(m->host));
 		else
 			stratum_count(wv->strata, m, canary ? "canaries" : "baselines");
 	}

@@ -9,6 +9,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/http.h>
+#include <fnmatch.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -21,42 +22,60 @@
 #include "macro.h"
 #include "message-ids.h"
 #include "pki.h"
+#include "requests.h"
 #include "server.h"
 #include "store.h"
+#include "text.h"
 
 #define SECRET_BYTES 24
 #define RATE_SLOTS 256
 
-/* A token bucket per client address: burst, then one per refill_ms. */
-static struct {
-	char addr[48];
+/* Refusals anyone may cause, logged at a bounded rate. */
+static struct log_ratelimit enroll_log;
+
+/* A token bucket: burst, then one per minute / rate. */
+struct bucket {
+	char key[48];
 	double tokens;
 	int64_t last_ms;
-} buckets[RATE_SLOTS];
+};
 
-static bool rate_ok(const char *addr, const struct kmemd_config *cfg, int64_t now)
+static bool take(struct bucket *b, uint64_t rate, int64_t now)
 {
-	double per_ms = (double)cfg->enroll_rate / 60000.0;
+	b->tokens += (double)(now - b->last_ms) * (double)rate / 60000.0;
+	if (b->tokens > (double)rate)
+		b->tokens = (double)rate;
+	b->last_ms = now;
+	if (b->tokens < 1)
+		return false;
+	b->tokens -= 1;
+	return true;
+}
+
+/*
+ * One bucket per client network (kmemd_addr_key(): an IPv4 address, an
+ * IPv6 /64) and one for all of them: an attacker with many addresses
+ * takes the global bucket's rate at most, not a fresh burst per address.
+ */
+static bool rate_ok(const char *key, const struct kmemd_config *cfg, int64_t now)
+{
+	static struct bucket slots[RATE_SLOTS], global;
 	size_t i, oldest = 0;
 
-	for (i = 0; i < RATE_SLOTS && strcmp(buckets[i].addr, addr); i++)
-		if (buckets[i].last_ms < buckets[oldest].last_ms)
+	if (!global.last_ms)
+		global = (struct bucket){ .tokens = (double)cfg->enroll_global_rate,
+					  .last_ms = now };
+	for (i = 0; i < RATE_SLOTS && strcmp(slots[i].key, key); i++)
+		if (slots[i].last_ms < slots[oldest].last_ms)
 			oldest = i;
 	if (i == RATE_SLOTS) {
-		/* the least recently seen address gives up its slot */
+		/* the least recently seen network gives up its slot */
 		i = oldest;
-		snprintf(buckets[i].addr, sizeof(buckets[i].addr), "%s", addr);
-		buckets[i].tokens = (double)cfg->enroll_rate;
-		buckets[i].last_ms = now;
+		slots[i] = (struct bucket){ .tokens = (double)cfg->enroll_rate, .last_ms = now };
+		snprintf(slots[i].key, sizeof(slots[i].key), "%s", key);
 	}
-	buckets[i].tokens += (double)(now - buckets[i].last_ms) * per_ms;
-	if (buckets[i].tokens > (double)cfg->enroll_rate)
-		buckets[i].tokens = (double)cfg->enroll_rate;
-	buckets[i].last_ms = now;
-	if (buckets[i].tokens < 1)
-		return false;
-	buckets[i].tokens -= 1;
-	return true;
+	return take(&slots[i], cfg->enroll_rate, now) &&
+	       take(&global, cfg->enroll_global_rate, now);
 }
 
 static void sha256_hex(const char *text, char hex[65])
@@ -106,37 +125,160 @@ static int issue(const struct kmemd_config *cfg, EVP_PKEY *pub, const char *host
 	return r;
 }
 
-static const char *secret_error(int r)
+/*
+ * Whether sec may enroll host now: 0, or a negative errno with why.
+ * -EKEYREVOKED, -EKEYEXPIRED, -EDQUOT (uses spent), -EACCES (host id
+ * outside its pattern).
+ */
+static int secret_allows(const struct store_secret *sec, const char *host, int64_t now,
+			 const char **why)
 {
-	switch (r) {
-	case -EKEYREVOKED:
-		return "the enrollment secret is revoked";
-	case -EKEYEXPIRED:
-		return "the enrollment secret has expired";
-	default:
-		return "unknown enrollment secret";
+	if (sec->revoked) {
+		*why = "the enrollment secret is revoked";
+		return -EKEYREVOKED;
 	}
+	if (sec->expires_ms && sec->expires_ms < now) {
+		*why = "the enrollment secret has expired";
+		return -EKEYEXPIRED;
+	}
+	if (sec->max_uses && sec->uses >= sec->max_uses) {
+		*why = "the enrollment secret has enrolled as many hosts as it may";
+		return -EDQUOT;
+	}
+	if (sec->host_pattern[0] && fnmatch(sec->host_pattern, host, 0)) {
+		*why = "the enrollment secret may not enroll this host id";
+		return -EACCES;
+	}
+	return 0;
+}
+
+/*
+ * The request's host may enroll with its secret: 0, or the refusal sent.
+ * A host id enrolls once: again only after an operator marked it (kmemctl
+ * host reenroll), or anyone holding a secret could take over a host.
+ */
+static int enroll_allowed(struct evhttp_request *req, struct kmemd *k,
+			  const Kmemctl__V1__EnrollRequest *er, const char *addr,
+			  struct store_secret *sec)
+{
+	char hash[65];
+	const char *why = "unknown enrollment secret";
+	bool taken = false, again = false;
+	int code = 403, r;
+
+	sha256_hex(er->secret, hash);
+	r = k->store->ops->secret_get(k->store, hash, sec);
+	if (r == 0)
+		r = secret_allows(sec, er->host_id, kmemd_now_ms(), &why);
+	if (r == 0 && k->store->ops->revoked(k->store, er->host_id) == 1) {
+		why = "this host id is revoked";
+		r = -EPERM;
+	}
+	if (r == 0)
+		r = k->store->ops->enrolled(k->store, er->host_id, &taken, &again);
+	if (r == 0 && taken && !again) {
+		why = "this host id is enrolled already; an operator must mark it for "
+		      "re-enrollment first (kmemctl host reenroll)";
+		code = 409;
+		r = -EEXIST;
+	}
+	if (r == -EIO) {
+		why = "the store failed";
+		code = HTTP_INTERNAL;
+	}
+	if (r == 0)
+		return 0;
+	log_ratelimited(&enroll_log, LOG_WARNING, "enrollment of '%s' from %s refused: %s",
+			er->host_id, addr, why);
+	enroll_refuse(req, code,
+		      code == 409 ? "Conflict" :
+		      code == 403 ? "Forbidden" :
+				    "Internal Server Error",
+		      code == HTTP_INTERNAL ? KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE :
+					      KMEMCTL__V1__STATUS__STATUS_REVOKED,
+		      why);
+	return r;
+}
+
+/* The request as sent; NULL when it is not one (400 sent). */
+static Kmemctl__V1__EnrollRequest *enroll_request(struct evhttp_request *req)
+{
+	Kmemctl__V1__EnrollRequest *er = NULL;
+	const uint8_t *body;
+	size_t len;
+
+	body = request_body(req, &len);
+	if (content_type_is(req, PROTOBUF_TYPE) && body)
+		er = kmemctl__v1__enroll_request__unpack(NULL, len, body);
+	if (er && enroll_request_valid(er))
+		return er;
+	if (er)
+		kmemctl__v1__enroll_request__free_unpacked(er, NULL);
+	enroll_refuse(
+		req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
+		"want an EnrollRequest with a secret, a host id of 1 to 64 of " TEXT_NAME_CHARSET
+		" and a CSR");
+	return NULL;
+}
+
+/* A certificate for er's host, once its CSR checks out: 0, or the refusal sent. */
+static int enroll_issue(struct evhttp_request *req, struct kmemd *k,
+			const Kmemctl__V1__EnrollRequest *er, char **pem, char **ca_pem)
+{
+	EVP_PKEY *pub = NULL;
+	char cn[65];
+	int r;
+
+	r = pki_read_csr(er->csr_pem, strlen(er->csr_pem), &pub, cn);
+	if (r < 0 || strcmp(cn, er->host_id)) {
+		EVP_PKEY_free(pub);
+		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
+			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
+			      r < 0 ? "the CSR does not parse or its signature does not verify" :
+				      "the CSR's CN is not the host id");
+		return -EINVAL;
+	}
+	r = issue(k->cfg, pub, er->host_id, pem, ca_pem);
+	EVP_PKEY_free(pub);
+	if (r < 0) {
+		log_error_errno(r, "issuing a certificate for '%s' failed: %m", er->host_id);
+		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE, "issuing failed");
+	}
+	return r;
+}
+
+/* The secret's use and the host id's enrollment, counted; 0 or the refusal sent. */
+static int enroll_record(struct evhttp_request *req, struct kmemd *k,
+			 const Kmemctl__V1__EnrollRequest *er, const struct store_secret *sec)
+{
+	int r = k->store->ops->secret_use(k->store, sec->id);
+
+	if (r == 0)
+		r = k->store->ops->enrollment_add(k->store, er->host_id, sec->id, kmemd_now_ms());
+	if (r == -EDQUOT)
+		enroll_refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
+			      "the enrollment secret has enrolled as many hosts as it may");
+	else if (r < 0)
+		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE, "the store failed");
+	return r;
 }
 
 void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
 	Kmemctl__V1__EnrollRequest *er = NULL;
-	char *addr = NULL, hash[65], cn[65], detail[160];
 	_cleanup_free_ char *pem = NULL, *ca_pem = NULL;
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	const uint8_t *body;
-	EVP_PKEY *pub = NULL;
-	ev_uint16_t port;
-	size_t len;
-	int r;
+	char key[48] = "?", addr[64] = "?", detail[200];
+	struct store_secret sec;
 
 	(void)peer;
-	evhttp_connection_get_peer(conn, &addr, &port);
-	if (!rate_ok(addr ? addr : "?", k->cfg, kmemd_now_ms())) {
+	kmemd_request_peer(req, addr, sizeof(addr), key, sizeof(key));
+	if (!rate_ok(key, k->cfg, kmemd_now_ms())) {
 		enroll_refuse(req, 429, "Too Many Requests",
 			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
-			      "too many enrollments from this address; try later");
+			      "too many enrollments from this network or in all; try later");
 		return;
 	}
 	if (!k->cfg->ca_key) {
@@ -145,68 +287,30 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 			      "enrollment is off: kmemd has no CA key ([ca] key)");
 		return;
 	}
-	body = request_body(req, &len);
-	if (!content_type_is(req, PROTOBUF_TYPE) || !body ||
-	    !(er = kmemctl__v1__enroll_request__unpack(NULL, len, body)) || !er->secret ||
-	    !kmemd_name_valid(er->host_id, 64) || !er->csr_pem) {
-		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
-			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
-			      "want an EnrollRequest with a secret, a host id of [A-Za-z0-9._-] "
-			      "and a CSR");
+	er = enroll_request(req);
+	if (!er || enroll_allowed(req, k, er, addr, &sec) < 0 ||
+	    enroll_issue(req, k, er, &pem, &ca_pem) < 0 || enroll_record(req, k, er, &sec) < 0)
 		goto out;
-	}
-	sha256_hex(er->secret, hash);
-	r = k->store->ops->secret_use(k->store, hash, kmemd_now_ms());
-	if (r < 0) {
-		log_warning("enrollment of '%s' from %s refused: %s", er->host_id, addr,
-			    secret_error(r));
-		enroll_refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
-			      secret_error(r));
-		goto out;
-	}
-	if (k->store->ops->revoked(k->store, er->host_id) == 1) {
-		enroll_refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
-			      "this host id is revoked");
-		goto out;
-	}
-	r = pki_read_csr(er->csr_pem, strlen(er->csr_pem), &pub, cn);
-	if (r < 0 || strcmp(cn, er->host_id)) {
-		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
-			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
-			      r < 0 ? "the CSR does not parse or its signature does not verify" :
-				      "the CSR's CN is not the host id");
-		goto out;
-	}
-	r = issue(k->cfg, pub, er->host_id, &pem, &ca_pem);
-	if (r < 0) {
-		log_error_errno(r, "issuing a certificate for '%s' failed: %m", er->host_id);
-		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
-			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE, "issuing failed");
-		goto out;
-	}
-	snprintf(detail, sizeof(detail), "%s from %s", er->host_id, addr);
+	snprintf(detail, sizeof(detail), "%s from %s with secret %lld", er->host_id, addr,
+		 (long long)sec.id);
 	kmemd_audit(k, MID_HOST_ENROLLED, er->host_id, "host.enroll", er->host_id, detail);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
 	reply_message(req, HTTP_OK, "OK", &rr.base);
 out:
-	EVP_PKEY_free(pub);
 	if (er)
 		kmemctl__v1__enroll_request__free_unpacked(er, NULL);
 }
 
-/* {"expires_in_s": N} (default a week, 0: never) -> {"id", "secret", "expires_ms"}. */
 void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
-	json_int_t expires_in = 7 * 86400;
 	unsigned char raw[SECRET_BYTES];
-	char secret[2 * SECRET_BYTES + 1], hash[65], detail[64];
-	int64_t id, expires, now = kmemd_now_ms();
+	char secret[2 * SECRET_BYTES + 1], why[192], detail[256];
+	struct store_secret sec;
 	const uint8_t *body;
-	json_error_t je;
-	json_t *o = NULL;
+	int64_t id;
 	size_t len, i;
 
 	/*
@@ -219,17 +323,10 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 		return;
 	}
 	body = request_body(req, &len);
-	if (body) {
-		o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-		if (!o ||
-		    json_unpack_ex(o, &je, JSON_STRICT, "{s?I}", "expires_in_s", &expires_in) < 0 ||
-		    expires_in < 0) {
-			json_decref(o);
-			reply_error(req, HTTP_BADREQUEST, "Bad Request",
-				    "want {\"expires_in_s\": SECONDS} (0: never), or no body");
-			return;
-		}
-		json_decref(o);
+	if (secret_request_parse((const char *)body, len, &sec, kmemd_now_ms(), why, sizeof(why)) <
+	    0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+		return;
 	}
 	if (RAND_bytes(raw, sizeof(raw)) != 1) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "no randomness");
@@ -237,17 +334,19 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 	}
 	for (i = 0; i < sizeof(raw); i++)
 		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
-	sha256_hex(secret, hash);
-	expires = expires_in ? now + (int64_t)expires_in * 1000 : 0;
-	if (k->store->ops->secret_add(k->store, hash, now, expires, &id) < 0) {
+	sha256_hex(secret, sec.sha256);
+	if (k->store->ops->secret_add(k->store, &sec, &id) < 0) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "secret %lld", (long long)id);
+	snprintf(detail, sizeof(detail), "secret %lld, %lld uses, hosts '%s'", (long long)id,
+		 (long long)sec.max_uses, sec.host_pattern);
 	kmemd_audit(k, MID_ENROLL_SECRET_ADDED, peer->cn, "enroll.secret.add", NULL, detail);
 	reply_json(req, 201, "Created",
-		   json_pack("{s:I, s:s, s:I}", "id", (json_int_t)id, "secret", secret,
-			     "expires_ms", (json_int_t)expires));
+		   json_pack("{s:I, s:s, s:I, s:I, s:s?}", "id", (json_int_t)id, "secret", secret,
+			     "expires_ms", (json_int_t)sec.expires_ms, "uses",
+			     (json_int_t)sec.max_uses, "hosts",
+			     sec.host_pattern[0] ? sec.host_pattern : NULL));
 }
 
 void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,

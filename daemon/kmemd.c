@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <systemd/sd-daemon.h>
 
 #include "conf.h"
@@ -14,6 +15,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "names.h"
 #include "server.h"
 #include "message-ids.h"
 #include "store.h"
@@ -96,6 +98,9 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 	keyring_free(rl->k->keys);
 	*rl->k->keys = keys;
 	rl->k->cfg = cfg;
+	names_set_limits(rl->k->names,
+			 &(struct names_limits){ .fleet = (unsigned)cfg->names_max,
+						 .host = (unsigned)cfg->host_names_max });
 	log_set_max_level(rl->debug ? LOG_DEBUG : cfg->log_level);
 	if (rl->cfg) {
 		ini_free(kmemd_options, kmemd_n_options, rl->cfg);
@@ -202,6 +207,19 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	arm(t);
 }
 
+/* The soft descriptor limit up to the hard one: kmemd_config_check_fds() counted on it. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warning("raising the descriptor limit to %llu failed: %m",
+				    (unsigned long long)rl.rlim_max);
+	}
+}
+
 static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 {
 	struct event_base *base = event_base_new();
@@ -226,7 +244,16 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		return r;
 	}
 	load_keys(&keys, cfg);
-	r = shutdown_signals_add(base, &sigs);
+	raise_nofile();
+	r = names_new(k.store,
+		      &(struct names_limits){ .fleet = (unsigned)cfg->names_max,
+					      .host = (unsigned)cfg->host_names_max },
+		      &k.names);
+	if (r < 0)
+		log_error_errno(r, "loading the names hosts brought in failed: %s",
+				k.store->ops->error(k.store));
+	if (r == 0)
+		r = shutdown_signals_add(base, &sigs);
 	if (r == 0)
 		r = batch_new(&k);
 	if (r == 0)
@@ -273,6 +300,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
+	names_free(k.names);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);

@@ -8,6 +8,7 @@
 
 #include "hist.h"
 #include "ini.h"
+#include "log.h"
 #include "sign.h"
 
 #define KMEMD_CONF "/etc/kmemctl/kmemd.conf"
@@ -18,12 +19,17 @@ struct kmemd_config {
 	char *admin_ca; /* CA for admin certificates; default: ca */
 	char *ca_key; /* the fleet CA's key, for enrollment; NULL: enrollment off */
 	uint64_t host_cert_days;
-	uint64_t enroll_rate; /* enrollments per minute per client address */
-	uint64_t max_connections;
-	uint64_t max_handshakes; /* in progress at once; more wait in the backlog */
+	uint64_t enroll_rate; /* enrollments per minute per client network */
+	uint64_t enroll_global_rate; /* enrollments per minute in all */
+	uint64_t names_max, host_names_max; /* daemon/names.h */
+	uint64_t max_connections; /* with a client certificate */
+	uint64_t max_handshakes; /* in progress at once (daemon/conn.h) */
+	uint64_t max_anonymous; /* past the handshake without a certificate */
+	uint64_t max_per_address; /* unauthenticated connections of one network */
 	uint64_t max_request; /* bytes */
 	uint64_t max_headers; /* the header block's size in units of 256 bytes */
-	uint64_t io_timeout_ms;
+	uint64_t io_timeout_ms; /* idle between requests */
+	uint64_t handshake_timeout_ms, request_timeout_ms; /* deadlines */
 	char *store_path;
 	uint64_t retention_ms; /* hourly rollups and events */
 	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
@@ -64,12 +70,15 @@ void probe_totals_free(struct probe_totals *t);
 
 struct kmemd_stats {
 	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
+	uint64_t reports_trimmed; /* stored without what names past the limits named */
+	struct log_ratelimit report_log; /* warnings a host can cause */
 	uint64_t events[KMEMD_EVENT_KINDS]; /* committed since start, by EventKind */
 	struct hist ingest_ns; /* how long storing one report took */
 	struct probe_totals probes; /* of committed reports */
 };
 
 struct batch;
+struct names;
 
 /* Reports per commit at most; see report.c's batch. */
 #define BATCH_MAX 256
@@ -82,6 +91,7 @@ struct kmemd {
 	struct store *store;
 	struct keyring *keys;
 	struct kmemd_stats stats;
+	struct names *names;
 };
 
 struct event_base;
@@ -92,6 +102,9 @@ extern const size_t kmemd_n_options;
 void kmemd_config_defaults(struct kmemd_config *c);
 /* What no single option can say wrong; logged. */
 int kmemd_config_check(const struct kmemd_config *c);
+/* Descriptors kmemd needs beside its connections. */
+#define KMEMD_FDS_RESERVED 64
+int kmemd_config_check_fds(const struct kmemd_config *c);
 
 /* server.c: the HTTPS listener and its route table. */
 int server_new(struct event_base *base, struct kmemd *k, struct server **out);

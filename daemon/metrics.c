@@ -17,10 +17,15 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "log.h"
 #include "macro.h"
+#include "names.h"
+#include "report-check.h"
+#include "requests.h"
 #include "server.h"
 #include "store.h"
+#include "text.h"
 
 /* A sample named "<probe>-flushes" counts flushes; every other one is in ns. */
 static bool counts_events(const char *probe)
@@ -54,62 +59,140 @@ static void histogram(struct evbuffer *b, const char *metric, const char *labels
 			    labels[0] ? "}" : "", (unsigned long long)h->count);
 }
 
+/*
+ * A family from the store is cut at this many series: a store filled
+ * before kmemd bounded names must not make /metrics unbounded.
+ */
+#define METRICS_FAMILY_MAX 4096
+
 struct tally_out {
 	struct evbuffer *b;
 	const char *metric, *label_a, *label_b;
+	size_t n;
+	uint64_t *dropped;
 };
+
+/* s as a Prometheus label value: UTF-8, with backslash, quote and newline escaped. */
+static const char *label_value(const char *s, char *out, size_t size)
+{
+	_cleanup_free_ char *clean = text_sanitize(s, strlen(s));
+	size_t o = 0;
+
+	for (const char *p = clean ? clean : ""; *p && o + 2 < size; p++) {
+		if (*p == '\\' || *p == '"' || *p == '\n') {
+			out[o++] = '\\';
+			out[o++] = *p == '\n' ? 'n' : *p;
+		} else {
+			out[o++] = *p;
+		}
+	}
+	out[o] = '\0';
+	return out;
+}
 
 static int tally_line(void *arg, const char *a, const char *b, uint64_t n)
 {
 	struct tally_out *t = arg;
+	char va[256], vb[256];
 
+	if (t->n++ >= METRICS_FAMILY_MAX) {
+		++*t->dropped;
+		return 0;
+	}
 	if (!t->label_a)
 		evbuffer_add_printf(t->b, "%s %llu\n", t->metric, (unsigned long long)n);
 	else if (!t->label_b)
-		evbuffer_add_printf(t->b, "%s{%s=\"%s\"} %llu\n", t->metric, t->label_a, a,
-				    (unsigned long long)n);
+		evbuffer_add_printf(t->b, "%s{%s=\"%s\"} %llu\n", t->metric, t->label_a,
+				    label_value(a, va, sizeof(va)), (unsigned long long)n);
 	else
 		evbuffer_add_printf(t->b, "%s{%s=\"%s\",%s=\"%s\"} %llu\n", t->metric, t->label_a,
-				    a, t->label_b, b, (unsigned long long)n);
+				    label_value(a, va, sizeof(va)), t->label_b,
+				    label_value(b, vb, sizeof(vb)), (unsigned long long)n);
 	return 0;
 }
 
 static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, const char *metric,
-		 const char *type, const char *help, const char *la, const char *lb)
+		 const char *type, const char *help, const char *la, const char *lb,
+		 uint64_t *dropped)
 {
-	struct tally_out t = { b, metric, la, lb };
+	struct tally_out t = { b, metric, la, lb, 0, dropped };
 
 	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
 	return k->store->ops->tally(k->store, which, tally_line, &t);
 }
 
-/* What the process holds: connections, and the memory they and the store cost. */
+/* Connections by phase, and why kmemd closed some itself (daemon/conn.h). */
+static void connections(struct evbuffer *b)
+{
+	struct conn_stats cs;
+
+	conns_stats(&cs);
+	evbuffer_add_printf(
+		b,
+		"# HELP kmemd_connections Client connections open.\n"
+		"# TYPE kmemd_connections gauge\n"
+		"kmemd_connections %llu\n"
+		"# HELP kmemd_handshakes TLS handshakes in progress.\n"
+		"# TYPE kmemd_handshakes gauge\n"
+		"kmemd_handshakes %llu\n"
+		"# HELP kmemd_connections_anonymous Connections past their handshake "
+		"without a client certificate.\n"
+		"# TYPE kmemd_connections_anonymous gauge\n"
+		"kmemd_connections_anonymous %llu\n"
+		"# HELP kmemd_accept_errors_total Connections accept() could not take "
+		"(descriptors or memory short).\n"
+		"# TYPE kmemd_accept_errors_total counter\n"
+		"kmemd_accept_errors_total %llu\n"
+		"# HELP kmemd_connections_closed_total Connections kmemd closed itself, "
+		"by reason.\n"
+		"# TYPE kmemd_connections_closed_total counter\n",
+		(unsigned long long)cs.open, (unsigned long long)cs.handshakes,
+		(unsigned long long)cs.anonymous, (unsigned long long)cs.accept_errors);
+	for (int i = 0; i < CLOSE_KINDS; i++)
+		evbuffer_add_printf(b, "kmemd_connections_closed_total{reason=\"%s\"} %llu\n",
+				    conn_close_name(i), (unsigned long long)cs.closed[i]);
+}
+
+/* The names hosts brought in beyond the module's, and what their bounds left out. */
+static void names(struct evbuffer *b, const struct names *n)
+{
+	uint64_t known[NAME_KINDS], dropped[NAME_KINDS];
+	int k;
+
+	for (k = 0; k < NAME_KINDS; k++)
+		names_counts(n, k, &known[k], &dropped[k]);
+	evbuffer_add_printf(b, "# HELP kmemd_names Probe and mitigation names hosts brought in "
+			       "beyond the module's own.\n"
+			       "# TYPE kmemd_names gauge\n");
+	for (k = 0; k < NAME_KINDS; k++)
+		evbuffer_add_printf(b, "kmemd_names{kind=\"%s\"} %llu\n", names_kind_name(k),
+				    (unsigned long long)known[k]);
+	evbuffer_add_printf(b, "# HELP kmemd_names_dropped_total Samples, states and event names "
+			       "left out of reports: new names past [limits].\n"
+			       "# TYPE kmemd_names_dropped_total counter\n");
+	for (k = 0; k < NAME_KINDS; k++)
+		evbuffer_add_printf(b, "kmemd_names_dropped_total{kind=\"%s\"} %llu\n",
+				    names_kind_name(k), (unsigned long long)dropped[k]);
+}
+
+/* What the process holds: the memory connections and the store cost. */
 static void process(struct evbuffer *b)
 {
 	struct mallinfo2 mi = mallinfo2();
 	unsigned long long size, rss = 0;
-	uint64_t conns, hs;
 	FILE *f = fopen("/proc/self/statm", "re");
 
 	if (!f || fscanf(f, "%llu %llu", &size, &rss) != 2)
 		rss = 0;
 	if (f)
 		fclose(f);
-	server_load(&conns, &hs);
 	evbuffer_add_printf(b,
-			    "# HELP kmemd_connections Client connections open.\n"
-			    "# TYPE kmemd_connections gauge\n"
-			    "kmemd_connections %llu\n"
-			    "# HELP kmemd_handshakes TLS handshakes in progress.\n"
-			    "# TYPE kmemd_handshakes gauge\n"
-			    "kmemd_handshakes %llu\n"
 			    "# HELP kmemd_heap_bytes Heap memory allocated and not freed.\n"
 			    "# TYPE kmemd_heap_bytes gauge\n"
 			    "kmemd_heap_bytes %zu\n"
 			    "# HELP process_resident_memory_bytes Resident memory size in bytes.\n"
 			    "# TYPE process_resident_memory_bytes gauge\n"
 			    "process_resident_memory_bytes %llu\n",
-			    (unsigned long long)conns, (unsigned long long)hs,
 			    mi.uordblks + mi.hblkhd,
 			    rss * (unsigned long long)sysconf(_SC_PAGESIZE));
 }
@@ -228,6 +311,7 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 	const struct kmemd_stats *st = &k->stats;
 	const struct probe_totals *t = &st->probes;
 	char labels[256];
+	uint64_t dropped = 0;
 	size_t i;
 	int r;
 
@@ -237,18 +321,19 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 		goto out;
 	}
 	r = tally(k, b, STORE_TALLY_HOSTS, "kmemd_hosts", "gauge", "Hosts that have reported.",
-		  NULL, NULL);
+		  NULL, NULL, &dropped);
 	if (r == 0)
 		r = tally(k, b, STORE_TALLY_SILENT, "kmemd_hosts_silent", "gauge",
 			  "Hosts (not revoked) whose last report is older than the label says.",
-			  "for", NULL);
+			  "for", NULL, &dropped);
 	if (r == 0)
 		r = tally(k, b, STORE_TALLY_STATES, "kmemd_mitigation_hosts", "gauge",
 			  "Hosts by mitigation and state, as each last reported.", "mitigation",
-			  "state");
+			  "state", &dropped);
 	if (r == 0)
 		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_stored", "gauge",
-			  "Events in the store by kind; retention deletes old ones.", "kind", NULL);
+			  "Events in the store by kind; retention deletes old ones.", "kind", NULL,
+			  &dropped);
 	if (r < 0)
 		goto out;
 	event_counters(b, st);
@@ -289,6 +374,19 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 			    (unsigned long long)st->reports_refused,
 			    (unsigned long long)st->reports_failed);
 	histogram(b, "kmemd_store_ingest_seconds", "", &st->ingest_ns, 1e-9);
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_reports_trimmed_total Reports stored without the parts "
+			    "whose names were past [limits].\n"
+			    "# TYPE kmemd_reports_trimmed_total counter\n"
+			    "kmemd_reports_trimmed_total %llu\n"
+			    "# HELP kmemd_metrics_series_dropped Series this scrape left out: past "
+			    "%d in a family.\n"
+			    "# TYPE kmemd_metrics_series_dropped gauge\n"
+			    "kmemd_metrics_series_dropped %llu\n",
+			    (unsigned long long)st->reports_trimmed, METRICS_FAMILY_MAX,
+			    (unsigned long long)dropped);
+	connections(b);
+	names(b, k->names);
 	process(b);
 out:
 	if (r < 0) {
@@ -329,21 +427,6 @@ static int merge(void *arg, const struct store_sample *x)
 	return 0;
 }
 
-int kmemd_parse_ms(const char *s, int64_t *out)
-{
-	char *end;
-	long long v;
-
-	if (!s)
-		return 0;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || end == s || *end || v < 0)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 /*
  * GET /v1/telemetry?probe=P[&from=MS][&to=MS][&host=H][&label=K:V]: one
  * histogram merged over the matching hosts and time, with its quantiles.
@@ -381,10 +464,17 @@ void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 		f.label_key = label;
 		f.label_value = colon + 1;
 	}
-	if (!f.probe || kmemd_parse_ms(evhttp_find_header(&q, "from"), &f.from_ms) < 0 ||
-	    kmemd_parse_ms(evhttp_find_header(&q, "to"), &f.to_ms) < 0) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request",
-			    "probe is required; from and to are unix milliseconds");
+	/* a label key goes into a JSON path: a name, or the path would not parse */
+	if (!text_name_valid(f.probe, REPORT_NAME_MAX) ||
+	    (f.host && !text_name_valid(f.host, REPORT_HOST_ID_MAX)) ||
+	    (f.label_key && (!text_name_valid(f.label_key, REPORT_NAME_MAX) ||
+			     !text_valid(f.label_value, REPORT_TEXT_MAX))) ||
+	    query_number(evhttp_find_header(&q, "from"), QUERY_MS_MAX, &f.from_ms) < 0 ||
+	    query_number(evhttp_find_header(&q, "to"), QUERY_MS_MAX, &f.to_ms) < 0) {
+		reply_error(
+			req, HTTP_BADREQUEST, "Bad Request",
+			"probe is required; probe, host and label keys are names of " TEXT_NAME_CHARSET
+			"; from and to are unix milliseconds");
 		goto out;
 	}
 	m = calloc(1, sizeof(*m));

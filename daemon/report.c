@@ -9,7 +9,8 @@
 
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
-#include "policydoc.h"
+#include "names.h"
+#include "report-check.h"
 #include "server.h"
 #include "store.h"
 
@@ -210,30 +211,6 @@ static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
 			b->events[rep->events[i]->kind]++;
 }
 
-/*
- * What no agent sends: names that are not names (they become Prometheus
- * labels and SQL keys), histograms that do not add up. NULL when valid.
- */
-static const char *report_invalid(const Kmemctl__V1__Report *rep)
-{
-	struct hist h;
-	size_t i;
-
-	for (i = 0; i < rep->n_probes; i++) {
-		if (!kmemd_name_valid(rep->probes[i]->probe, 63))
-			return "a probe name is not 1 to 63 of [A-Za-z0-9._-]";
-		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) < 0)
-			return "a probe histogram is inconsistent (buckets out of range or "
-			       "counts that do not add up)";
-	}
-	for (i = 0; i < rep->n_mitigations; i++)
-		if (!kmemd_name_valid(rep->mitigations[i]->id, 63))
-			return "a mitigation id is not 1 to 63 of [A-Za-z0-9._-]";
-	if (rep->policy_name && rep->policy_name[0] && !policy_name_valid(rep->policy_name))
-		return "the policy name is not " POLICY_NAME_RULE;
-	return NULL;
-}
-
 /* The reply waits for the batch's commit; it takes rr's encoding. */
 static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1__ReportReply *rr,
 			bool stored)
@@ -259,8 +236,9 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep;
-	const char *why;
-	int r;
+	struct names_cut cut = { 0 };
+	int r, left_out = 0;
+	char why[320];
 
 	if (!type || strcmp(type, PROTOBUF_TYPE) != 0) {
 		reply_text(req, 415, "Unsupported Media Type",
@@ -268,25 +246,29 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		return;
 	}
 	rep = decode_body(req);
+	if (rep)
+		cut = (struct names_cut){ rep->n_probes, rep->n_mitigations };
 	if (!rep || !rep->facts || !rep->facts->host_id || !rep->facts->host_id[0]) {
-		log_warning("report from '%s' is malformed", peer->cn);
+		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report from '%s' is malformed",
+				peer->cn);
 		k->stats.reports_refused++;
 		refuse(req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
 		       "report does not decode or has no host id");
 		goto out;
 	}
 	if (strcmp(rep->facts->host_id, peer->cn) != 0) {
-		log_warning("certificate of host '%s' tried to report as '%s'", peer->cn,
-			    rep->facts->host_id);
+		log_ratelimited(&k->stats.report_log, LOG_WARNING,
+				"certificate of host '%s' tried to report as '%s'", peer->cn,
+				rep->facts->host_id);
 		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_WRONG_HOST,
 		       "certificate is for another host");
 		goto out;
 	}
-	why = report_invalid(rep);
-	if (why) {
-		log_warning("report %llu from '%s' refused: %s", (unsigned long long)rep->seq,
-			    peer->cn, why);
+	if (report_check(rep, why, sizeof(why)) < 0) {
+		log_ratelimited(&k->stats.report_log, LOG_WARNING,
+				"report %llu from '%s' refused: %s", (unsigned long long)rep->seq,
+				peer->cn, why);
 		k->stats.reports_refused++;
 		refuse(req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
 		       why);
@@ -296,7 +278,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		  peer->cn, rep->facts->kernel_release, rep->facts->online_cpus);
 	r = k->store->ops->revoked(k->store, peer->cn);
 	if (r == 1) {
-		log_warning("report from revoked host '%s' refused", peer->cn);
+		log_ratelimited(&k->stats.report_log, LOG_WARNING,
+				"report from revoked host '%s' refused", peer->cn);
 		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
 		       "this host id is revoked");
@@ -304,6 +287,14 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	}
 	if (r == 0)
 		r = batch_join(k->batch);
+	if (r == 0)
+		r = left_out = names_admit(k->names, rep, kmemd_now_ms(), &cut, why, sizeof(why));
+	if (r > 0) {
+		k->stats.reports_trimmed++;
+		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
+				(unsigned long long)rep->seq, peer->cn, why);
+		r = 0;
+	}
 	if (r == 0) {
 		int64_t t0 = mono_ns();
 
@@ -328,6 +319,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 			  (unsigned long long)rep->seq, peer->cn);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
+	/* stored, but not all of it: the agent logs why */
+	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
 	if (r == 0)
 		batch_count(k->batch, rep);
@@ -335,6 +328,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
 out:
-	if (rep)
+	if (rep) {
+		names_restore(rep, &cut);
 		kmemctl__v1__report__free_unpacked(rep, NULL);
+	}
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "rollout.h"
+#include "text.h"
 
 static int fail(char *err, size_t errlen, const char *fmt, ...)
 {
@@ -42,7 +43,7 @@ static int name_into(json_t *o, const char *key, char *out, bool required, char 
 
 	if (!v && !required)
 		return 0;
-	if (!kmemd_name_valid(s, ROLLOUT_NAME_MAX - 1))
+	if (!text_name_valid(s, ROLLOUT_NAME_MAX - 1))
 		return fail(err, errlen, "\"%s\" must be 1 to %d of [A-Za-z0-9._-]", key,
 			    ROLLOUT_NAME_MAX - 1);
 	strcpy(out, s);
@@ -163,7 +164,7 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 	gt->nprobes = 0;
 	json_array_foreach(p, i, v)
 	{
-		if (!kmemd_name_valid(json_string_value(v), ROLLOUT_NAME_MAX - 1))
+		if (!text_name_valid(json_string_value(v), ROLLOUT_NAME_MAX - 1))
 			return fail(err, errlen, "gates.latency_probes[%zu]: not a probe name", i);
 		strcpy(gt->latency_probes[gt->nprobes++], json_string_value(v));
 	}

@@ -19,6 +19,7 @@
 #include "rollout.h"
 #include "server.h"
 #include "store.h"
+#include "text.h"
 
 /* The version exists and carries an operator's signature: agents take nothing else. */
 static int signed_policy(struct kmemd *k, const char *name, uint64_t version, char *why, size_t len)
@@ -152,7 +153,7 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 	(void)peer;
 	if (query && evhttp_parse_query_str(query, &q) == 0)
 		name = evhttp_find_header(&q, "name");
-	if (!kmemd_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
+	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request",
 			    "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]");
 		goto out;

@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0
-#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <jansson.h>
@@ -7,18 +6,6 @@
 #include <string.h>
 
 #include "selector.h"
-
-bool kmemd_name_valid(const char *s, size_t max)
-{
-	size_t i, n = s ? strlen(s) : 0;
-
-	if (!n || n > max)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._-", s[i]))
-			return false;
-	return true;
-}
 
 static int string_into(json_t *v, const char *key, char *out, size_t len, char *err, size_t errlen)
 {

@@ -36,9 +36,6 @@ struct selector {
 	uint32_t min_cpus, max_cpus; /* 0: no bound */
 };
 
-/* Host ids, policy and rollout names: 1 to max of [A-Za-z0-9._-]. */
-bool kmemd_name_valid(const char *s, size_t max);
-
 /* -EINVAL with a one-line reason naming the key for anything but a valid selector. */
 int selector_parse(const char *json, size_t len, struct selector *s, char *err, size_t errlen);
 bool selector_match(const struct selector *s, const Kmemctl__V1__HostFacts *f);

@@ -7,6 +7,7 @@
 
 #include "hist.h"
 #include "engine.h"
+#include "json-text.h"
 #include "rollout.h"
 #include "series.h"
 
@@ -124,16 +125,18 @@ static int on_report(void *arg, int64_t unix_ms)
 
 static json_t *event_json(const struct store_event *e)
 {
-	json_t *stack = json_loads(e->stack, 0, NULL);
+	json_t *stack = json_loads_lossy(e->stack);
 
 	if (!json_is_array(stack)) {
 		json_decref(stack);
 		stack = json_array();
 	}
-	return json_pack("{s:I, s:s, s:i, s:I, s:s, s:i, s:o, s:s, s:s, s:s}", "unix_ms",
-			 (json_int_t)e->unix_ms, "kind", e->kind, "cpu", e->cpu, "duration_ns",
-			 (json_int_t)e->duration_ns, "comm", e->comm, "pid", e->pid, "stack", stack,
-			 "mitigation", e->mitigation, "probe", e->probe, "message", e->message);
+	/* stored strings may predate kmemd's checks: never a reason to fail the page */
+	return json_pack("{s:I, s:o, s:i, s:I, s:o, s:i, s:o, s:o, s:o, s:o}", "unix_ms",
+			 (json_int_t)e->unix_ms, "kind", json_text(e->kind), "cpu", e->cpu,
+			 "duration_ns", (json_int_t)e->duration_ns, "comm", json_text(e->comm),
+			 "pid", e->pid, "stack", stack, "mitigation", json_text(e->mitigation),
+			 "probe", json_text(e->probe), "message", json_text(e->message));
 }
 
 static int on_event(void *arg, const struct store_event *e)
@@ -249,7 +252,7 @@ int series_host(struct store *st, const char *host, int64_t from_ms, int64_t to_
 	r = st->ops->host_json(st, host, &host_json);
 	if (r < 0)
 		goto out;
-	h = json_loads(host_json, 0, NULL);
+	h = json_loads_lossy(host_json);
 	first = json_integer_value(json_object_get(h, "first_seen_ms"));
 	/* a new host's charts start when it did */
 	if (!from_ms)

@@ -11,7 +11,6 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
-#include <malloc.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -22,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "conn.h"
 #include "hostport.h"
 #include "kmemd.h"
 #include "log.h"
@@ -39,100 +39,7 @@ struct server {
 	STACK_OF(X509) * admin_cas; /* [server] admin_ca; NULL: the OU names operators */
 	const struct kmemd_config *cfg;
 	struct kmemd *k;
-	struct event *trim; /* after a burst of handshakes */
 };
-
-/*
- * Connections open now, counted by the life of their SSL, and those of
- * them still in their handshake. Not in struct server: libevent frees a
- * connection's SSL when its deferred callbacks run, which can be after the
- * server is gone (then listener is NULL).
- */
-static struct {
-	uint64_t connections, handshakes, max_handshakes;
-	struct evconnlistener *listener;
-	bool paused;
-	struct event *trim; /* the server's, while it lives */
-} live;
-
-/* SSL ex_data markers: a counted connection, one over the limit, one in its handshake. */
-static int conn_index = -1, over_index = -1, hs_index = -1;
-
-static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
-{
-	(void)parent;
-	(void)ad;
-	(void)idx;
-	(void)argl;
-	(void)argp;
-	if (!ptr)
-		return;
-	live.connections--;
-	/* a fleet disconnecting at once leaves as much freed heap as it took */
-	if (live.trim)
-		evtimer_add(live.trim, &(struct timeval){ .tv_sec = 2 });
-}
-
-/*
- * A fleet reconnecting at once (kmemd restarted) would otherwise start a
- * handshake for every host together: each holds ~40 KiB of handshake state
- * while CPU-bound peers wait, and the long-lived state of every connection
- * ends up scattered between those buffers. At max_handshakes the listener
- * pauses; the kernel's backlog holds the rest.
- */
-static void accept_pace(void)
-{
-	bool full = live.handshakes >= live.max_handshakes;
-
-	if (!live.listener || full == live.paused)
-		return;
-	live.paused = full;
-	if (full)
-		evconnlistener_disable(live.listener);
-	else
-		evconnlistener_enable(live.listener);
-}
-
-static void handshake_end(void)
-{
-	live.handshakes--;
-	accept_pace();
-}
-
-static void handshake_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl,
-			   void *argp)
-{
-	(void)parent;
-	(void)ad;
-	(void)idx;
-	(void)argl;
-	(void)argp;
-	if (ptr)
-		handshake_end();
-}
-
-static void handshake_info(const SSL *ssl, int where, int ret)
-{
-	(void)ret;
-	if (!(where & SSL_CB_HANDSHAKE_DONE) || !SSL_get_ex_data(ssl, hs_index))
-		return;
-	SSL_set_ex_data((SSL *)ssl, hs_index, NULL);
-	handshake_end();
-}
-
-/*
- * Handshakes leave freed memory between long-lived connection state, and
- * closed connections leave theirs; once things quiet down, give it back
- * to the system, or every idle host costs kmemd the memory of its
- * handshake.
- */
-static void on_trim(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	(void)arg;
-	malloc_trim(0);
-}
 
 static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
@@ -147,6 +54,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_GET, "/v1/hosts/detail", ROLE_ADMIN, handle_host_detail },
 	{ EVHTTP_REQ_GET, "/v1/fleet", ROLE_ADMIN, handle_fleet_get },
 	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, handle_revoke_post },
+	{ EVHTTP_REQ_POST, "/v1/hosts/reenroll", ROLE_ADMIN, handle_reenroll_post },
 	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, handle_telemetry_get },
 	{ EVHTTP_REQ_POST, "/v1/enroll", ROLE_ANY, handle_enroll },
 	{ EVHTTP_REQ_POST, "/v1/enroll/secrets", ROLE_ADMIN, handle_secret_post },
@@ -162,27 +70,25 @@ static const struct route routes[] = {
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 {
 	struct server *s = arg;
-	SSL *ssl = SSL_new(s->ctx);
 
-	if (!ssl)
-		return NULL;
-	SSL_set_ex_data(ssl, conn_index, &live);
-	/* over max_connections: answered 503 and closed (dispatch()) */
-	if (++live.connections > s->cfg->max_connections)
-		SSL_set_ex_data(ssl, over_index, &live);
-	SSL_set_ex_data(ssl, hs_index, &live);
-	SSL_set_info_callback(ssl, handshake_info);
-	live.handshakes++;
-	accept_pace();
-	evtimer_add(s->trim, &(struct timeval){ .tv_sec = 2 });
-	return bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-					      BEV_OPT_CLOSE_ON_FREE);
+	return conn_new(base, s->ctx);
 }
 
-void server_load(uint64_t *connections, uint64_t *handshakes)
+void kmemd_request_peer(struct evhttp_request *req, char *addr, size_t addrlen, char *key,
+			size_t keylen)
 {
-	*connections = live.connections;
-	*handshakes = live.handshakes;
+	struct evhttp_connection *conn = evhttp_request_get_connection(req);
+	const struct sockaddr *sa = conn ? evhttp_connection_get_addr(conn) : NULL;
+	char *host = NULL;
+	ev_uint16_t port;
+
+	if (conn)
+		evhttp_connection_get_peer(conn, &host, &port);
+	snprintf(addr, addrlen, "%s", host ? host : "?");
+	if (sa)
+		conn_addr_key(sa, key, keylen);
+	else
+		snprintf(key, keylen, "%s", addr);
 }
 
 static SSL *request_ssl(struct evhttp_request *req)
@@ -371,7 +277,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
 		reply_text(req, HTTP_BADREQUEST, "Bad Request", "bad request target");
 		return;
 	}
-	if (request_ssl(req) && SSL_get_ex_data(request_ssl(req), over_index)) {
+	if (!conn_request_read(req)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 		reply_text(req, 503, "Service Unavailable",
 			   "kmemd is at max_connections; try again later");
@@ -466,14 +372,31 @@ static int server_tls(const struct kmemd_config *cfg, SSL_CTX **ctx, STACK_OF(X5
 	return r;
 }
 
+static void conn_limits(const struct kmemd_config *cfg, struct conn_limits *lim)
+{
+	*lim = (struct conn_limits){
+		.max_connections = cfg->max_connections,
+		.max_handshakes = cfg->max_handshakes,
+		.max_anonymous = cfg->max_anonymous,
+		.max_per_address = cfg->max_per_address,
+		.handshake_timeout_ms = cfg->handshake_timeout_ms,
+		.request_timeout_ms = cfg->request_timeout_ms,
+	};
+}
+
+/* evhttp's idle timeout: between requests, and for a peer that stops reading a reply. */
 static void server_limits(struct server *s)
 {
+	struct conn_limits lim;
+
 	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
 	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
 	evhttp_set_timeout_tv(
 		s->http,
 		&(struct timeval){ .tv_sec = (time_t)(s->cfg->io_timeout_ms / 1000),
 				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
+	conn_limits(s->cfg, &lim);
+	conns_set_limits(&lim);
 }
 
 /*
@@ -536,15 +459,14 @@ static int setup_http(struct server *s)
 		close(fd);
 		return -ENOMEM;
 	}
-	live.listener = evhttp_bound_socket_get_listener(s->sock);
-	live.paused = false;
-	accept_pace();
+	conns_set_listener(evhttp_bound_socket_get_listener(s->sock));
 	return 0;
 }
 
 int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 {
 	struct server *s = calloc(1, sizeof(*s));
+	struct conn_limits lim;
 	int r;
 
 	if (!s)
@@ -552,17 +474,10 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->base = base;
 	s->cfg = k->cfg;
 	s->k = k;
-	if (conn_index < 0) {
-		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, conn_gone);
-		over_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
-		hs_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, handshake_gone);
-	}
-	live.max_handshakes = k->cfg->max_handshakes;
-	s->trim = evtimer_new(base, on_trim, s);
-	live.trim = s->trim;
-	r = conn_index < 0 || over_index < 0 || hs_index < 0 || !s->trim ?
-		    -ENOMEM :
-		    server_tls(k->cfg, &s->ctx, &s->admin_cas);
+	conn_limits(k->cfg, &lim);
+	r = conns_init(base, &lim);
+	if (r == 0)
+		r = server_tls(k->cfg, &s->ctx, &s->admin_cas);
 	if (r < 0)
 		goto err;
 	r = setup_http(s);
@@ -590,8 +505,6 @@ int server_reload(struct server *s, const struct kmemd_config *cfg)
 	s->admin_cas = admin;
 	s->cfg = cfg;
 	server_limits(s);
-	live.max_handshakes = cfg->max_handshakes;
-	accept_pace();
 	return 0;
 }
 
@@ -613,12 +526,10 @@ void server_free(struct server *s)
 {
 	if (!s)
 		return;
-	live.listener = NULL;
-	live.trim = NULL;
+	conns_set_listener(NULL);
 	if (s->http)
 		evhttp_free(s->http);
-	if (s->trim)
-		event_free(s->trim);
+	conns_free();
 	SSL_CTX_free(s->ctx);
 	sk_X509_pop_free(s->admin_cas, X509_free);
 	free(s);

@@ -54,8 +54,9 @@ void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, con
 void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */
 void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
-/* Connections open now, and those of them still in their TLS handshake. */
-void server_load(uint64_t *connections, uint64_t *handshakes);
+/* The client's address, and its network's key (daemon/conn.h). */
+void kmemd_request_peer(struct evhttp_request *req, char *addr, size_t addrlen, char *key,
+			size_t keylen);
 /* The body of a JSON request; NULL, with 415 sent, when it is not one. */
 const uint8_t *request_json(struct evhttp_request *req, size_t *len);
 /* The request body as one buffer (evhttp bounded its size); NULL when empty. */
@@ -68,8 +69,6 @@ bool content_type_is(struct evhttp_request *req, const char *type);
 
 /* A store_row_cb adding each row to the JSON array arg. */
 int json_row_add(void *arg, const char *json);
-/* A decimal count (milliseconds) or NULL (*out kept); -EINVAL otherwise. */
-int kmemd_parse_ms(const char *s, int64_t *out);
 /* What list yields (JSON objects) as one JSON array. */
 void reply_rows(struct evhttp_request *req, struct kmemd *k,
 		int (*list)(struct store *, store_row_cb, void *));
@@ -111,6 +110,8 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
+void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
 
 /* The policy a host should run now: the newest assignment whose selector matches. */
 int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json-text.h"
 #include "macro.h"
 #include "store.h"
 
@@ -75,6 +76,18 @@ static const char *const migrations[] = {
 	" wave INTEGER NOT NULL, ts_ms INTEGER, verdict TEXT NOT NULL, gate TEXT, reason TEXT,"
 	" detail TEXT);"
 	"CREATE INDEX verdicts_by_rollout ON verdicts (rollout, id);",
+	/*
+	 * 6: the names hosts brought in (daemon/names.h), who enrolled which
+	 * host id, and secrets limited in uses and host ids
+	 */
+	"CREATE TABLE names ("
+	" kind TEXT NOT NULL, name TEXT NOT NULL, host_id TEXT, created_ms INTEGER,"
+	" PRIMARY KEY (kind, name)) WITHOUT ROWID;"
+	"CREATE TABLE enrollments ("
+	" host_id TEXT PRIMARY KEY, secret_id INTEGER, enrolled_ms INTEGER,"
+	" reenroll INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
+	"ALTER TABLE enroll_secrets ADD COLUMN max_uses INTEGER NOT NULL DEFAULT 0;"
+	"ALTER TABLE enroll_secrets ADD COLUMN host_pattern TEXT;",
 };
 
 enum stmt {
@@ -101,6 +114,11 @@ enum stmt {
 	ST_SECRET_FIND,
 	ST_SECRET_USE,
 	ST_SECRET_REVOKE,
+	ST_NAMES,
+	ST_NAME_ADD,
+	ST_ENROLLED,
+	ST_ENROLLMENT_ADD,
+	ST_REENROLL,
 	ST_EXPIRE_SAMPLES,
 	ST_EXPIRE_COUNTERS,
 	ST_EXPIRE_EVENTS,
@@ -217,11 +235,25 @@ static const char *const sql[ST_N] = {
 		       " WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.end_ms >= ?2)"
 		       " AND (?3 = 0 OR s.end_ms <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
 		       " AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
-	[ST_SECRET_ADD] = "INSERT INTO enroll_secrets (sha256, created_ms, expires_ms)"
-			  " VALUES (?1, ?2, ?3)",
-	[ST_SECRET_FIND] = "SELECT id, expires_ms, revoked FROM enroll_secrets WHERE sha256 = ?1",
-	[ST_SECRET_USE] = "UPDATE enroll_secrets SET uses = uses + 1 WHERE id = ?1",
+	[ST_SECRET_ADD] = "INSERT INTO enroll_secrets (sha256, created_ms, expires_ms, max_uses,"
+			  " host_pattern) VALUES (?1, ?2, ?3, ?4, ?5)",
+	[ST_SECRET_FIND] = "SELECT id, expires_ms, revoked, uses, max_uses, host_pattern"
+			   " FROM enroll_secrets WHERE sha256 = ?1",
+	/* the limit is checked here too: two kmemd must not both take the last use */
+	[ST_SECRET_USE] = "UPDATE enroll_secrets SET uses = uses + 1 WHERE id = ?1"
+			  " AND (max_uses = 0 OR uses < max_uses)",
 	[ST_SECRET_REVOKE] = "UPDATE enroll_secrets SET revoked = 1 WHERE id = ?1",
+	[ST_NAMES] = "SELECT kind, name, host_id FROM names ORDER BY created_ms",
+	[ST_NAME_ADD] = "INSERT OR IGNORE INTO names VALUES (?1, ?2, ?3, ?4)",
+	/* a host id is taken once it enrolled or reported */
+	[ST_ENROLLED] = "SELECT EXISTS (SELECT 1 FROM hosts WHERE host_id = ?1 AND last_seq > 0)"
+			" OR EXISTS (SELECT 1 FROM enrollments WHERE host_id = ?1),"
+			" coalesce((SELECT reenroll FROM enrollments WHERE host_id = ?1), 0)",
+	[ST_ENROLLMENT_ADD] = "INSERT INTO enrollments VALUES (?1, ?2, ?3, 0)"
+			      " ON CONFLICT (host_id) DO UPDATE SET secret_id = ?2,"
+			      " enrolled_ms = ?3, reenroll = 0",
+	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES (?1, 1)"
+			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
 	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
 	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
 	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
@@ -398,11 +430,21 @@ struct sqlite_store {
  * then.
  */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,	    [ST_STATES_COUNT] = true,	  [ST_HOST_JSON] = true,
-	[ST_POLICY_GET] = true,	    [ST_REVOKED] = true,	  [ST_SECRET_FIND] = true,
-	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
-	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_ROLLOUT_DESIRED] = true,
-	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,
+	[ST_STATES_COUNT] = true,
+	[ST_HOST_JSON] = true,
+	[ST_POLICY_GET] = true,
+	[ST_REVOKED] = true,
+	[ST_SECRET_FIND] = true,
+	[ST_ENROLLED] = true,
+	[ST_ROLLUP_GET] = true,
+	[ST_ROLLOUT_GET] = true,
+	[ST_ROLLOUT_STATUS] = true,
+	[ST_VERDICT_LAST] = true,
+	[ST_ROLLBACK_PENDING] = true,
+	[ST_ROLLOUT_DESIRED] = true,
+	[ST_WINDOW_REPORTS] = true,
+	[ST_WINDOW_TRIPPED] = true,
 };
 
 static void release_held(struct sqlite_store *q)
@@ -1051,25 +1093,28 @@ static void sq_idle(struct store *s)
 			sqlite3_reset(p);
 }
 
-static int sq_secret_add(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
-			 int64_t *id)
+static int sq_secret_add(struct store *s, const struct store_secret *sec, int64_t *id)
 {
 	sqlite3_stmt *st = stmt(s, ST_SECRET_ADD);
 
-	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, now_ms);
-	sqlite3_bind_int64(st, 3, expires_ms);
+	sqlite3_bind_text(st, 1, sec->sha256, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, sec->created_ms);
+	sqlite3_bind_int64(st, 3, sec->expires_ms);
+	sqlite3_bind_int64(st, 4, sec->max_uses);
+	if (sec->host_pattern[0])
+		sqlite3_bind_text(st, 5, sec->host_pattern, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 5);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return -EIO;
 	*id = sqlite3_last_insert_rowid(DB(s));
 	return 0;
 }
 
-static int sq_secret_use(struct store *s, const char *sha256, int64_t now_ms)
+static int sq_secret_get(struct store *s, const char *sha256, struct store_secret *sec)
 {
 	sqlite3_stmt *st = stmt(s, ST_SECRET_FIND);
-	int64_t id, expires;
-	int rc, revoked;
+	int rc;
 
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
@@ -1077,16 +1122,26 @@ static int sq_secret_use(struct store *s, const char *sha256, int64_t now_ms)
 		return -ENOENT;
 	if (rc != SQLITE_ROW)
 		return -EIO;
-	id = sqlite3_column_int64(st, 0);
-	expires = sqlite3_column_int64(st, 1);
-	revoked = sqlite3_column_int(st, 2);
-	if (revoked)
-		return -EKEYREVOKED;
-	if (expires && expires < now_ms)
-		return -EKEYEXPIRED;
-	st = stmt(s, ST_SECRET_USE);
+	*sec = (struct store_secret){
+		.id = sqlite3_column_int64(st, 0),
+		.expires_ms = sqlite3_column_int64(st, 1),
+		.revoked = sqlite3_column_int(st, 2) != 0,
+		.uses = sqlite3_column_int64(st, 3),
+		.max_uses = sqlite3_column_int64(st, 4),
+	};
+	snprintf(sec->sha256, sizeof(sec->sha256), "%s", sha256);
+	snprintf(sec->host_pattern, sizeof(sec->host_pattern), "%s", text_or_empty(st, 5));
+	return 0;
+}
+
+static int sq_secret_use(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = stmt(s, ST_SECRET_USE);
+
 	sqlite3_bind_int64(st, 1, id);
-	return step_done(st);
+	if (step_done(st) < 0)
+		return -EIO;
+	return sqlite3_changes(DB(s)) ? 0 : -EDQUOT;
 }
 
 static int sq_secret_revoke(struct store *s, int64_t id)
@@ -1097,6 +1152,67 @@ static int sq_secret_revoke(struct store *s, int64_t id)
 	if (step_done(st) < 0)
 		return -EIO;
 	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+}
+
+static int sq_names(struct store *s,
+		    int (*cb)(void *arg, int kind, const char *name, const char *host), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_NAMES);
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *kind = text_or_empty(st, 0);
+
+		r = cb(arg,
+		       !strcmp(kind, "probe")	   ? 0 :
+		       !strcmp(kind, "mitigation") ? 1 :
+						     -1,
+		       text_or_empty(st, 1), text_or_empty(st, 2));
+	}
+	sqlite3_reset(st);
+	return r ?: rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_name_add(struct store *s, int kind, const char *name, const char *host,
+		       int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_NAME_ADD);
+
+	sqlite3_bind_text(st, 1, kind == 0 ? "probe" : "mitigation", -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms);
+	return step_done(st);
+}
+
+static int sq_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll)
+{
+	sqlite3_stmt *st = stmt(s, ST_ENROLLED);
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	*taken = sqlite3_column_int(st, 0) != 0;
+	*reenroll = sqlite3_column_int(st, 1) != 0;
+	return 0;
+}
+
+static int sq_enrollment_add(struct store *s, const char *host, int64_t secret_id, int64_t now_ms)
+{
+	sqlite3_stmt *st = stmt(s, ST_ENROLLMENT_ADD);
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, secret_id);
+	sqlite3_bind_int64(st, 3, now_ms);
+	return step_done(st);
+}
+
+static int sq_reenroll(struct store *s, const char *host)
+{
+	sqlite3_stmt *st = stmt(s, ST_REENROLL);
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	return step_done(st);
 }
 
 static int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows)
@@ -1240,7 +1356,7 @@ static int sq_host_facts(struct store *s, store_facts_cb cb, void *arg)
 
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
-		json_t *labels = json_loads(text_or_empty(st, 8), 0, NULL), *v;
+		json_t *labels = json_loads_lossy(text_or_empty(st, 8)), *v;
 		size_t n = json_object_size(labels);
 		Kmemctl__V1__HostFacts__LabelsEntry *le = calloc(n ?: 1, sizeof(*le));
 		Kmemctl__V1__HostFacts__LabelsEntry **lep = calloc(n ?: 1, sizeof(*lep));
@@ -1650,7 +1766,13 @@ static const struct store_ops sqlite_ops = {
 	.tally = sq_tally,
 	.idle = sq_idle,
 	.secret_add = sq_secret_add,
+	.secret_get = sq_secret_get,
 	.secret_use = sq_secret_use,
+	.names = sq_names,
+	.name_add = sq_name_add,
+	.enrolled = sq_enrolled,
+	.enrollment_add = sq_enrollment_add,
+	.reenroll = sq_reenroll,
 	.secret_revoke = sq_secret_revoke,
 	.expire = sq_expire,
 	.rollup = sq_rollup,

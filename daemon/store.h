@@ -46,6 +46,16 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
+/* An enrollment secret, kept as its SHA-256 only. */
+struct store_secret {
+	int64_t id;
+	char sha256[65];
+	int64_t created_ms, expires_ms; /* 0: never */
+	bool revoked;
+	int64_t uses, max_uses; /* 0: any number */
+	char host_pattern[128]; /* fnmatch(3) of host ids it may enroll; "": any */
+};
+
 /* A rollout (docs/rollouts.md) as kept: its document and where it stands. */
 struct store_rollout {
 	char name[STORE_ID_MAX];
@@ -202,12 +212,27 @@ struct store_ops {
 	 * the write-ahead log.
 	 */
 	void (*idle)(struct store *s);
-	/* Enrollment secrets, by the hex SHA-256 of the secret; expires_ms 0: never. */
-	int (*secret_add)(struct store *s, const char *sha256, int64_t now_ms, int64_t expires_ms,
-			  int64_t *id);
-	/* Counts a use: -ENOENT unknown, -EKEYREVOKED, -EKEYEXPIRED. */
-	int (*secret_use)(struct store *s, const char *sha256, int64_t now_ms);
+	/* A new enrollment secret (id, uses and revoked are not read). */
+	int (*secret_add)(struct store *s, const struct store_secret *sec, int64_t *id);
+	/* The secret whose hex SHA-256 this is; -ENOENT. */
+	int (*secret_get)(struct store *s, const char *sha256, struct store_secret *sec);
+	/* Counts a use; -EDQUOT when its uses are spent, by this kmemd or another. */
+	int (*secret_use)(struct store *s, int64_t id);
 	int (*secret_revoke)(struct store *s, int64_t id);
+	/*
+	 * Whether host is taken (it enrolled or reported), and whether an
+	 * operator marked it to enroll again (a reinstall).
+	 */
+	int (*enrolled)(struct store *s, const char *host, bool *taken, bool *reenroll);
+	/* host enrolled with secret_id: taken, and no longer marked. */
+	int (*enrollment_add)(struct store *s, const char *host, int64_t secret_id, int64_t now_ms);
+	/* host may enroll once more. */
+	int (*reenroll)(struct store *s, const char *host);
+	/* The names hosts brought in (daemon/names.h), oldest first; kind 0 probe, 1 mitigation. */
+	int (*names)(struct store *s,
+		     int (*cb)(void *arg, int kind, const char *name, const char *host), void *arg);
+	int (*name_add)(struct store *s, int kind, const char *name, const char *host,
+			int64_t now_ms);
 	/* Drops telemetry (raw, hourly, events) older than before_ms; how many rows. */
 	int (*expire)(struct store *s, int64_t before_ms, uint64_t *rows);
 	/*

@@ -5,11 +5,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <systemd/sd-journal.h>
 
 #include "log.h"
+#include "text.h"
 
 #define LOG_MAX_FIELDS 16
+#define LOG_FIELD_MAX 1280
 
 static const char *log_ident = "kmemctl";
 static int log_max_level = LOG_INFO;
@@ -124,10 +127,64 @@ static void emit_stderr(int level, const char *const *fields, const char *msg)
 	funlockfile(stderr);
 }
 
+/*
+ * Values in messages and fields may come from peers (a host id, a
+ * hostname, a reason): escaped, one entry stays one line, whatever they
+ * hold. The key of a field is ours and stays as it is.
+ */
+static void escape_fields(const char *const *fields, char out[][LOG_FIELD_MAX],
+			  const char *escaped[LOG_MAX_FIELDS + 1])
+{
+	size_t i;
+
+	for (i = 0; fields && fields[i] && i < LOG_MAX_FIELDS; i++) {
+		const char *eq = strchr(fields[i], '=');
+		size_t key = eq ? (size_t)(eq - fields[i]) + 1 : 0;
+
+		if (key >= LOG_FIELD_MAX)
+			key = 0;
+		memcpy(out[i], fields[i], key);
+		text_escape(fields[i] + key, out[i] + key, LOG_FIELD_MAX - key);
+		escaped[i] = out[i];
+	}
+	escaped[i] = NULL;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+bool log_ratelimit_pass(struct log_ratelimit *rl)
+{
+	uint64_t now = mono_ms(), interval = rl->interval_ms ?: 10000, burst = rl->burst ?: 10;
+
+	if (!rl->start_ms || now - rl->start_ms >= interval) {
+		if (rl->suppressed)
+			log_notice("%llu messages like the next were held back in the last %llu s",
+				   (unsigned long long)rl->suppressed,
+				   (unsigned long long)(now - rl->start_ms) / 1000);
+		rl->start_ms = now;
+		rl->passed = 0;
+		rl->suppressed = 0;
+	}
+	if (rl->passed >= burst) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->passed++;
+	return true;
+}
+
 int log_emit(int level, int error, const char *message_id, const char *const *fields,
 	     const char *file, int line, const char *func, const char *fmt, ...)
 {
-	char msg[2048];
+	char field_text[LOG_MAX_FIELDS][LOG_FIELD_MAX];
+	const char *escaped[LOG_MAX_FIELDS + 1];
+	char raw[2048], msg[2048];
 	va_list ap;
 	int saved = errno;
 
@@ -136,12 +193,14 @@ int log_emit(int level, int error, const char *message_id, const char *const *fi
 	if (error != 0)
 		errno = error < 0 ? -error : error;
 	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	text_escape(raw, msg, sizeof(msg));
+	escape_fields(fields, field_text, escaped);
 	if (log_journal)
-		emit_journal(level, message_id, fields, file, line, func, msg);
+		emit_journal(level, message_id, escaped, file, line, func, msg);
 	else
-		emit_stderr(level, fields, msg);
+		emit_stderr(level, escaped, msg);
 	errno = saved;
 	return error;
 }

@@ -12,6 +12,7 @@
 #define KMEMCTL_LOG_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h>
 
 #include "macro.h"
@@ -48,6 +49,21 @@ int log_emit(int level, int error, const char *message_id, const char *const *fi
 #define log_error(...) log_full_errno(LOG_ERR, 0, __VA_ARGS__)
 #define log_warning_errno(error, ...) log_full_errno(LOG_WARNING, error, __VA_ARGS__)
 #define log_error_errno(error, ...) log_full_errno(LOG_ERR, error, __VA_ARGS__)
+
+/*
+ * Messages a peer can cause at will (a refused report, a failed accept)
+ * pass at most `burst` times per interval each; the first to pass after
+ * some were held back says how many. Zero-initialized: 10 per 10 s.
+ */
+struct log_ratelimit {
+	uint64_t interval_ms, burst;
+	uint64_t start_ms, passed, suppressed;
+};
+
+bool log_ratelimit_pass(struct log_ratelimit *rl);
+
+#define log_ratelimited(rl, level, ...) \
+	(log_ratelimit_pass(rl) ? (void)log_full_errno(level, 0, __VA_ARGS__) : (void)0)
 
 /* An auditable event: fixed MESSAGE_ID plus structured fields. */
 #define log_event(level, message_id, fields, ...) \

@@ -11,6 +11,7 @@
 #include "kmemctl-names.h"
 #include "macro.h"
 #include "policydoc.h"
+#include "text.h"
 
 static void jsonp(json_t **j)
 {
@@ -42,15 +43,7 @@ bool policy_id_valid(const char *id)
 
 bool policy_name_valid(const char *name)
 {
-	size_t n = name ? strlen(name) : 0, i;
-
-	if (!n || n > POLICY_NAME_MAX)
-		return false;
-	for (i = 0; i < n; i++)
-		if (!((name[i] >= 'a' && name[i] <= 'z') || (name[i] >= 'A' && name[i] <= 'Z') ||
-		      (name[i] >= '0' && name[i] <= '9') || strchr("._-", name[i])))
-			return false;
-	return true;
+	return text_name_valid(name, POLICY_NAME_MAX);
 }
 
 /* Only the keys in allowed (NULL-terminated) may appear in obj. */

@@ -45,7 +45,7 @@ expect "kmemctl frob " ""
 expect "kmemctl sec" "secret"
 expect "kmemctl secret " "create help revoke"
 expect "kmemctl secret create --e" "--expires"
-expect "kmemctl host " "help list revoke show"
+expect "kmemctl host " "help list reenroll revoke show"
 
 # the objects it offers are kmemctl's own (cli/kmemctl.c), in order
 objs=$(sed -n 's/^\t{ "\([a-z]*\)", do_.*/\1/p' "$SRC/cli/kmemctl.c" | xargs)

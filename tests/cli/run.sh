@@ -124,6 +124,9 @@ run host-show-unknown host show h9
 run secret-create secret create --expires 1h
 run secret-create-json -j secret create
 run secret-create-bad secret create --expires soon
+run secret-create-limited secret create --expires 1h --uses 2 --hosts 'web-*'
+run secret-create-uses-bad secret create --uses 0
+run secret-create-hosts-bad secret create --hosts 'web/*'
 run secret-revoke secret revoke 1
 run secret-revoke-unknown secret revoke 99
 run secret-revoke-bad secret revoke one
@@ -213,6 +216,8 @@ run local-enable enable
 # last: h4 is revoked, and its reports are refused from now on
 run host-revoke host revoke h4
 run host-revoke-bad host revoke 'h 4'
+run host-reenroll host reenroll h3
+run host-reenroll-bad host reenroll
 
 [ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
 echo PASS

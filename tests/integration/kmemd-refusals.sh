@@ -107,7 +107,7 @@ expect_status 413 "an oversized report" h1 application/x-protobuf big.bin
 expect_status 415 "a wrong content type" h1 application/json "$report"
 $BUILD/tests/integration/report-edit "$report" badname.bin 'vmap purge"} 1' 1
 expect_status 400 "a probe name that is no name" h1 application/x-protobuf badname.bin
-grep -q "probe name" body.out || fail "no reason for the bad probe name: $(cat body.out)"
+grep -q "probes.probe" body.out || fail "no reason for the bad probe name: $(cat body.out)"
 $BUILD/tests/integration/report-edit "$report" badhist.bin vmap-purge 5
 expect_status 400 "a histogram that does not add up" h1 application/x-protobuf badhist.bin
 grep -q "inconsistent" body.out || fail "no reason for the bad histogram: $(cat body.out)"
@@ -190,9 +190,13 @@ for i in 1 2 3; do
 	holders+=($!)
 done
 sleep 1
-code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
+code=$(curl -sS --cacert pki/ca.crt --cert pki/h1.crt --key pki/h1.key -o body.out \
+	-w '%{http_code}' "$URL/v1/health")
 [ "$code" = 503 ] && grep -q "max_connections" body.out ||
 	fail "over max_connections: $code $(cat body.out)"
+# it bounds hosts and operators: a client without a certificate is not counted
+code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
+[ "$code" = 200 ] || fail "an anonymous client over max_connections: $code $(cat body.out)"
 kill "${holders[@]}" 2>/dev/null || true
 wait "${holders[@]}" 2>/dev/null || true
 cp kmemd.conf.good kmemd.conf
@@ -202,25 +206,27 @@ code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/healt
 [ "$code" = 200 ] || fail "after the holders left: $code"
 echo "ok: a connection over max_connections gets 503; once they close, 200"
 
-# max_handshakes: two silent clients hold both handshake slots; a third
-# waits in the backlog (not refused) until they go
+# max_handshakes: two silent clients hold both handshake slots; once they
+# are older than kmemd's eviction age (a second) a third client takes the
+# place of one of them, and is served
 printf '[server]\nmax_handshakes = 2\nio_timeout = 8s\n' >>kmemd.conf
 kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 4 ]' || fail "no fourth reload"
 exec 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port
-sleep 0.5
-rc=0
-curl -sS --max-time 2 --cacert pki/ca.crt -o /dev/null "$URL/v1/health" 2>/dev/null || rc=$?
-[ "$rc" = 28 ] || fail "with the handshake slots full a client was served (curl exit $rc)"
+# the age is the rule here: a younger handshake may be a host's in progress
+sleep 1.5
+code=$(curl -sS --max-time 20 --cacert pki/ca.crt -o /dev/null -w '%{http_code}' "$URL/v1/health")
+[ "$code" = 200 ] || fail "with the handshake slots held by silent clients: $code"
+closed=0
+for fd in 5 6; do
+	timeout 2 cat <&$fd >/dev/null && closed=$((closed + 1))
+done
 exec 5>&- 6>&-
-start=$(date +%s%N)
-code=$(curl -sS --max-time 5 --cacert pki/ca.crt -o /dev/null -w '%{http_code}' "$URL/v1/health")
-took=$((($(date +%s%N) - start) / 1000000))
-[ "$code" = 200 ] || fail "after the silent clients left: $code"
+[ "$closed" = 1 ] || fail "$closed of the two silent clients were closed, want the oldest one"
 cp kmemd.conf.good kmemd.conf
 kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 5 ]' || fail "no fifth reload"
-echo "ok: at max_handshakes new clients wait; when the slots free, served in ${took} ms"
+echo "ok: at max_handshakes the oldest silent handshake gives way to a new client"
 
 # a separate admin CA: its certificates are the operators, the fleet CA's are not
 $KMEMCTL pki init admin-pki >/dev/null

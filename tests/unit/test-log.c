@@ -72,6 +72,25 @@ static void test_event_fields(void **state)
 						 "MITIGATION=rstat-yield OLD=off NEW=on\n");
 }
 
+/* A peer's value can hold anything: each entry stays one line, its fields one each. */
+static void emit_hostile(void)
+{
+	static const char *const fields[] = { "HOST_ID=web\nMITIGATION=forged", "DETAIL=\x1b[2J",
+					      NULL };
+
+	log_event(LOG_NOTICE, NULL, fields, "report from '%s' refused",
+		  "h\nkmem-test: all is well");
+}
+
+static void test_hostile_values(void **state)
+{
+	(void)state;
+	log_setup("kmem-test", LOG_TARGET_STDERR);
+	assert_string_equal(capture(emit_hostile),
+			    "kmem-test: report from 'h\\nkmem-test: all is well' refused "
+			    "HOST_ID=web\\nMITIGATION=forged DETAIL=\\x1b[2J\n");
+}
+
 static void test_auto_target(void **state)
 {
 	(void)state;
@@ -98,9 +117,8 @@ static void test_levels(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_stderr),
-		cmocka_unit_test(test_event_fields),
-		cmocka_unit_test(test_auto_target),
+		cmocka_unit_test(test_stderr),	       cmocka_unit_test(test_event_fields),
+		cmocka_unit_test(test_hostile_values), cmocka_unit_test(test_auto_target),
 		cmocka_unit_test(test_levels),
 	};
 

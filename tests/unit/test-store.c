@@ -171,24 +171,91 @@ static void test_policies(void **state)
 
 static void test_secrets(void **state)
 {
+	struct store_secret a = { .sha256 = "aa", .created_ms = 1000 },
+			    b = { .sha256 = "bb",
+				  .created_ms = 1000,
+				  .expires_ms = 5000,
+				  .max_uses = 2,
+				  .host_pattern = "web-*" },
+			    got;
 	struct store *s = open_store();
 	int64_t id, id2;
 
 	(void)state;
-	assert_int_equal(s->ops->secret_add(s, "aa", 1000, 0, &id), 0);
-	assert_int_equal(s->ops->secret_add(s, "bb", 1000, 5000, &id2), 0);
-	assert_int_equal(s->ops->secret_use(s, "aa", 999999), 0);
-	assert_int_equal(s->ops->secret_use(s, "aa", 999999), 0);
-	assert_int_equal(s->ops->secret_use(s, "bb", 4000), 0);
-	assert_int_equal(s->ops->secret_use(s, "bb", 6000), -EKEYEXPIRED);
-	assert_int_equal(s->ops->secret_use(s, "cc", 1), -ENOENT);
+	assert_int_equal(s->ops->secret_add(s, &a, &id), 0);
+	assert_int_equal(s->ops->secret_add(s, &b, &id2), 0);
+	assert_int_equal(s->ops->secret_get(s, "bb", &got), 0);
+	assert_int_equal(got.id, id2);
+	assert_int_equal(got.expires_ms, 5000);
+	assert_int_equal(got.max_uses, 2);
+	assert_string_equal(got.host_pattern, "web-*");
+	assert_false(got.revoked);
+	assert_int_equal(s->ops->secret_get(s, "cc", &got), -ENOENT);
+	/* uses are counted, and the limit holds in the store itself */
+	assert_int_equal(s->ops->secret_use(s, id2), 0);
+	assert_int_equal(s->ops->secret_use(s, id2), 0);
+	assert_int_equal(s->ops->secret_use(s, id2), -EDQUOT);
+	assert_int_equal(s->ops->secret_get(s, "bb", &got), 0);
+	assert_int_equal(got.uses, 2);
+	/* no limit: any number */
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(s->ops->secret_use(s, id), 0);
+	assert_int_equal(s->ops->secret_get(s, "aa", &got), 0);
+	assert_string_equal(got.host_pattern, "");
 	assert_int_equal(s->ops->secret_revoke(s, id), 0);
-	assert_int_equal(s->ops->secret_use(s, "aa", 2000), -EKEYREVOKED);
+	assert_int_equal(s->ops->secret_get(s, "aa", &got), 0);
+	assert_true(got.revoked);
 	assert_int_equal(s->ops->secret_revoke(s, 4242), -ENOENT);
 	/* revoked hosts */
 	assert_int_equal(s->ops->revoked(s, "web-9"), 0);
 	assert_int_equal(s->ops->revoke(s, "web-9", 1), 0);
 	assert_int_equal(s->ops->revoked(s, "web-9"), 1);
+	s->ops->close(s);
+}
+
+static void test_enrollments(void **state)
+{
+	struct store *s = fresh_store();
+	bool taken, again;
+
+	(void)state;
+	assert_int_equal(s->ops->enrolled(s, "web-1", &taken, &again), 0);
+	assert_false(taken);
+	assert_int_equal(s->ops->enrollment_add(s, "web-1", 3, 1000), 0);
+	assert_int_equal(s->ops->enrolled(s, "web-1", &taken, &again), 0);
+	assert_true(taken);
+	assert_false(again);
+	assert_int_equal(s->ops->reenroll(s, "web-1"), 0);
+	assert_int_equal(s->ops->enrolled(s, "web-1", &taken, &again), 0);
+	assert_true(taken);
+	assert_true(again);
+	/* the mark is spent by the next enrollment */
+	assert_int_equal(s->ops->enrollment_add(s, "web-1", 4, 2000), 0);
+	assert_int_equal(s->ops->enrolled(s, "web-1", &taken, &again), 0);
+	assert_false(again);
+	s->ops->close(s);
+}
+
+static int name_seen(void *arg, int kind, const char *name, const char *host)
+{
+	char *out = arg;
+
+	sprintf(out + strlen(out), "%d:%s:%s;", kind, name, host);
+	return 0;
+}
+
+static void test_names(void **state)
+{
+	struct store *s = fresh_store();
+	char seen[256] = "";
+
+	(void)state;
+	assert_int_equal(s->ops->name_add(s, 0, "my-probe", "web-1", 10), 0);
+	assert_int_equal(s->ops->name_add(s, 1, "my-fix", "web-2", 20), 0);
+	/* a name is kept once, with the host that brought it in */
+	assert_int_equal(s->ops->name_add(s, 0, "my-probe", "web-3", 30), 0);
+	assert_int_equal(s->ops->names(s, name_seen, seen), 0);
+	assert_string_equal(seen, "0:my-probe:web-1;1:my-fix:web-2;");
 	s->ops->close(s);
 }
 
@@ -638,7 +705,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_enrollments),
+		cmocka_unit_test(test_names),	     cmocka_unit_test(test_rollup),
 		cmocka_unit_test(test_rollouts),     cmocka_unit_test(test_window),
 		cmocka_unit_test(test_newer_schema),
 	};

@@ -1,0 +1,313 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hist.h"
+#include "macro.h"
+#include "policydoc.h"
+#include "report-check.h"
+#include "text.h"
+
+_printf_(3, 4) static int refuse(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+#define TEXT_RULE "well-formed UTF-8 without control characters"
+#define NAME_RULE TEXT_NAME_CHARSET
+
+static int check_text(const char *field, const char *s, size_t max, char *why, size_t len)
+{
+	if (text_valid(s, max))
+		return 0;
+	return refuse(why, len, "%s is not " TEXT_RULE " of at most %zu bytes", field, max);
+}
+
+static int check_name(const char *field, const char *s, size_t max, char *why, size_t len)
+{
+	if (text_name_valid(s, max))
+		return 0;
+	return refuse(why, len, "%s is not 1 to %zu of " NAME_RULE, field, max);
+}
+
+/* Empty, or a name. */
+static int check_opt_name(const char *field, const char *s, char *why, size_t len)
+{
+	return !s || !s[0] ? 0 : check_name(field, s, REPORT_NAME_MAX, why, len);
+}
+
+static int check_count(const char *field, size_t n, size_t max, char *why, size_t len)
+{
+	if (n <= max)
+		return 0;
+	return refuse(why, len, "%s has %zu entries, more than %zu", field, n, max);
+}
+
+static int check_number(const char *field, uint64_t v, uint64_t max, char *why, size_t len)
+{
+	if (v <= max)
+		return 0;
+	return refuse(why, len, "%s is %llu, more than %llu", field, (unsigned long long)v,
+		      (unsigned long long)max);
+}
+
+static int check_time(const char *field, int64_t ms, char *why, size_t len)
+{
+	if (ms >= 0 && ms <= REPORT_TIME_MS_MAX)
+		return 0;
+	return refuse(why, len, "%s is %lld, not a time in unix milliseconds", field,
+		      (long long)ms);
+}
+
+/*
+ * Consistent (hist_from_pb), and no more values than CPUs can record in
+ * the sample's interval (at least a second): a count past that is not a
+ * measurement, and would outweigh the fleet in every merged quantile.
+ */
+static int check_hist(const char *field, const Kmemctl__V1__Histogram *pb, int64_t span_ms,
+		      uint32_t cpus, char *why, size_t len)
+{
+	uint64_t s = span_ms > 1000 ? (uint64_t)span_ms / 1000 : 1, max;
+	struct hist h;
+
+	if (hist_from_pb(&h, pb) < 0)
+		return refuse(why, len,
+			      "%s is inconsistent (buckets out of range or counts that do not add "
+			      "up to its count)",
+			      field);
+	if (__builtin_mul_overflow(s, (uint64_t)(cpus ? cpus : 1) * 1000000000ULL, &max) ||
+	    max > REPORT_NUMBER_MAX)
+		max = REPORT_NUMBER_MAX;
+	if (h.count > max)
+		return refuse(why, len, "%s counts %llu values, more than %llu CPUs could record",
+			      field, (unsigned long long)h.count, (unsigned long long)(cpus ?: 1));
+	return check_number(field, h.sum_ns, INT64_MAX, why, len);
+}
+
+static int check_facts(const Kmemctl__V1__HostFacts *f, char *why, size_t len)
+{
+	size_t i, j;
+	int r;
+
+	r = check_name("facts.host_id", f->host_id, REPORT_HOST_ID_MAX, why, len);
+	if (r == 0)
+		r = check_text("facts.hostname", f->hostname, REPORT_HOSTNAME_MAX, why, len);
+	if (r == 0)
+		r = check_text("facts.kernel_release", f->kernel_release, REPORT_SHORT_MAX, why,
+			       len);
+	if (r == 0)
+		r = check_text("facts.kernel_build_id", f->kernel_build_id, REPORT_TEXT_MAX, why,
+			       len);
+	if (r == 0)
+		r = check_text("facts.module_version", f->module_version, REPORT_SHORT_MAX, why,
+			       len);
+	if (r == 0)
+		r = check_text("facts.agent_version", f->agent_version, REPORT_SHORT_MAX, why, len);
+	if (r == 0)
+		r = check_text("facts.arch", f->arch, REPORT_SHORT_MAX, why, len);
+	if (r == 0)
+		r = check_number("facts.mem_total_bytes", f->mem_total_bytes, INT64_MAX, why, len);
+	if (r == 0)
+		r = check_number("facts.online_cpus", f->online_cpus, REPORT_CPUS_MAX, why, len);
+	if (r == 0)
+		r = check_number("facts.possible_cpus", f->possible_cpus, REPORT_CPUS_MAX, why,
+				 len);
+	if (r == 0)
+		r = check_count("facts.kconfig", f->n_kconfig, REPORT_KCONFIG_MAX, why, len);
+	for (i = 0; r == 0 && i < f->n_kconfig; i++) {
+		r = check_name("facts.kconfig name", f->kconfig[i]->name, REPORT_NAME_MAX, why,
+			       len);
+		if (r == 0)
+			r = check_text("facts.kconfig value", f->kconfig[i]->value, REPORT_TEXT_MAX,
+				       why, len);
+	}
+	if (r == 0)
+		r = check_count("facts.labels", f->n_labels, REPORT_LABELS_MAX, why, len);
+	for (i = 0; r == 0 && i < f->n_labels; i++) {
+		r = check_name("facts.labels key", f->labels[i]->key, REPORT_NAME_MAX, why, len);
+		if (r == 0)
+			r = check_text("facts.labels value", f->labels[i]->value, REPORT_TEXT_MAX,
+				       why, len);
+		for (j = 0; r == 0 && j < i; j++)
+			if (!strcmp(f->labels[i]->key, f->labels[j]->key))
+				r = refuse(why, len, "facts.labels has the key '%s' twice",
+					   f->labels[i]->key);
+	}
+	return r;
+}
+
+static int check_mitigation(const Kmemctl__V1__MitigationState *m, char *why, size_t len)
+{
+	size_t i;
+	int r;
+
+	r = check_name("mitigations.id", m->id, REPORT_NAME_MAX, why, len);
+	if (r == 0)
+		r = check_text("mitigations.reason", m->reason, REPORT_TEXT_MAX, why, len);
+	if (r == 0)
+		r = check_count("mitigations.params", m->n_params, REPORT_KV_MAX, why, len);
+	for (i = 0; r == 0 && i < m->n_params; i++) {
+		r = check_name("mitigations.params key", m->params[i]->key, REPORT_NAME_MAX, why,
+			       len);
+		if (r == 0)
+			r = check_text("mitigations.params value", m->params[i]->value,
+				       REPORT_TEXT_MAX, why, len);
+	}
+	if (r == 0)
+		r = check_count("mitigations.stats", m->n_stats, REPORT_KV_MAX, why, len);
+	for (i = 0; r == 0 && i < m->n_stats; i++) {
+		r = check_name("mitigations.stats key", m->stats[i]->key, REPORT_NAME_MAX, why,
+			       len);
+		if (r == 0)
+			r = check_number("mitigations.stats value", m->stats[i]->value,
+					 REPORT_NUMBER_MAX, why, len);
+	}
+	return r;
+}
+
+static int check_mitigations(const Kmemctl__V1__Report *rep, char *why, size_t len)
+{
+	size_t i, j;
+	int r = check_count("mitigations", rep->n_mitigations, REPORT_MITIGATIONS_MAX, why, len);
+
+	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
+		r = check_mitigation(rep->mitigations[i], why, len);
+		for (j = 0; r == 0 && j < i; j++)
+			if (!strcmp(rep->mitigations[i]->id, rep->mitigations[j]->id))
+				r = refuse(why, len, "mitigation '%s' is reported twice",
+					   rep->mitigations[i]->id);
+	}
+	return r;
+}
+
+static int check_probe(const Kmemctl__V1__ProbeSample *p, uint32_t cpus, char *why, size_t len)
+{
+	int r = check_name("probes.probe", p->probe, REPORT_NAME_MAX, why, len);
+
+	if (r == 0)
+		r = check_time("probes.start_unix_ms", p->start_unix_ms, why, len);
+	if (r == 0)
+		r = check_time("probes.end_unix_ms", p->end_unix_ms, why, len);
+	if (r == 0 && p->hist)
+		r = check_hist("probes.hist", p->hist, p->end_unix_ms - p->start_unix_ms, cpus, why,
+			       len);
+	return r;
+}
+
+static int check_probes(const Kmemctl__V1__Report *rep, char *why, size_t len)
+{
+	uint32_t cpus = rep->facts->possible_cpus;
+	size_t i, j;
+	int r = check_count("probes", rep->n_probes, REPORT_PROBES_MAX, why, len);
+
+	for (i = 0; r == 0 && i < rep->n_probes; i++) {
+		r = check_probe(rep->probes[i], cpus, why, len);
+		for (j = 0; r == 0 && j < i; j++)
+			if (!strcmp(rep->probes[i]->probe, rep->probes[j]->probe))
+				r = refuse(why, len, "probe '%s' is reported twice",
+					   rep->probes[i]->probe);
+	}
+	return r;
+}
+
+static int check_event(const Kmemctl__V1__KernelEvent *e, char *why, size_t len)
+{
+	size_t i;
+	int r = check_time("events.unix_ms", e->unix_ms, why, len);
+
+	if (r == 0 && (e->cpu < -1 || e->cpu >= (int32_t)REPORT_CPUS_MAX))
+		r = refuse(why, len, "events.cpu is %d, not a CPU", e->cpu);
+	if (r == 0 && e->pid < -1)
+		r = refuse(why, len, "events.pid is %d, not a pid", e->pid);
+	if (r == 0)
+		r = check_number("events.duration_ns", e->duration_ns, INT64_MAX, why, len);
+	if (r == 0)
+		r = check_text("events.comm", e->comm, REPORT_SHORT_MAX, why, len);
+	if (r == 0)
+		r = check_opt_name("events.mitigation", e->mitigation, why, len);
+	if (r == 0)
+		r = check_opt_name("events.probe", e->probe, why, len);
+	if (r == 0)
+		r = check_text("events.message", e->message, REPORT_MESSAGE_MAX, why, len);
+	if (r == 0)
+		r = check_count("events.stack_top", e->n_stack_top, REPORT_FRAMES_MAX, why, len);
+	for (i = 0; r == 0 && i < e->n_stack_top; i++)
+		r = check_text("events.stack_top", e->stack_top[i], REPORT_FRAME_MAX, why, len);
+	return r;
+}
+
+static int check_counters(const Kmemctl__V1__Counters *c, char *why, size_t len)
+{
+	const struct {
+		const char *field;
+		uint64_t v;
+	} n[] = {
+		{ "counters.soft_lockups", c->soft_lockups },
+		{ "counters.hard_lockups", c->hard_lockups },
+		{ "counters.rcu_stalls", c->rcu_stalls },
+		{ "counters.hung_tasks", c->hung_tasks },
+		{ "counters.tlb_shootdowns", c->tlb_shootdowns },
+		{ "counters.mitigation_trips", c->mitigation_trips },
+		{ "counters.events_dropped", c->events_dropped },
+		{ "counters.reports_dropped", c->reports_dropped },
+		{ "counters.uptime_ms", c->uptime_ms },
+	};
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(n); i++)
+		r = check_number(n[i].field, n[i].v, REPORT_NUMBER_MAX, why, len);
+	return r;
+}
+
+static int check_rest(const Kmemctl__V1__Report *rep, char *why, size_t len)
+{
+	size_t i;
+	int r = check_number("seq", rep->seq, INT64_MAX, why, len);
+
+	if (r == 0)
+		r = check_time("unix_ms", rep->unix_ms, why, len);
+	if (r == 0 && rep->policy_name && rep->policy_name[0] &&
+	    !policy_name_valid(rep->policy_name))
+		r = refuse(why, len, "policy_name is not " POLICY_NAME_RULE);
+	if (r == 0)
+		r = check_number("policy_version", rep->policy_version, INT64_MAX, why, len);
+	if (r == 0 && rep->counters)
+		r = check_counters(rep->counters, why, len);
+	if (r == 0 && rep->memstat_read)
+		r = check_hist("memstat_read", rep->memstat_read, 0, 1, why, len);
+	if (r == 0)
+		r = check_count("collectors_failed", rep->n_collectors_failed,
+				REPORT_COLLECTORS_MAX, why, len);
+	for (i = 0; r == 0 && i < rep->n_collectors_failed; i++)
+		r = check_text("collectors_failed", rep->collectors_failed[i], REPORT_TEXT_MAX, why,
+			       len);
+	if (r == 0)
+		r = check_count("events", rep->n_events, REPORT_EVENTS_MAX, why, len);
+	for (i = 0; r == 0 && i < rep->n_events; i++)
+		r = check_event(rep->events[i], why, len);
+	return r;
+}
+
+int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len)
+{
+	int r;
+
+	if (!rep->facts)
+		return refuse(why, len, "facts are missing");
+	r = check_facts(rep->facts, why, len);
+	if (r == 0)
+		r = check_mitigations(rep, why, len);
+	if (r == 0)
+		r = check_probes(rep, why, len);
+	if (r == 0)
+		r = check_rest(rep, why, len);
+	return r;
+}

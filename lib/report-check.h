@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What a Report may hold, checked once where kmemd decodes it: every
+ * string well-formed UTF-8 without control characters and within its
+ * length, every name of TEXT_NAME_CHARSET, every list within its count,
+ * every number within what kmemd stores and adds up without overflow,
+ * every histogram consistent. The agent keeps within these bounds on its
+ * own (it escapes what the kernel or a local user put in a string), so a
+ * report that fails was not made by an agent: kmemd refuses it whole,
+ * with the reason, and stores nothing of it.
+ *
+ * Each bound is above what an agent sends (the limits in the agent's
+ * headers), which the agent asserts where it builds a report.
+ */
+#ifndef KMEMCTL_REPORT_CHECK_H
+#define KMEMCTL_REPORT_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kmemctl/v1/report.pb-c.h"
+
+#define REPORT_NAME_MAX 63 /* probes, mitigations, counters, params, kconfig, label keys */
+#define REPORT_HOST_ID_MAX 64
+#define REPORT_HOSTNAME_MAX 253
+#define REPORT_SHORT_MAX 64 /* kernel release, versions, arch */
+#define REPORT_TEXT_MAX 256 /* reasons, values, build ids */
+#define REPORT_FRAME_MAX 128
+#define REPORT_MESSAGE_MAX 512
+
+#define REPORT_PROBES_MAX 64
+#define REPORT_MITIGATIONS_MAX 32
+#define REPORT_KV_MAX 32 /* params and counters of one mitigation */
+#define REPORT_EVENTS_MAX 128
+#define REPORT_FRAMES_MAX 16
+#define REPORT_KCONFIG_MAX 64
+#define REPORT_LABELS_MAX 64
+#define REPORT_COLLECTORS_MAX 16
+
+/*
+ * Numbers kmemd keeps as SQL integers and adds up over hosts and hours:
+ * a counter, a histogram's count and its sum, capped so that the sum over
+ * a fleet of a million hosts still fits in 63 bits.
+ */
+#define REPORT_NUMBER_MAX (1ULL << 53)
+/* 9999-12-31, in unix milliseconds: any later time is not one */
+#define REPORT_TIME_MS_MAX 253402300799999LL
+/* No probe fires more often than once a nanosecond on every CPU there can be. */
+#define REPORT_CPUS_MAX (1U << 16)
+
+/*
+ * 0 when rep may be stored; -EINVAL with why (the field and the rule it
+ * breaks) otherwise.
+ */
+int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len);
+
+#endif
