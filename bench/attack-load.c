@@ -19,8 +19,9 @@
  * each over a new connection from 127.0.0.1, as an agent does after a
  * restart; each one's time from connect to acknowledgement is measured.
  *
- * Prints key=value: attackers held open at the end, closed by kmemd,
- * opened in all; reports acknowledged, failed, and p50/p99/max ms.
+ * Prints "warm" when the warm-up ends, then key=value: attackers held open
+ * at the end, closed by kmemd, opened in all; reports acknowledged,
+ * failed, and p50/p99/max ms.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -285,6 +286,9 @@ static void on_warm(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
+	/* for whoever waits for the attack to be under way */
+	printf("warm held=%llu\n", (unsigned long long)g.held);
+	fflush(stdout);
 	if (g.reports)
 		valid_next();
 }

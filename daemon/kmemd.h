@@ -51,8 +51,9 @@ struct probe_series {
 };
 
 struct probe_totals {
-	struct probe_series *s;
+	struct probe_series **s; /* in the order they came */
 	size_t n, cap;
+	struct lhash_st *index; /* the same, by probe and policy */
 };
 
 /* Series beyond this are summed per probe as policy "other". */
@@ -60,6 +61,8 @@ struct probe_totals {
 
 int probe_totals_add(struct probe_totals *t, const char *probe, const char *policy,
 		     const struct hist *h);
+/* Empties t. */
+void probe_totals_clear(struct probe_totals *t);
 /* Adds src into dst and empties src. */
 int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src);
 void probe_totals_free(struct probe_totals *t);

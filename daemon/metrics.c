@@ -344,21 +344,21 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 			       "measured, by the policy the hosts ran.\n"
 			       "# TYPE kmemd_probe_seconds histogram\n");
 	for (i = 0; i < t->n; i++) {
-		if (counts_events(t->s[i].probe))
+		if (counts_events(t->s[i]->probe))
 			continue;
-		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i].probe,
-			 t->s[i].policy);
-		histogram(b, "kmemd_probe_seconds", labels, &t->s[i].h, 1e-9);
+		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i]->probe,
+			 t->s[i]->policy);
+		histogram(b, "kmemd_probe_seconds", labels, &t->s[i]->h, 1e-9);
 	}
 	evbuffer_add_printf(b, "# HELP kmemd_probe_events Counts per probe event (TLB flushes "
 			       "per purge), by the policy the hosts ran.\n"
 			       "# TYPE kmemd_probe_events histogram\n");
 	for (i = 0; i < t->n; i++) {
-		if (!counts_events(t->s[i].probe))
+		if (!counts_events(t->s[i]->probe))
 			continue;
-		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i].probe,
-			 t->s[i].policy);
-		histogram(b, "kmemd_probe_events", labels, &t->s[i].h, 1);
+		snprintf(labels, sizeof(labels), "probe=\"%s\",policy=\"%s\"", t->s[i]->probe,
+			 t->s[i]->policy);
+		histogram(b, "kmemd_probe_events", labels, &t->s[i]->h, 1);
 	}
 	evbuffer_add_printf(b,
 			    "# HELP kmemd_reports_total Agent reports by outcome.\n"

@@ -89,7 +89,7 @@ static int remember(struct names *n, enum name_kind k, const char *text)
 
 static struct host_share *share_of(struct names *n, const char *host, bool create)
 {
-	struct host_share key, *s;
+	struct host_share key = { 0 }, *s;
 
 	snprintf(key.host, sizeof(key.host), "%s", host);
 	s = OPENSSL_LH_retrieve(n->hosts, &key);

@@ -117,7 +117,7 @@ static void batch_flush(struct batch *b)
 	for (i = 0; r == 0 && i < KMEMD_EVENT_KINDS; i++)
 		k->stats.events[i] += b->events[i];
 	memset(b->events, 0, sizeof(b->events));
-	b->pending.n = 0;
+	probe_totals_clear(&b->pending);
 	for (i = 0; i < b->n; i++) {
 		if (r < 0) {
 			k->stats.reports_failed++;

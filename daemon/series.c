@@ -230,7 +230,7 @@ static json_t *series_json(const struct series *s)
 		json_array_append_new(t,
 				      json_integer((json_int_t)(s->from + (int64_t)k * s->step)));
 	for (size_t p = 0; p < s->nprobes; p++)
-		json_array_append_new(probes, json_string(s->probe[p]));
+		json_array_append_new(probes, json_text(s->probe[p]));
 	for (size_t i = 0; i < s->nsides; i++)
 		json_array_append_new(sides, side_json(s, &s->side[i]));
 	return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "from_ms", (json_int_t)s->from, "to_ms",

@@ -35,12 +35,20 @@ void hist_record(struct hist *h, uint64_t v)
 		h->max_ns = v;
 }
 
+/* Fleet sums saturate: a total stuck at its maximum is wrong, a wrapped one is wrong and small. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	uint64_t s;
+
+	return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
 void hist_merge(struct hist *dst, const struct hist *src)
 {
 	for (unsigned b = 0; b < HIST_BUCKETS; b++)
-		dst->buckets[b] += src->buckets[b];
-	dst->count += src->count;
-	dst->sum_ns += src->sum_ns;
+		dst->buckets[b] = sat_add(dst->buckets[b], src->buckets[b]);
+	dst->count = sat_add(dst->count, src->count);
+	dst->sum_ns = sat_add(dst->sum_ns, src->sum_ns);
 	if (src->max_ns > dst->max_ns)
 		dst->max_ns = src->max_ns;
 }

@@ -27,6 +27,7 @@ struct hist {
 unsigned hist_bucket(uint64_t v);
 uint64_t hist_upper(unsigned b);
 void hist_record(struct hist *h, uint64_t v);
+/* dst += src; each sum stops at UINT64_MAX rather than wrap. */
 void hist_merge(struct hist *dst, const struct hist *src);
 
 /*

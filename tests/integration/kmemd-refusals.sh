@@ -105,10 +105,10 @@ expect_status 400 "a truncated report" h1 application/x-protobuf truncated.bin
 head -c 200000 /dev/zero >big.bin
 expect_status 413 "an oversized report" h1 application/x-protobuf big.bin
 expect_status 415 "a wrong content type" h1 application/json "$report"
-$BUILD/tests/integration/report-edit "$report" badname.bin 'vmap purge"} 1' 1
+$BUILD/tests/integration/report-edit "$report" badname.bin 'probe=vmap purge"} 1'
 expect_status 400 "a probe name that is no name" h1 application/x-protobuf badname.bin
 grep -q "probes.probe" body.out || fail "no reason for the bad probe name: $(cat body.out)"
-$BUILD/tests/integration/report-edit "$report" badhist.bin vmap-purge 5
+$BUILD/tests/integration/report-edit "$report" badhist.bin probe=vmap-purge count=5
 expect_status 400 "a histogram that does not add up" h1 application/x-protobuf badhist.bin
 grep -q "inconsistent" body.out || fail "no reason for the bad histogram: $(cat body.out)"
 expect_status 403 "h2 reporting as h1" h2 application/x-protobuf "$report"

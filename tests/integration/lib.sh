@@ -174,3 +174,46 @@ sign_policy() {
 	expect 201 '"signed":true' "policy $1 is uploaded" ops POST /v1/policies \
 		-H 'Content-Type: application/x-protobuf' --data-binary @$1.bundle
 }
+
+# no_report_lost HOST...: every report each agent (agent-HOST.log, run with
+# -d) logged as acknowledged is in kmemd's store
+no_report_lost() {
+	local h missing
+	for h in "$@"; do
+		sed -n 's/.*report \([0-9]*\) acknowledged.*/\1/p' agent-$h.log | sort -u >acked-$h
+		sqlite3 kmemd.sqlite "SELECT seq FROM counters WHERE host_id = '$h'" | sort -u >stored-$h
+		[ -s acked-$h ] || fail "$h had no report acknowledged"
+		missing=$(comm -23 acked-$h stored-$h | head -3 | tr '\n' ' ')
+		[ -z "$missing" ] || fail "$h: acknowledged reports missing from the store: $missing"
+	done
+}
+
+# json_ok FILE: FILE holds one well-formed JSON document (UTF-8)
+json_ok() {
+	python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" 2>/dev/null
+}
+
+# routes_answer HOST: what operators read answers 200, in JSON where it is
+# JSON: hosts, fleet, HOST's detail page, policies, rollouts, /metrics, the
+# dashboard
+routes_answer() {
+	local path code
+	for path in /v1/hosts "/v1/hosts?limit=10" /v1/fleet "/v1/hosts/detail?id=$1" \
+		/v1/policies /v1/rollouts; do
+		code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+			-o route.out -w '%{http_code}' "$URL$path") || fail "GET $path: curl failed"
+		[ "$code" = 200 ] || fail "GET $path answered $code: $(head -c 300 route.out)"
+		json_ok route.out || fail "GET $path is not JSON: $(head -c 300 route.out)"
+	done
+	for path in /metrics /; do
+		code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+			-o route.out -w '%{http_code}' "$URL$path") || fail "GET $path: curl failed"
+		[ "$code" = 200 ] || fail "GET $path answered $code"
+	done
+}
+
+# metric NAME: its value on /metrics (NAME with its labels, as printed)
+metric() {
+	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key "$URL/metrics" |
+		awk -v m="$1" '$1 == m { print $2 }'
+}

@@ -1,28 +1,97 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * report-edit IN OUT PROBE COUNT: a real report with one probe sample
- * added that decodes fine but no agent sends (a name that is no name, or a
- * histogram whose count is not the sum of its one bucket, 1), for kmemd's
- * validation to refuse.
+ * report-edit IN OUT EDIT...: a real report changed into one that decodes
+ * fine but no agent sends, for kmemd's checks to refuse or bound. Each
+ * EDIT is KEY=VALUE, the value taken byte for byte:
+ *   probe=NAME	the probe samples become one sample named NAME
+ *   count=N	its histogram's count (one value in bucket 20): not 1 does not add up
+ *   probes=N	the probe samples become N samples named p0, p1, ...
+ *   seq=N	the report's seq
+ *   host=TEXT, hostname=TEXT, kernel=TEXT	facts
+ *   reason=TEXT	the first mitigation's reason
+ *   message=TEXT, comm=TEXT	an event (a soft lockup) with that message or comm
+ *   soft_lockups=N	the counter
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kmemctl/v1/report.pb-c.h"
 
+#define PROBES_MAX 4096
+
+static Kmemctl__V1__ProbeSample sample[PROBES_MAX], *samples[PROBES_MAX];
+static Kmemctl__V1__Histogram hist = KMEMCTL__V1__HISTOGRAM__INIT;
+static Kmemctl__V1__KernelEvent event = KMEMCTL__V1__KERNEL_EVENT__INIT, *events[1] = { &event };
+static Kmemctl__V1__Counters counters = KMEMCTL__V1__COUNTERS__INIT;
+static char names[PROBES_MAX][16];
+static uint64_t one = 1;
+
+/* n samples, named name (one) or p0... (several), sharing one histogram. */
+static void set_probes(Kmemctl__V1__Report *rep, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++) {
+		kmemctl__v1__probe_sample__init(&sample[i]);
+		snprintf(names[i], sizeof(names[i]), "p%zu", i);
+		sample[i].probe = name ? (char *)name : names[i];
+		sample[i].start_unix_ms = rep->unix_ms - 1000;
+		sample[i].end_unix_ms = rep->unix_ms;
+		sample[i].hist = &hist;
+		samples[i] = &sample[i];
+	}
+	rep->probes = samples;
+	rep->n_probes = n;
+}
+
+static void set_event(Kmemctl__V1__Report *rep)
+{
+	event.kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP;
+	event.unix_ms = rep->unix_ms;
+	rep->events = events;
+	rep->n_events = 1;
+}
+
+static int edit(Kmemctl__V1__Report *rep, const char *key, char *value)
+{
+	if (!strcmp(key, "probe"))
+		set_probes(rep, 1, value);
+	else if (!strcmp(key, "probes") && strtoul(value, NULL, 10) <= PROBES_MAX)
+		set_probes(rep, strtoul(value, NULL, 10), NULL);
+	else if (!strcmp(key, "count"))
+		hist.count = strtoull(value, NULL, 10);
+	else if (!strcmp(key, "seq"))
+		rep->seq = strtoull(value, NULL, 10);
+	else if (!strcmp(key, "host"))
+		rep->facts->host_id = value;
+	else if (!strcmp(key, "hostname"))
+		rep->facts->hostname = value;
+	else if (!strcmp(key, "kernel"))
+		rep->facts->kernel_release = value;
+	else if (!strcmp(key, "reason") && rep->n_mitigations)
+		rep->mitigations[0]->reason = value;
+	else if (!strcmp(key, "message"))
+		set_event(rep), event.message = value;
+	else if (!strcmp(key, "comm"))
+		set_event(rep), event.comm = value;
+	else if (!strcmp(key, "soft_lockups"))
+		rep->counters = &counters, counters.soft_lockups = strtoull(value, NULL, 10);
+	else
+		return -1;
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	static uint8_t buf[1 << 20];
-	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[1] = { &p };
-	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
-	uint64_t one = 1;
-	Kmemctl__V1__ProbeSample **probes;
-	Kmemctl__V1__Report *rep;
-	size_t len, n;
+	static uint8_t buf[4 << 20];
+	static Kmemctl__V1__HostFacts facts;
+	static Kmemctl__V1__MitigationState first;
+	Kmemctl__V1__MitigationState **mits;
+	Kmemctl__V1__Report *rep, copy;
+	size_t len;
 	FILE *f;
 
-	if (argc != 5) {
-		fprintf(stderr, "usage: report-edit IN OUT PROBE COUNT\n");
+	if (argc < 3) {
+		fprintf(stderr, "usage: report-edit IN OUT KEY=VALUE...\n");
 		return 2;
 	}
 	f = fopen(argv[1], "rb");
@@ -30,25 +99,42 @@ int main(int argc, char **argv)
 	if (f)
 		fclose(f);
 	rep = kmemctl__v1__report__unpack(NULL, len, buf);
-	if (!rep) {
+	if (!rep || !rep->facts) {
 		fprintf(stderr, "report-edit: '%s' is not a report\n", argv[1]);
 		return 1;
 	}
-	h.first_bucket = 20;
-	h.n_counts = 1;
-	h.counts = &one;
-	h.count = strtoull(argv[4], NULL, 10);
-	p.probe = argv[3];
-	p.hist = &h;
-	n = rep->n_probes;
-	probes = rep->probes;
-	rep->n_probes = 1;
-	rep->probes = pp;
-	len = kmemctl__v1__report__pack(rep, buf);
-	/* what unpack made is freed as it was made */
-	rep->n_probes = n;
-	rep->probes = probes;
+	hist.first_bucket = 20;
+	hist.n_counts = 1;
+	hist.counts = &one;
+	hist.count = 1;
+	hist.max_ns = 1 << 20;
+	/* edits point into static storage and argv: they go to a copy of what they change */
+	copy = *rep;
+	facts = *rep->facts;
+	copy.facts = &facts;
+	mits = calloc(rep->n_mitigations + 1, sizeof(*mits));
+	if (!mits)
+		return 1;
+	for (size_t i = 0; i < rep->n_mitigations; i++)
+		mits[i] = rep->mitigations[i];
+	if (rep->n_mitigations) {
+		first = *rep->mitigations[0];
+		mits[0] = &first;
+	}
+	copy.mitigations = mits;
+	for (int i = 3; i < argc; i++) {
+		char *eq = strchr(argv[i], '=');
+
+		if (eq)
+			*eq = '\0';
+		if (!eq || edit(&copy, argv[i], eq + 1) < 0) {
+			fprintf(stderr, "report-edit: unknown edit '%s'\n", argv[i]);
+			return 2;
+		}
+	}
+	len = kmemctl__v1__report__pack(&copy, buf);
 	kmemctl__v1__report__free_unpacked(rep, NULL);
+	free(mits);
 	f = fopen(argv[2], "wb");
 	if (!f || fwrite(buf, 1, len, f) != len || fclose(f)) {
 		fprintf(stderr, "report-edit: cannot write '%s'\n", argv[2]);

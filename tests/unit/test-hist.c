@@ -80,6 +80,14 @@ static void test_merge(void **state)
 	record_range(&all, 1, 5000);
 	hist_merge(&a, &b);
 	assert_memory_equal(&a, &all, sizeof(a));
+	/* sums over a fleet stop at their maximum instead of wrapping to small numbers */
+	b.count = UINT64_MAX - 1;
+	b.sum_ns = UINT64_MAX;
+	b.buckets[3] = UINT64_MAX;
+	hist_merge(&a, &b);
+	assert_true(a.count == UINT64_MAX);
+	assert_true(a.sum_ns == UINT64_MAX);
+	assert_true(a.buckets[3] == UINT64_MAX);
 }
 
 static void test_delta(void **state)
