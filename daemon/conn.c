@@ -25,6 +25,12 @@
 
 /* A connection younger than this is not evicted: it may be a host mid-handshake. */
 #define EVICT_MS 1000
+/*
+ * Connections accepted and not yet admitted, or closed and not yet freed,
+ * at most: one accept burst could otherwise take thousands of connections
+ * (each an SSL and its buffers) before any is admitted or evicted.
+ */
+#define IN_FLIGHT_MAX 64
 #define BACKOFF_MS 250
 #define ACCEPT_LOG_MS 10000
 
@@ -41,7 +47,7 @@ struct conn {
 	uint64_t since_ms;
 	enum phase phase;
 	bool counted; /* in its phase's count */
-	bool closing, in_request, handling, over;
+	bool admitted, closing, in_request, handling, over;
 };
 
 /* A client network's unauthenticated connections. */
@@ -59,6 +65,7 @@ static struct {
 	struct evconnlistener *listener;
 	struct event *backoff, *recheck, *trim;
 	bool enabled, backing_off;
+	uint64_t in_flight; /* IN_FLIGHT_MAX */
 	struct conn_stats st;
 } live;
 
@@ -231,6 +238,7 @@ static void conn_close(struct conn *c, enum conn_close why)
 	if (c->closing)
 		return;
 	c->closing = true;
+	live.in_flight++;
 	live.st.closed[why]++;
 	uncount(c);
 	evtimer_del(c->deadline);
@@ -296,7 +304,8 @@ static void pace(void)
 
 	if (!live.listener)
 		return;
-	want = !live.backing_off && !(full && !victim(PHASE_HANDSHAKE));
+	want = !live.backing_off && live.in_flight < IN_FLIGHT_MAX &&
+	       !(full && !victim(PHASE_HANDSHAKE));
 	if (full && !want && !live.backing_off && live.hs_oldest) {
 		age = mono_ms() - live.hs_oldest->since_ms;
 		tv = ms_tv(age < EVICT_MS ? EVICT_MS - age : 1);
@@ -330,8 +339,12 @@ static void on_admit(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (c->closing)
+	c->admitted = true;
+	live.in_flight--;
+	if (c->closing) {
+		pace();
 		return;
+	}
 	if (getpeername(bufferevent_getfd(c->bev), (struct sockaddr *)&ss, &len) == 0)
 		conn_addr_key((struct sockaddr *)&ss, key, sizeof(key));
 	s = share_get(key);
@@ -451,6 +464,8 @@ static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
 		return;
 	uncount(c);
 	live.st.open--;
+	/* each of these held one place in flight */
+	live.in_flight -= !c->admitted + c->closing;
 	if (c->deadline)
 		event_free(c->deadline);
 	if (c->admit)
@@ -470,6 +485,8 @@ struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx)
 	if (!ssl)
 		return NULL;
 	c = calloc(1, sizeof(*c));
+	if (c)
+		c->admitted = true;
 	if (!c || !SSL_set_ex_data(ssl, conn_index, c)) {
 		free(c);
 		SSL_free(ssl);
@@ -490,6 +507,8 @@ struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx)
 	}
 	c->bev = bev;
 	c->counted = true;
+	c->admitted = false;
+	live.in_flight++;
 	live.st.handshakes++;
 	c->hs_prev = live.hs_newest;
 	if (live.hs_newest)

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Reports as kmemd takes them (POST /v1/agent/report): the protobuf
+ * decode, then report_check(). A report that passes must hold only what
+ * kmemd stores safely: every name a name, every string text, every
+ * histogram consistent, and it must encode back to a report that passes
+ * again.
+ */
+#include <string.h>
+
+#include "fuzz.h"
+#include "hist.h"
+#include "report-check.h"
+#include "text.h"
+
+static void check_passed(const Kmemctl__V1__Report *rep)
+{
+	uint8_t *buf = malloc(kmemctl__v1__report__get_packed_size(rep) + 1);
+	Kmemctl__V1__Report *again;
+	struct hist h;
+	char why[256];
+	size_t len;
+
+	FUZZ_CHECK(buf);
+	FUZZ_CHECK(text_name_valid(rep->facts->host_id, REPORT_HOST_ID_MAX));
+	FUZZ_CHECK(text_valid(rep->facts->hostname, REPORT_HOSTNAME_MAX));
+	FUZZ_CHECK(rep->n_probes <= REPORT_PROBES_MAX && rep->n_events <= REPORT_EVENTS_MAX);
+	for (size_t i = 0; i < rep->n_probes; i++) {
+		FUZZ_CHECK(text_name_valid(rep->probes[i]->probe, REPORT_NAME_MAX));
+		FUZZ_CHECK(!rep->probes[i]->hist || hist_from_pb(&h, rep->probes[i]->hist) == 0);
+		FUZZ_CHECK(!rep->probes[i]->hist || h.count <= REPORT_NUMBER_MAX);
+	}
+	for (size_t i = 0; i < rep->n_events; i++)
+		FUZZ_CHECK(text_valid(rep->events[i]->message, REPORT_MESSAGE_MAX));
+	len = kmemctl__v1__report__pack(rep, buf);
+	again = kmemctl__v1__report__unpack(NULL, len, buf);
+	FUZZ_CHECK(again);
+	FUZZ_CHECK(report_check(again, why, sizeof(why)) == 0);
+	kmemctl__v1__report__free_unpacked(again, NULL);
+	free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	Kmemctl__V1__Report *rep = kmemctl__v1__report__unpack(NULL, size, data);
+	char why[256] = "";
+
+	if (!rep)
+		return 0;
+	if (report_check(rep, why, sizeof(why)) == 0)
+		check_passed(rep);
+	else
+		FUZZ_CHECK(why[0] && text_utf8_valid(why, strlen(why)));
+	kmemctl__v1__report__free_unpacked(rep, NULL);
+	return 0;
+}
