@@ -1333,6 +1333,20 @@ static int start_child(struct agent *a, uid_t uid, gid_t gid, const char *spool)
 	return 0;
 }
 
+/*
+ * A collector stuck in the kernel still reads the agent's rootfs, config
+ * and collector state: the process ends here, without freeing them.
+ */
+_noreturn_ static void abandon(const struct agent *a)
+{
+	int running = collect_running(a->col);
+
+	log_warning("collector %s is stuck in the kernel: exiting without freeing what it reads",
+		    running >= 0 ? collect_name(running) : "?");
+	fflush(NULL);
+	_exit(a->once ? a->exit_code : (a->exit_code == EXIT_ERROR ? EXIT_ERROR : EXIT_OK));
+}
+
 static int run(const struct agent_config *cfg, const char *root, bool once)
 {
 	struct agent a = { .cfg = cfg,
@@ -1424,6 +1438,8 @@ out:
 	}
 	if (a.fd >= 0)
 		close(a.fd);
+	if (a.col && collect_stop(a.col, cfg->collector_timeout_ms) == -EBUSY)
+		abandon(&a);
 	if (a.state_dirfd >= 0)
 		close(a.state_dirfd);
 	if (a.base)
