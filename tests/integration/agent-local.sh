@@ -282,6 +282,8 @@ cat >standalone.conf <<CONF
 host_id = host-1
 interval = 1s
 state_dir = $work/state-standalone
+# the control process's user
+user = nobody
 control = $work/ctl.sock
 [policy]
 keys_dir = $work/keys
@@ -303,7 +305,8 @@ status_until "^report    [2-9]"
 grep -q "^kmemd     none: standalone" status.txt || fail "standalone: status: $(cat status.txt)"
 grep -q "^policy    base version 3" status.txt || fail "standalone: no policy: $(cat status.txt)"
 [ ! -e state-standalone/spool ] || fail "standalone: a spool was made"
-[ -z "$(ps -o pid= --ppid "$agent_pid")" ] || fail "standalone: the agent has a child"
+[ "$(ps -o comm= --ppid "$agent_pid")" = kmem-agent-ctl ] ||
+	fail "standalone: the agent's children are $(ps -o comm= --ppid "$agent_pid" | xargs), not the control process alone"
 $KMEMCTL disable >switch.txt || fail "standalone: disable: $(cat switch.txt)"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "standalone: the kill switch left it on"
 $KMEMCTL enable >switch.txt || fail "standalone: enable: $(cat switch.txt)"
