@@ -449,6 +449,8 @@ static int serve(struct control *ctl)
 		return -ENOMEM;
 	event_add(ctl->rd, NULL);
 	r = shutdown_signals_add(ctl->base, &sigs);
+	/* held since the parent's start (the mask passes through exec) */
+	stop_signals_hold(false);
 	if (r == 0 && event_base_dispatch(ctl->base) < 0)
 		r = -EIO;
 	shutdown_signals_free(&sigs);

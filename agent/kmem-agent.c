@@ -216,6 +216,7 @@ static int loop(struct agent *a)
 		shutdown_signals_free(&sigs);
 		return r;
 	}
+	stop_signals_hold(false);
 	if (!a->once)
 		watch_kmsg(a);
 	/* a collector stuck in the kernel does not stop the pings: a restart would not free it */
@@ -436,6 +437,7 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
+	stop_signals_hold(true);
 	if (once && !cfg->server)
 		return log_error("-o sends a report to kmemd: [agent] server is not set"),
 		       EXIT_ERROR;

@@ -15,6 +15,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "evloop.h"
 #include "log.h"
 #include "macro.h"
 #include "privsep.h"
@@ -264,6 +265,8 @@ int session_main(const struct agent_config *cfg, int fd, const struct privsep_pe
 	struct session s = { .cfg = cfg, .once = once, .fd = fd, .parent = *parent };
 	int r = -ENOMEM;
 
+	/* the parent's stop signals end the child as they come */
+	stop_signals_hold(false);
 	srandom((unsigned int)getpid());
 	s.buf = malloc(PRIVSEP_MAX_PAYLOAD);
 	s.base = event_base_new();
