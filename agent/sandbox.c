@@ -349,7 +349,8 @@ static int add_rules(scmp_filter_ctx ctx)
 
 int sandbox_filter(void)
 {
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS);
+	/* the child has one thread: where the kernel cannot kill the process, killing it will do */
+	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS) ?: seccomp_init(SCMP_ACT_KILL);
 	int r;
 
 	if (!ctx)
