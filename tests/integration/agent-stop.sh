@@ -44,25 +44,10 @@ $KMEMCTL pki init pki >/dev/null
 $KMEMCTL pki issue pki host host-1 >/dev/null
 cp -r "$SRC/tests/fixtures/host-6.1" root
 mkdir -p root/sys/fs/cgroup
-export KMEMCTL_AGENT_SOCKET=$work/ctl.sock
-cat >agent.conf <<CONF
-[agent]
-host_id = host-1
-# nothing listens here: reports spool
-server = 127.0.0.1:1
-interval = 1s
-collector_timeout = 300ms
-memstat = /sys/fs/cgroup/memory.stat
-state_dir = $work/state
-user = nobody
-control = $work/ctl.sock
-[tls]
-cert = $work/pki/host-1.crt
-key = $work/pki/host-1.key
-ca = $work/pki/ca.crt
-[policy]
-keys_dir = $work/keys
-CONF
+# nothing listens on port 1: reports spool
+agent_conf host-1 1 stop "collector_timeout = 300ms
+memstat = /sys/fs/cgroup/memory.stat" >agent.conf
+export KMEMCTL_AGENT_SOCKET=$work/ctl-host-1.sock
 
 # pause: a random moment, 0 to $1 ms
 pause() {
@@ -117,7 +102,7 @@ one() {
 		;;
 	control)
 		child_of "$agent_pid" kmem-agent-ctl >/dev/null || fail "run $run: no control process"
-		wait_for 20 test -S ctl.sock || fail "run $run: no control socket"
+		wait_for 20 test -S ctl-host-1.sock || fail "run $run: no control socket"
 		timeout 10 $KMEMCTL watch >/dev/null 2>&1 &
 		clients+=($!)
 		timeout 10 $KMEMCTL status >/dev/null 2>&1 &
