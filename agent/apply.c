@@ -300,7 +300,7 @@ bool switch_recorded(const struct agent *a)
 	return faccessat(a->state_dirfd, SWITCH_FILE, F_OK, 0) == 0;
 }
 
-static void reply_error(struct privsep_reply *rep, const char *why)
+static void refuse_request(struct privsep_reply *rep, const char *why)
 {
 	rep->kind = PRIVSEP_REPLY_ERROR;
 	snprintf(rep->error, sizeof(rep->error), "%s", why);
@@ -332,13 +332,13 @@ static void apply_local(struct agent *a, const struct policy_doc *doc, struct pr
 
 	if (off_reason(a)) {
 		snprintf(why, sizeof(why), "applying nothing under %s", off_reason(a));
-		reply_error(rep, why);
+		refuse_request(rep, why);
 		return;
 	}
 	r = policy_apply(&a->rfs, a->state_dirfd, doc, NULL, rep->out, &n);
 	audit_local(a, doc, rep->out, n);
 	if (r < 0) {
-		reply_error(rep, "writing the intent journal failed; nothing more applied");
+		refuse_request(rep, "writing the intent journal failed; nothing more applied");
 		return;
 	}
 	rep->kind = PRIVSEP_REPLY_OUTCOMES;
@@ -393,7 +393,7 @@ static void apply_switch(struct agent *a, bool off, struct privsep_reply *rep)
 	int r;
 
 	if (a->disabled) {
-		reply_error(rep, "kmemctl.disable=1 is on the kernel command line: it rules");
+		refuse_request(rep, "kmemctl.disable=1 is on the kernel command line: it rules");
 		return;
 	}
 	rep->kind = PRIVSEP_REPLY_SWITCH;
@@ -402,7 +402,7 @@ static void apply_switch(struct agent *a, bool off, struct privsep_reply *rep)
 	r = record_switch(a, off);
 	if (r < 0) {
 		log_error_errno(r, "recording the kill switch failed: %m");
-		reply_error(rep, "recording the kill switch in the state directory failed");
+		refuse_request(rep, "recording the kill switch in the state directory failed");
 		return;
 	}
 	a->switched_off = off;
