@@ -55,6 +55,7 @@ struct control {
 	bool standalone;
 	struct client *clients;
 	unsigned int nclients;
+	unsigned int nrefusing; /* refused connections waiting for their answer */
 	uint32_t next_id;
 	uint64_t refused, unlogged; /* connections over the bound: since start, not yet logged */
 	struct privsep_state state; /* the parent's, as it last told */
@@ -234,13 +235,20 @@ static void on_quiet(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(ctl->quiet, &period);
 }
 
-/* One connection over the bound: told why, closed, counted; logged now and then. */
-static void refuse(struct control *ctl, int fd)
+/*
+ * A refused connection's answer, once its request is in (or a second
+ * passed): a unix socket closed with data unread resets its peer, which
+ * would then lose the answer.
+ */
+static void on_refused(evutil_socket_t fd, short what, void *arg)
 {
-	static const struct timeval period = { .tv_sec = REFUSED_LOG_PERIOD_S };
-	char why[128];
+	struct control *ctl = arg;
+	char why[128], discard[64];
 	int n;
 
+	(void)what;
+	while (recv(fd, discard, sizeof(discard), MSG_DONTWAIT | MSG_TRUNC) > 0)
+		;
 	n = snprintf(
 		why, sizeof(why),
 		"{\"ok\":false,\"error\":\"too many control connections: at most %d at once\"}",
@@ -248,7 +256,25 @@ static void refuse(struct control *ctl, int fd)
 	if (send(fd, why, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		log_debug("a refused control client missed why: %m");
 	close(fd);
+	ctl->nrefusing--;
+}
+
+/*
+ * One connection over the bound: told why and closed, counted, logged now
+ * and then. As many again may wait for their answer; past that, a
+ * connection is closed at once.
+ */
+static void refuse(struct control *ctl, int fd)
+{
+	static const struct timeval period = { .tv_sec = REFUSED_LOG_PERIOD_S };
+	static const struct timeval wait = { .tv_sec = 1 };
+
 	ctl->refused++;
+	if (ctl->nrefusing >= CTL_MAX_CLIENTS ||
+	    event_base_once(ctl->base, fd, EV_READ, on_refused, ctl, &wait) < 0)
+		close(fd);
+	else
+		ctl->nrefusing++;
 	if (evtimer_pending(ctl->quiet, NULL)) {
 		ctl->unlogged++;
 		return;
