@@ -91,11 +91,26 @@ static int run(struct collect *c, enum collector which)
 	}
 }
 
+/* A round, cut short between two collectors when the thread is to stop. */
+static void round_run(struct collect *c)
+{
+	uint64_t one = 1;
+	int i;
+
+	for (i = 0; i < COLLECT_N && !atomic_load(&c->stopping); i++) {
+		atomic_store_explicit(&c->running, i, memory_order_relaxed);
+		c->out.rc[i] = run(c, (enum collector)i);
+		atomic_fetch_or_explicit(&c->done, 1U << i, memory_order_release);
+	}
+	atomic_store_explicit(&c->running, -1, memory_order_relaxed);
+	/* the counter is far from full; a failed write has nothing to undo */
+	if (write(c->efd, &one, sizeof(one)) < 0)
+		return;
+}
+
 static void *thread_main(void *arg)
 {
 	struct collect *c = arg;
-	uint64_t one = 1;
-	int i;
 
 	for (;;) {
 		pthread_mutex_lock(&c->lock);
@@ -107,14 +122,7 @@ static void *thread_main(void *arg)
 		}
 		c->request = false;
 		pthread_mutex_unlock(&c->lock);
-		for (i = 0; i < COLLECT_N; i++) {
-			atomic_store_explicit(&c->running, i, memory_order_relaxed);
-			c->out.rc[i] = run(c, (enum collector)i);
-			atomic_fetch_or_explicit(&c->done, 1U << i, memory_order_release);
-		}
-		atomic_store_explicit(&c->running, -1, memory_order_relaxed);
-		if (write(c->efd, &one, sizeof(one)) < 0)
-			continue; /* the counter is far from full; nothing to do */
+		round_run(c);
 	}
 }
 
@@ -125,6 +133,7 @@ int collect_init(struct collect *c, const struct rootfs *rfs, const struct agent
 	c->rfs = rfs;
 	c->cfg = cfg;
 	c->started = c->request = c->stop = false;
+	atomic_init(&c->stopping, false);
 	atomic_init(&c->done, (1U << COLLECT_N) - 1);
 	atomic_init(&c->running, -1);
 	c->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
@@ -154,20 +163,35 @@ int collect_start(struct collect *c)
 	return 0;
 }
 
+int collect_stop(struct collect *c, uint64_t grace_ms)
+{
+	struct timespec until;
+	int r;
+
+	if (!c->started)
+		return 0;
+	atomic_store(&c->stopping, true);
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_cond_signal(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)(grace_ms / 1000);
+	until.tv_nsec += (long)(grace_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	r = pthread_timedjoin_np(c->thread, NULL, &until);
+	if (r == ETIMEDOUT)
+		return -EBUSY;
+	c->started = false;
+	return -r;
+}
+
 void collect_free(struct collect *c)
 {
-	if (c->started) {
-		pthread_mutex_lock(&c->lock);
-		c->stop = true;
-		pthread_cond_signal(&c->cond);
-		pthread_mutex_unlock(&c->lock);
-		if (collect_done(c) == (1U << COLLECT_N) - 1)
-			pthread_join(c->thread, NULL);
-		else
-			pthread_detach(c->thread);
-	}
 	if (c->efd >= 0)
 		close(c->efd);
 	c->efd = -1;
-	c->started = false;
 }

@@ -57,6 +57,7 @@ struct collect {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	bool started, request, stop; /* under lock */
+	atomic_bool stopping; /* stop, seen by a round between two collectors */
 	int efd; /* the thread adds 1 when a round is over */
 	atomic_uint done; /* bit per collector done in this round */
 	atomic_int running; /* the collector running now, -1: none */
@@ -86,9 +87,16 @@ static inline int collect_running(struct collect *c)
 }
 
 /*
- * Ends the thread, unless a collector is stuck: then it is left to the
- * process's exit, since a read blocked in the kernel cannot be cancelled.
+ * Ends the thread: a round under way stops after the collector running
+ * now, and the thread is joined. -EBUSY when that collector has not
+ * returned within grace_ms: it is stuck in the kernel, where a read cannot
+ * be cancelled, and the thread still reads c, its rootfs and its config.
+ * The caller must then leave all three as they are and end the process
+ * without freeing them.
  */
+int collect_stop(struct collect *c, uint64_t grace_ms);
+
+/* Closes the eventfd; only after collect_stop() returned 0. */
 void collect_free(struct collect *c);
 
 /* Reading a memory.stat file, as the rstat flush makes readers wait: ns. */

@@ -30,6 +30,8 @@
 #define CTL_SOCK "/run/kmem-agent/ctl.sock"
 #define CTL_GROUP "kmemctl"
 #define CTL_MAX_MSG (128U << 10)
+/* connections served at once; one more is told so and closed */
+#define CTL_MAX_CLIENTS 32
 
 enum ctl_cmd { CTL_STATUS = 1, CTL_SET, CTL_WATCH, CTL_DISABLE, CTL_ENABLE };
 

@@ -372,3 +372,15 @@ int policy_load(int state_dirfd, uint8_t **buf, size_t *len)
 {
 	return statefile_read(state_dirfd, STORED, 1 << 20, buf, len);
 }
+
+const char *policy_result_name(enum policy_result r)
+{
+	static const char *const names[] = {
+		[POLICY_UNCHANGED] = "unchanged",
+		[POLICY_APPLIED] = "applied",
+		[POLICY_SKIPPED] = "skipped",
+		[POLICY_FAILED] = "failed",
+	};
+
+	return (unsigned)r < ARRAY_SIZE(names) ? names[r] : "?";
+}

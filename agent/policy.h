@@ -49,6 +49,9 @@ enum policy_result {
 	POLICY_FAILED, /* the module refused a write */
 };
 
+/* "unchanged", "applied", "skipped", "failed"; "?" for anything else. */
+const char *policy_result_name(enum policy_result r);
+
 struct policy_outcome {
 	char id[POLICY_ID_MAX + 1];
 	enum policy_result result;

@@ -9,17 +9,17 @@
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <grp.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include "evloop.h"
 #include "log.h"
 #include "macro.h"
 #include "privsep.h"
+#include "sandbox.h"
 #include "session.h"
 #include "spool.h"
 #include "uplink.h"
@@ -40,20 +40,6 @@ struct session {
 	unsigned int failures;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
 };
-
-int session_drop_privileges(uid_t uid, gid_t gid)
-{
-	if (geteuid() != 0)
-		return 0;
-	if (setgroups(0, NULL) < 0 || setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
-		return negative_errno();
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return negative_errno();
-	/* a root that cannot come back */
-	if (setuid(0) == 0 && uid != 0)
-		return -EPERM;
-	return 0;
-}
 
 static void tell_parent(struct session *s, const struct privsep_result *res)
 {
@@ -212,7 +198,8 @@ static void on_parent(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	for (;;) {
-		n = privsep_recv(fd, PRIVSEP_CHILD, &s->parent, &type, s->buf, PRIVSEP_MAX_PAYLOAD);
+		n = privsep_recv(fd, PRIVSEP_NETWORK, &s->parent, &type, s->buf,
+				 PRIVSEP_MAX_PAYLOAD);
 		if (n == -EAGAIN)
 			return;
 		if (n == -EBADMSG || n == -EPERM) {
@@ -229,49 +216,68 @@ static void on_parent(evutil_socket_t fd, short what, void *arg)
 	}
 }
 
+/*
+ * Root's part first (the host key), then the agent's user for good, then
+ * the sandbox's file system, the spool in it, and last the filter.
+ */
+static int set_up(struct session *s, const char *spool_dir, uid_t uid, gid_t gid)
+{
+	int r;
+
+	r = uplink_new(s->base, s->cfg, on_done, s, &s->up);
+	if (r < 0)
+		return r;
+	r = privsep_drop_privileges(uid, gid);
+	if (r < 0)
+		return log_error_errno(r, "dropping privileges to uid %u failed: %m",
+				       (unsigned)uid);
+	prctl(PR_SET_NAME, "kmem-agent-net", 0, 0, 0);
+	r = sandbox_enter(s->once ? NULL : spool_dir, &s->parent.uid);
+	if (r == -EOPNOTSUPP)
+		log_warning("the network child has no namespaces of its own (unprivileged user "
+			    "namespaces are off): it keeps the unit's view of the file system");
+	else if (r < 0)
+		return log_error_errno(r, "building the network child's file system failed: %m");
+	if (!s->once) {
+		r = spool_open(&s->spool, spool_dir, s->cfg->spool_max);
+		if (r < 0)
+			return log_error_errno(r, "opening the spool '%s' failed: %m", spool_dir);
+		s->spooling = true;
+		if (s->spool.skipped)
+			log_warning("spool '%s': %llu files that are not reports were skipped",
+				    spool_dir, (unsigned long long)s->spool.skipped);
+	}
+	s->rd = event_new(s->base, s->fd, EV_READ | EV_PERSIST, on_parent, s);
+	s->retry = evtimer_new(s->base, on_retry, s);
+	if (!s->rd || !s->retry)
+		return -ENOMEM;
+	event_add(s->rd, NULL);
+	r = sandbox_filter();
+	if (r < 0)
+		return log_error_errno(r,
+				       "loading the network child's system call filter failed: %m");
+	return 0;
+}
+
 int session_main(const struct agent_config *cfg, int fd, const struct privsep_peer *parent,
 		 const char *spool_dir, bool once, uid_t uid, gid_t gid)
 {
 	struct session s = { .cfg = cfg, .once = once, .fd = fd, .parent = *parent };
 	int r = -ENOMEM;
 
+	/* the parent's stop signals end the child as they come */
+	stop_signals_hold(false);
 	srandom((unsigned int)getpid());
 	s.buf = malloc(PRIVSEP_MAX_PAYLOAD);
 	s.base = event_base_new();
-	if (!s.buf || !s.base)
-		goto out;
-	/* the host key is read while still root, then never again */
-	r = uplink_new(s.base, cfg, on_done, &s, &s.up);
-	if (r < 0)
-		goto out;
-	r = session_drop_privileges(uid, gid);
-	if (r < 0) {
-		log_error_errno(r, "dropping privileges to uid %u failed: %m", (unsigned)uid);
-		goto out;
+	if (s.buf && s.base)
+		r = set_up(&s, spool_dir, uid, gid);
+	if (r == 0) {
+		/* what a previous run left */
+		if (s.spooling)
+			pump(&s);
+		r = event_base_dispatch(s.base) < 0 ? -EIO : 0;
 	}
-	if (!once) {
-		r = spool_open(&s.spool, spool_dir, cfg->spool_max);
-		if (r < 0) {
-			log_error_errno(r, "opening the spool '%s' failed: %m", spool_dir);
-			goto out;
-		}
-		s.spooling = true;
-		if (s.spool.skipped)
-			log_warning("spool '%s': %llu files that are not reports were skipped",
-				    spool_dir, (unsigned long long)s.spool.skipped);
-	}
-	s.rd = event_new(s.base, fd, EV_READ | EV_PERSIST, on_parent, &s);
-	s.retry = evtimer_new(s.base, on_retry, &s);
-	if (!s.rd || !s.retry) {
-		r = -ENOMEM;
-		goto out;
-	}
-	event_add(s.rd, NULL);
-	/* what a previous run left */
-	if (s.spooling)
-		pump(&s);
-	r = event_base_dispatch(s.base) < 0 ? -EIO : 0;
-out:
 	if (s.rd)
 		event_free(s.rd);
 	if (s.retry)

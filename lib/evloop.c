@@ -67,3 +67,14 @@ struct event *watchdog_start(struct event_base *base)
 	}
 	return ev;
 }
+
+void stop_signals_hold(bool block)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}

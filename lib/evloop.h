@@ -3,12 +3,22 @@
 #ifndef KMEMCTL_EVLOOP_H
 #define KMEMCTL_EVLOOP_H
 
+#include <stdbool.h>
+
 struct event;
 struct event_base;
 
 struct shutdown_signals {
 	struct event *ev[2];
 };
+
+/*
+ * Holds SIGTERM, SIGINT and SIGHUP back (block) or lets them in. A daemon
+ * holds them from its start until its loop handles them, so that a stop
+ * during start ends it through its loop, cleanly, not by the signal.
+ * Children inherit the mask, and exec keeps it.
+ */
+void stop_signals_hold(bool block);
 
 /* SIGTERM and SIGINT end the loop (after telling systemd STOPPING=1). */
 int shutdown_signals_add(struct event_base *base, struct shutdown_signals *s);

@@ -15,6 +15,7 @@
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _printf_(a, b) __attribute__((format(printf, a, b)))
 #define _unused_ __attribute__((unused))
+#define _noreturn_ __attribute__((noreturn))
 
 /* Hand a cleanup-owned pointer to someone else: the variable becomes NULL. */
 #define TAKE_PTR(p)                      \

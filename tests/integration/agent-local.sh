@@ -189,6 +189,38 @@ wait_for agent2.log "kill switch released"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "enable did not apply the policy again"
 echo "ok: kmemctl disable turns everything off, survives a restart, and enable undoes it"
 
+# the control process: at most 32 connections; one more is told so and
+# closed, and the agent serves again once they go
+watchers=()
+for i in $(seq 32); do
+	$KMEMCTL watch >/dev/null 2>&1 &
+	watchers+=($!)
+done
+for i in $(seq 50); do
+	rc=0
+	$KMEMCTL status >bad.txt 2>&1 || rc=$?
+	grep -q "too many control connections: at most 32 at once" bad.txt && break
+	sleep 0.2
+done
+grep -q "too many control connections: at most 32 at once" bad.txt ||
+	fail "a 33rd connection was not refused: exit $rc, $(cat bad.txt)"
+wait_for agent2.log "control socket: a connection refused, 32 are open already"
+kill "${watchers[@]}"
+wait "${watchers[@]}" 2>/dev/null || true
+status_until "^agent "
+echo "ok: the control socket takes 32 connections, refuses the 33rd, and serves again"
+
+# a control process that dies is started again; the agent runs on
+ctl=$(ps -o pid=,comm= --ppid "$agent_pid" | awk '$2 == "kmem-agent-ctl" { print $1 }')
+[ -n "$ctl" ] || fail "no control process"
+kill -KILL "$ctl"
+wait_for agent2.log "the control process killed by signal .*; starting another in 1 s"
+status_until "^agent "
+kill -0 "$agent_pid" || fail "the agent died with its control process"
+[ "$(ps -o comm= --ppid "$agent_pid" | grep -c '^kmem-agent-ctl$')" = 1 ] ||
+	fail "not one control process after the restart"
+echo "ok: a control process killed is started again, and the agent runs on"
+
 # a user outside root and the group, even with the socket's mode opened up
 if [ "$(id -u)" = 0 ]; then
 	chmod 666 ctl.sock
@@ -282,6 +314,8 @@ cat >standalone.conf <<CONF
 host_id = host-1
 interval = 1s
 state_dir = $work/state-standalone
+# the control process's user
+user = nobody
 control = $work/ctl.sock
 [policy]
 keys_dir = $work/keys
@@ -303,7 +337,8 @@ status_until "^report    [2-9]"
 grep -q "^kmemd     none: standalone" status.txt || fail "standalone: status: $(cat status.txt)"
 grep -q "^policy    base version 3" status.txt || fail "standalone: no policy: $(cat status.txt)"
 [ ! -e state-standalone/spool ] || fail "standalone: a spool was made"
-[ -z "$(ps -o pid= --ppid "$agent_pid")" ] || fail "standalone: the agent has a child"
+[ "$(ps -o comm= --ppid "$agent_pid")" = kmem-agent-ctl ] ||
+	fail "standalone: the agent's children are $(ps -o comm= --ppid "$agent_pid" | xargs), not the control process alone"
 $KMEMCTL disable >switch.txt || fail "standalone: disable: $(cat switch.txt)"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "standalone: the kill switch left it on"
 $KMEMCTL enable >switch.txt || fail "standalone: enable: $(cat switch.txt)"

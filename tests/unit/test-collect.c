@@ -73,9 +73,28 @@ static void test_round(void **state)
 	assert_int_equal(collect_start(&c), 0);
 	assert_true(round_over(&c, 10000));
 	assert_int_equal(collect_done(&c), ALL);
+	assert_int_equal(collect_stop(&c, 10000), 0);
 	collect_free(&c);
 	rootfs_close(&rfs);
 	ini_free(agent_options, agent_n_options, &cfg);
+}
+
+/* A round stuck on memory.stat, a FIFO nobody writes (its path in fifo). */
+static void stuck_round(struct collect *c, struct agent_config *cfg, struct rootfs *rfs, char *fifo,
+			size_t len)
+{
+	snprintf(fifo, len, "%s/sys/fs", root);
+	assert_true(mkdir(fifo, 0755) == 0 || errno == EEXIST);
+	strcat(fifo, "/cgroup");
+	assert_true(mkdir(fifo, 0755) == 0 || errno == EEXIST);
+	snprintf(fifo, len, "%s/sys/fs/cgroup/memory.stat", root);
+	unlink(fifo);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	agent_config_defaults(cfg);
+	assert_int_equal(rootfs_open_root(rfs, root), 0);
+	assert_int_equal(collect_init(c, rfs, cfg), 0);
+	assert_int_equal(collect_start(c), 0);
+	assert_false(round_over(c, 300));
 }
 
 static void test_stuck(void **state)
@@ -87,19 +106,8 @@ static void test_stuck(void **state)
 	int w;
 
 	(void)state;
-	snprintf(fifo, sizeof(fifo), "%s/sys/fs", root);
-	assert_true(mkdir(fifo, 0755) == 0 || errno == EEXIST);
-	strcat(fifo, "/cgroup");
-	assert_true(mkdir(fifo, 0755) == 0 || errno == EEXIST);
-	snprintf(fifo, sizeof(fifo), "%s/sys/fs/cgroup/memory.stat", root);
-	unlink(fifo);
-	assert_int_equal(mkfifo(fifo, 0600), 0);
-	agent_config_defaults(&cfg);
-	assert_int_equal(rootfs_open_root(&rfs, root), 0);
-	assert_int_equal(collect_init(&c, &rfs, &cfg), 0);
-	assert_int_equal(collect_start(&c), 0);
 	/* the deadline passes: everything before memory.stat is done and usable */
-	assert_false(round_over(&c, 300));
+	stuck_round(&c, &cfg, &rfs, fifo, sizeof(fifo));
 	assert_int_equal(collect_done(&c), ALL & ~(1U << COLLECT_MEMSTAT));
 	assert_int_equal(collect_running(&c), COLLECT_MEMSTAT);
 	assert_int_equal(c.out.states.n, 5);
@@ -118,7 +126,35 @@ static void test_stuck(void **state)
 	assert_int_equal(collect_start(&c), 0);
 	assert_true(round_over(&c, 10000));
 	assert_int_equal(c.out.rc[COLLECT_MEMSTAT], -ENOENT);
+	assert_int_equal(collect_stop(&c, 10000), 0);
 	collect_free(&c);
+	rootfs_close(&rfs);
+	ini_free(agent_options, agent_n_options, &cfg);
+}
+
+/*
+ * Stopping while a collector is stuck says so, and the thread keeps what
+ * it reads; once the read returns, stopping again joins it.
+ */
+static void test_stop_stuck(void **state)
+{
+	static struct collect c;
+	struct agent_config cfg;
+	struct rootfs rfs;
+	char fifo[4200];
+	int w;
+
+	(void)state;
+	stuck_round(&c, &cfg, &rfs, fifo, sizeof(fifo));
+	assert_int_equal(collect_running(&c), COLLECT_MEMSTAT);
+	assert_int_equal(collect_stop(&c, 100), -EBUSY);
+	w = open(fifo, O_WRONLY);
+	assert_true(w >= 0);
+	close(w);
+	assert_int_equal(collect_stop(&c, 10000), 0);
+	assert_int_equal(collect_done(&c), ALL);
+	collect_free(&c);
+	unlink(fifo);
 	rootfs_close(&rfs);
 	ini_free(agent_options, agent_n_options, &cfg);
 }
@@ -128,6 +164,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_round),
 		cmocka_unit_test(test_stuck),
+		cmocka_unit_test(test_stop_stuck),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

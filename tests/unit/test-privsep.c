@@ -13,13 +13,15 @@
 #include <cmocka.h>
 
 #include "macro.h"
+#include "ctl.h"
 #include "privsep.h"
 
 static uint8_t buf[PRIVSEP_MAX_PAYLOAD];
 
-static struct privsep_peer self_peer(void)
+/* This process, speaking as side. */
+static struct privsep_peer self_peer(enum privsep_side side)
 {
-	return (struct privsep_peer){ .pid = getpid(), .uid = getuid() };
+	return (struct privsep_peer){ .pid = getpid(), .uid = getuid(), .side = side };
 }
 
 /* A packet as a buggy or hostile peer might write it. */
@@ -49,21 +51,22 @@ static int count_fds(void)
 static void test_roundtrip(void **state)
 {
 	struct privsep_result res = { .seq = 7, .acked_seq = 7, .spooled = 2, .dropped = 1 };
-	struct privsep_peer me = self_peer();
+	struct privsep_peer parent = self_peer(PRIVSEP_PARENT), net = self_peer(PRIVSEP_NETWORK);
 	enum privsep_type type;
 	int fds[2];
 
 	(void)state;
 	assert_int_equal(privsep_pair(fds), 0);
-	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CHILD, &me, &type, buf, sizeof(buf)),
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_NETWORK, &parent, &type, buf, sizeof(buf)),
 			 -EAGAIN);
 	assert_int_equal(privsep_send(fds[0], PRIVSEP_REPORT, "report", 6), 0);
-	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CHILD, &me, &type, buf, sizeof(buf)), 6);
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_NETWORK, &parent, &type, buf, sizeof(buf)),
+			 6);
 	assert_int_equal(type, PRIVSEP_REPORT);
 	assert_memory_equal(buf, "report", 6);
 
 	assert_int_equal(privsep_send(fds[1], PRIVSEP_RESULT, &res, sizeof(res)), 0);
-	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &me, &type, buf, sizeof(buf)),
+	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &net, &type, buf, sizeof(buf)),
 			 sizeof(res));
 	assert_int_equal(type, PRIVSEP_RESULT);
 	assert_memory_equal(buf, &res, sizeof(res));
@@ -72,7 +75,7 @@ static void test_roundtrip(void **state)
 	memset(buf, 0xab, sizeof(buf));
 	assert_int_equal(privsep_send(fds[0], PRIVSEP_REPORT, buf, PRIVSEP_MAX_PAYLOAD), 0);
 	memset(buf, 0, sizeof(buf));
-	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CHILD, &me, &type, buf, sizeof(buf)),
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_NETWORK, &parent, &type, buf, sizeof(buf)),
 			 PRIVSEP_MAX_PAYLOAD);
 	assert_int_equal(buf[PRIVSEP_MAX_PAYLOAD - 1], 0xab);
 
@@ -85,7 +88,8 @@ static void test_roundtrip(void **state)
 	assert_int_equal(privsep_send(fds[0], PRIVSEP_TYPES, buf, 1), -EINVAL);
 
 	close(fds[0]);
-	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CHILD, &me, &type, buf, sizeof(buf)), 0);
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_NETWORK, &parent, &type, buf, sizeof(buf)),
+			 0);
 	assert_int_equal(type, 0);
 	close(fds[1]);
 }
@@ -96,7 +100,7 @@ static void test_roundtrip(void **state)
  */
 static void test_malformed(void **state)
 {
-	struct privsep_peer me = self_peer();
+	struct privsep_peer me = self_peer(PRIVSEP_NETWORK);
 	struct privsep_result res = { 0 };
 	enum privsep_type type;
 	uint8_t big[200] = { 0 };
@@ -129,7 +133,7 @@ static void test_malformed(void **state)
 /* Descriptors passed along a message are refused and closed, not leaked. */
 static void test_passed_fd(void **state)
 {
-	struct privsep_peer me = self_peer();
+	struct privsep_peer me = self_peer(PRIVSEP_NETWORK);
 	struct privsep_hdr hdr = { .type = PRIVSEP_POLICY, .len = 1 };
 	union {
 		struct cmsghdr align;
@@ -196,7 +200,7 @@ static void test_sender(void **state)
 	assert_int_equal(status, 0);
 	close(fds[1]);
 
-	peer = (struct privsep_peer){ .pid = pid, .uid = getuid() };
+	peer = (struct privsep_peer){ .pid = pid, .uid = getuid(), .side = PRIVSEP_NETWORK };
 	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &peer, &type, buf, sizeof(buf)),
 			 sizeof(res));
 	/* the right pid under another uid */
@@ -212,13 +216,117 @@ static void test_sender(void **state)
 	close(fds[0]);
 }
 
+/*
+ * Each channel takes only its own types: requests from the control
+ * process, never results or policies; the network child sends no request.
+ */
+static void test_sides(void **state)
+{
+	static struct privsep_request req = { .client = 3, .cmd = CTL_DISABLE };
+	static struct privsep_state st = { .policy_name = "base" };
+	struct privsep_peer parent = self_peer(PRIVSEP_PARENT), ctl = self_peer(PRIVSEP_CONTROL),
+			    net = self_peer(PRIVSEP_NETWORK);
+	struct privsep_result res = { 0 };
+	enum privsep_type type;
+	int fds[2];
+
+	(void)state;
+	assert_int_equal(privsep_pair(fds), 0);
+	assert_int_equal(privsep_send(fds[1], PRIVSEP_REQUEST, &req, sizeof(req)), 0);
+	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &ctl, &type, buf, sizeof(buf)),
+			 sizeof(req));
+	assert_int_equal(type, PRIVSEP_REQUEST);
+	/* a request on the network child's channel, a result on the control process's */
+	assert_int_equal(privsep_send(fds[1], PRIVSEP_REQUEST, &req, sizeof(req)), 0);
+	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &net, &type, buf, sizeof(buf)),
+			 -EBADMSG);
+	assert_int_equal(privsep_send(fds[1], PRIVSEP_RESULT, &res, sizeof(res)), 0);
+	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &ctl, &type, buf, sizeof(buf)),
+			 -EBADMSG);
+	assert_int_equal(privsep_send(fds[1], PRIVSEP_POLICY, "signed", 6), 0);
+	assert_int_equal(privsep_recv(fds[0], PRIVSEP_PARENT, &ctl, &type, buf, sizeof(buf)),
+			 -EBADMSG);
+	/* the parent's state goes to the control process, not the network child */
+	assert_int_equal(privsep_send(fds[0], PRIVSEP_STATE, &st, sizeof(st)), 0);
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CONTROL, &parent, &type, buf, sizeof(buf)),
+			 sizeof(st));
+	assert_int_equal(privsep_send(fds[0], PRIVSEP_STATE, &st, sizeof(st)), 0);
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_NETWORK, &parent, &type, buf, sizeof(buf)),
+			 -EBADMSG);
+	/* and reports to both */
+	assert_int_equal(privsep_send(fds[0], PRIVSEP_REPORT, "report", 6), 0);
+	assert_int_equal(privsep_recv(fds[1], PRIVSEP_CONTROL, &parent, &type, buf, sizeof(buf)),
+			 6);
+	close(fds[0]);
+	close(fds[1]);
+}
+
+/* The content checks: every string terminated, every count and enum in range. */
+static void test_checks(void **state)
+{
+	static struct privsep_request req;
+	static struct privsep_state st;
+	static struct privsep_reply rep;
+
+	(void)state;
+	req = (struct privsep_request){ .cmd = CTL_SET };
+	strcpy(req.doc.mitigations[0].id, "rstat-yield");
+	req.doc.mitigations[0].mode = POLICY_MODE_ON;
+	req.doc.mitigations[0].nparams = 1;
+	strcpy(req.doc.mitigations[0].params[0].key, "every_cpus");
+	req.doc.nmitigations = 1;
+	strcpy(req.doc.probes[0].id, "vmap-purge");
+	req.doc.probes[0].enabled = -1;
+	req.doc.probes[0].threshold_ns = 5;
+	req.doc.nprobes = 1;
+	assert_int_equal(privsep_check_request(&req), 0);
+	req.doc.mitigations[0].params[0].key[0] = '/';
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	req.doc.mitigations[0].params[0].key[0] = 'e';
+	memset(req.doc.mitigations[0].id, 'a', sizeof(req.doc.mitigations[0].id));
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	strcpy(req.doc.mitigations[0].id, "rstat-yield");
+	req.doc.mitigations[0].mode = 7;
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	req.doc.mitigations[0].mode = POLICY_MODE_OFF;
+	req.doc.nprobes = POLICY_MAX_ENTRIES + 1;
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	req.doc.nprobes = 1;
+	req.doc.probes[0].enabled = 2;
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	req.doc.probes[0].enabled = 1;
+	req.cmd = CTL_STATUS;
+	assert_int_equal(privsep_check_request(&req), -EBADMSG);
+	req.cmd = CTL_ENABLE;
+	assert_int_equal(privsep_check_request(&req), 0);
+
+	st = (struct privsep_state){ .nguard = 1, .guard[0] = "rstat-yield" };
+	assert_int_equal(privsep_check_state(&st), 0);
+	st.nguard = GUARD_MAX + 1;
+	assert_int_equal(privsep_check_state(&st), -EBADMSG);
+	st.nguard = 0;
+	memset(st.policy_name, 'x', sizeof(st.policy_name));
+	assert_int_equal(privsep_check_state(&st), -EBADMSG);
+
+	rep = (struct privsep_reply){ .kind = PRIVSEP_REPLY_OUTCOMES, .n = 1 };
+	assert_int_equal(privsep_check_reply(&rep), 0);
+	rep.out[0].result = 9;
+	assert_int_equal(privsep_check_reply(&rep), -EBADMSG);
+	rep.out[0].result = POLICY_APPLIED;
+	memset(rep.out[0].why, 'x', sizeof(rep.out[0].why));
+	assert_int_equal(privsep_check_reply(&rep), -EBADMSG);
+	rep.n = 0;
+	assert_int_equal(privsep_check_reply(&rep), 0);
+	rep.n = 2 * POLICY_MAX_ENTRIES + 1;
+	assert_int_equal(privsep_check_reply(&rep), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_roundtrip),
-		cmocka_unit_test(test_malformed),
-		cmocka_unit_test(test_passed_fd),
-		cmocka_unit_test(test_sender),
+		cmocka_unit_test(test_roundtrip), cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_passed_fd), cmocka_unit_test(test_sender),
+		cmocka_unit_test(test_sides),	  cmocka_unit_test(test_checks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
