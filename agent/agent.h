@@ -32,5 +32,7 @@ struct agent_config {
 extern const struct ini_option agent_options[];
 extern const size_t agent_n_options;
 void agent_config_defaults(struct agent_config *c);
+/* What no single option can say wrong; logged. */
+int agent_config_check(const struct agent_config *c);
 
 #endif

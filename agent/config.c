@@ -5,7 +5,10 @@
 
 #include "agent.h"
 #include "ctl.h"
+#include "log.h"
 #include "macro.h"
+#include "report-check.h"
+#include "text.h"
 
 static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
 					  "notice", "info",  "debug", NULL };
@@ -37,6 +40,30 @@ const struct ini_option agent_options[] = {
 };
 
 const size_t agent_n_options = ARRAY_SIZE(agent_options);
+
+/* What kmemd would refuse in every report: better said now, at the line that says it. */
+int agent_config_check(const struct agent_config *c)
+{
+	const struct ini_map *m = &c->labels;
+
+	if (c->host_id && !text_name_valid(c->host_id, REPORT_HOST_ID_MAX))
+		return log_error_errno(-EINVAL, "[agent] host_id '%s' is not 1 to %d of %s",
+				       c->host_id, REPORT_HOST_ID_MAX, TEXT_NAME_CHARSET);
+	if (m->n > REPORT_LABELS_MAX)
+		return log_error_errno(-EINVAL, "[labels] has %zu labels, more than %d", m->n,
+				       REPORT_LABELS_MAX);
+	for (size_t i = 0; i < m->n; i++) {
+		if (!text_name_valid(m->keys[i], REPORT_NAME_MAX))
+			return log_error_errno(-EINVAL, "[labels] key '%s' is not 1 to %d of %s",
+					       m->keys[i], REPORT_NAME_MAX, TEXT_NAME_CHARSET);
+		if (!text_valid(m->values[i], REPORT_TEXT_MAX))
+			return log_error_errno(-EINVAL,
+					       "[labels] %s: the value is not text without control "
+					       "characters of at most %d bytes",
+					       m->keys[i], REPORT_TEXT_MAX);
+	}
+	return 0;
+}
 
 void agent_config_defaults(struct agent_config *c)
 {

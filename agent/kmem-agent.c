@@ -519,6 +519,8 @@ int main(int argc, char **argv)
 		check = CONF_CHECK_PRINT;
 	agent_config_defaults(&cfg);
 	r = conf_load(agent_options, agent_n_options, &cfg, path, check == CONF_RUN, check);
+	if (r == 0)
+		r = agent_config_check(&cfg);
 	log_set_max_level(debug ? LOG_DEBUG : cfg.log_level);
 	if (r < 0)
 		r = EXIT_ERROR;

@@ -91,6 +91,10 @@ static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, 
 		s->failures = 0;
 		if (s->spooling)
 			spool_ack(&s->spool, rr->acked_seq);
+		/* stored, but not all of it (names past kmemd's bounds) */
+		if (rr->reason && rr->reason[0])
+			log_warning("kmemd stored report %llu, not all of it: %s",
+				    (unsigned long long)s->in_flight_seq, rr->reason);
 		break;
 	case UPLINK_REFUSED:
 		log_warning("kmemd refused report %llu: %s", (unsigned long long)s->in_flight_seq,

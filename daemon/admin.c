@@ -291,42 +291,48 @@ static const char *host_body(struct evhttp_request *req, json_t **json)
 	return host;
 }
 
-/* {"host": ID}: its certificate is no longer taken for reports. */
-void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
-			const struct tls_identity *peer)
+/* {"host": ID} done by op, audited as action with mid; answered {"host", key: true}. */
+static void host_action(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer, int (*op)(struct store *, const char *),
+			const char *mid, const char *action, const char *key)
 {
 	json_t *o;
 	const char *host = host_body(req, &o);
 
 	if (!host)
 		return;
-	if (k->store->ops->revoke(k->store, host, kmemd_now_ms()) < 0) {
+	if (op(k->store, host) < 0) {
 		json_decref(o);
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	kmemd_audit(k, MID_HOST_REVOKED, peer->cn, "host.revoke", host, host);
-	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "revoked", 1));
+	kmemd_audit(k, mid, peer->cn, action, host, host);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, key, 1));
 	json_decref(o);
+}
+
+static int revoke_now(struct store *st, const char *host)
+{
+	return st->ops->revoke(st, host, kmemd_now_ms());
+}
+
+static int reenroll(struct store *st, const char *host)
+{
+	return st->ops->reenroll(st, host);
+}
+
+/* {"host": ID}: its certificate is no longer taken for reports. */
+void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+			const struct tls_identity *peer)
+{
+	host_action(req, k, peer, revoke_now, MID_HOST_REVOKED, "host.revoke", "revoked");
 }
 
 /* {"host": ID}: the id may enroll once more (a reinstall), taking it over. */
 void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	json_t *o;
-	const char *host = host_body(req, &o);
-
-	if (!host)
-		return;
-	if (k->store->ops->reenroll(k->store, host) < 0) {
-		json_decref(o);
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		return;
-	}
-	kmemd_audit(k, MID_HOST_REENROLL, peer->cn, "host.reenroll", host, host);
-	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "reenroll", 1));
-	json_decref(o);
+	host_action(req, k, peer, reenroll, MID_HOST_REENROLL, "host.reenroll", "reenroll");
 }
 
 struct desired {

@@ -23,14 +23,19 @@
 #include "conn.h"
 #include "log.h"
 
-/* A connection younger than this is not evicted: it may be a host mid-handshake. */
+/*
+ * A connection younger than this is not evicted: it may be a host
+ * mid-handshake. A client sends its ClientHello as it connects; one that
+ * has not after HELLO_MS is no TLS client, or no hurried one.
+ */
 #define EVICT_MS 1000
+#define HELLO_MS 100
 /*
  * Connections accepted and not yet admitted, or closed and not yet freed,
  * at most: one accept burst could otherwise take thousands of connections
  * (each an SSL and its buffers) before any is admitted or evicted.
  */
-#define IN_FLIGHT_MAX 64
+#define IN_FLIGHT_MAX 256
 #define BACKOFF_MS 250
 #define ACCEPT_LOG_MS 10000
 
@@ -43,11 +48,10 @@ struct conn {
 	struct event *deadline, *admit;
 	struct share *share; /* while unauthenticated and admitted */
 	struct conn *prev, *next; /* in share's list, oldest first */
-	struct conn *hs_prev, *hs_next; /* in the handshakes' list, oldest first */
 	uint64_t since_ms;
 	enum phase phase;
 	bool counted; /* in its phase's count */
-	bool admitted, closing, in_request, handling, over;
+	bool admitted, hello, closing, in_request, handling, over;
 };
 
 /* A client network's unauthenticated connections. */
@@ -61,7 +65,6 @@ static struct {
 	struct event_base *base;
 	struct conn_limits lim;
 	OPENSSL_LHASH *shares;
-	struct conn *hs_oldest, *hs_newest;
 	struct evconnlistener *listener;
 	struct event *backoff, *recheck, *trim;
 	bool enabled, backing_off;
@@ -190,19 +193,6 @@ static void share_leave(struct conn *c)
 	}
 }
 
-static void hs_unlink(struct conn *c)
-{
-	if (c->hs_prev)
-		c->hs_prev->hs_next = c->hs_next;
-	else if (live.hs_oldest == c)
-		live.hs_oldest = c->hs_next;
-	if (c->hs_next)
-		c->hs_next->hs_prev = c->hs_prev;
-	else if (live.hs_newest == c)
-		live.hs_newest = c->hs_prev;
-	c->hs_prev = c->hs_next = NULL;
-}
-
 static void phase_leave(struct conn *c)
 {
 	if (!c->counted)
@@ -210,7 +200,6 @@ static void phase_leave(struct conn *c)
 	switch (c->phase) {
 	case PHASE_HANDSHAKE:
 		live.st.handshakes--;
-		hs_unlink(c);
 		break;
 	case PHASE_ANONYMOUS:
 		live.st.anonymous--;
@@ -248,32 +237,34 @@ static void conn_close(struct conn *c, enum conn_close why)
 	pace();
 }
 
+/* Old enough to give way: a handshake without its ClientHello sooner. */
+static bool evictable(const struct conn *c, uint64_t now)
+{
+	uint64_t min = c->phase == PHASE_HANDSHAKE && !c->hello ? HELLO_MS : EVICT_MS;
+
+	return now - c->since_ms >= min;
+}
+
 /*
- * The connection to close so that another fits: the oldest, in phase, of
- * the network that holds the most (then the one whose oldest is oldest);
- * NULL when it is younger than EVICT_MS, or there is none.
+ * The connection to close so that another fits: the oldest evictable one,
+ * in phase, of the network that holds the most (then the one whose
+ * candidate is oldest); NULL when there is none.
  */
 struct pick {
 	enum phase phase;
+	uint64_t now;
 	const struct share *best;
 	struct conn *victim;
 };
-
-static struct conn *oldest_in(const struct share *s, enum phase phase)
-{
-	struct conn *c;
-
-	for (c = s->oldest; c && c->phase != phase; c = c->next)
-		;
-	return c;
-}
 
 static void consider(void *p, void *arg)
 {
 	const struct share *s = p;
 	struct pick *k = arg;
-	struct conn *c = oldest_in(s, k->phase);
+	struct conn *c;
 
+	for (c = s->oldest; c && (c->phase != k->phase || !evictable(c, k->now)); c = c->next)
+		;
 	if (!c)
 		return;
 	if (!k->best || s->n > k->best->n ||
@@ -285,10 +276,10 @@ static void consider(void *p, void *arg)
 
 static struct conn *victim(enum phase phase)
 {
-	struct pick k = { .phase = phase };
+	struct pick k = { .phase = phase, .now = mono_ms() };
 
 	OPENSSL_LH_doall_arg(live.shares, consider, &k);
-	return k.victim && mono_ms() - k.victim->since_ms >= EVICT_MS ? k.victim : NULL;
+	return k.victim;
 }
 
 /*
@@ -299,18 +290,15 @@ static struct conn *victim(enum phase phase)
 static void pace(void)
 {
 	bool full = live.st.handshakes >= live.lim.max_handshakes, want;
-	struct timeval tv;
-	uint64_t age;
+	struct timeval tv = ms_tv(HELLO_MS);
 
 	if (!live.listener)
 		return;
 	want = !live.backing_off && live.in_flight < IN_FLIGHT_MAX &&
 	       !(full && !victim(PHASE_HANDSHAKE));
-	if (full && !want && !live.backing_off && live.hs_oldest) {
-		age = mono_ms() - live.hs_oldest->since_ms;
-		tv = ms_tv(age < EVICT_MS ? EVICT_MS - age : 1);
+	/* held by young handshakes: one may be evictable soon */
+	if (full && !want && !live.backing_off)
 		evtimer_add(live.recheck, &tv);
-	}
 	if (want == live.enabled)
 		return;
 	live.enabled = want;
@@ -355,8 +343,7 @@ static void on_admit(evutil_socket_t fd, short what, void *arg)
 	share_join(s, c);
 	if (s->n > live.lim.max_per_address) {
 		v = s->oldest;
-		conn_close(v != c && mono_ms() - v->since_ms >= EVICT_MS ? v : c,
-			   CLOSE_PER_ADDRESS);
+		conn_close(v != c && evictable(v, mono_ms()) ? v : c, CLOSE_PER_ADDRESS);
 	}
 	while (!c->closing && live.st.handshakes > live.lim.max_handshakes &&
 	       (v = victim(PHASE_HANDSHAKE)))
@@ -426,9 +413,12 @@ static void on_info(const SSL *ssl, int where, int ret)
 	struct conn *c = SSL_get_ex_data(ssl, conn_index);
 
 	(void)ret;
-	if (!(where & SSL_CB_HANDSHAKE_DONE) || !c || c->closing || c->phase != PHASE_HANDSHAKE)
+	if (!c || c->closing || c->phase != PHASE_HANDSHAKE)
 		return;
-	handshake_done(c, SSL_get0_peer_certificate(ssl) != NULL);
+	if ((where & SSL_CB_ACCEPT_LOOP) && SSL_get_state(ssl) == TLS_ST_SR_CLNT_HELLO)
+		c->hello = true;
+	if (where & SSL_CB_HANDSHAKE_DONE)
+		handshake_done(c, SSL_get0_peer_certificate(ssl) != NULL);
 }
 
 static void on_trim(evutil_socket_t fd, short what, void *arg)
@@ -510,12 +500,6 @@ struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx)
 	c->admitted = false;
 	live.in_flight++;
 	live.st.handshakes++;
-	c->hs_prev = live.hs_newest;
-	if (live.hs_newest)
-		live.hs_newest->hs_next = c;
-	else
-		live.hs_oldest = c;
-	live.hs_newest = c;
 	SSL_set_info_callback(ssl, on_info);
 	evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
 	evtimer_add(c->deadline, &tv);

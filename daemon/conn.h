@@ -12,9 +12,13 @@
  *   (max_handshakes) and those past it without a client certificate
  *   (max_anonymous, enrollment and health only). A network holds at most
  *   max_per_address of them. At a bound, the network holding the most
- *   gives up its oldest connection if it is older than a second; a bound
- *   reached by young handshakes only (a fleet reconnecting at once)
- *   pauses accept instead, and the kernel's backlog holds the rest.
+ *   gives up its oldest connection if it is older than a second, or than
+ *   100 ms when it has not sent its ClientHello (a client sends it as it
+ *   connects); a bound reached by young handshakes only (a fleet
+ *   reconnecting at once) pauses accept instead, and the kernel's backlog
+ *   holds the rest. So does a burst of connections accepted and not yet
+ *   admitted, or closed and not yet freed: memory is bounded by the pools,
+ *   not by how many clients wait.
  * - max_connections bounds connections with a client certificate: one
  *   beyond it is answered 503 and closed at its first request.
  * - When accept() fails for want of descriptors, accepting stops for a

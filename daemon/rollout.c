@@ -1,23 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "rollout.h"
 #include "text.h"
-
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
 
 /* Only the keys in allowed (NULL-terminated) may appear in obj. */
 static int known_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
@@ -31,7 +20,7 @@ static int known_keys(json_t *obj, const char *const *allowed, const char *where
 		for (a = allowed; *a && strcmp(key, *a); a++)
 			;
 		if (!*a)
-			return fail(err, errlen, "%sunknown key \"%s\"", where, key);
+			return text_refuse(err, errlen, "%sunknown key \"%s\"", where, key);
 	}
 	return 0;
 }
@@ -44,8 +33,8 @@ static int name_into(json_t *o, const char *key, char *out, bool required, char 
 	if (!v && !required)
 		return 0;
 	if (!text_name_valid(s, ROLLOUT_NAME_MAX - 1))
-		return fail(err, errlen, "\"%s\" must be 1 to %d of [A-Za-z0-9._-]", key,
-			    ROLLOUT_NAME_MAX - 1);
+		return text_refuse(err, errlen, "\"%s\" must be 1 to %d of [A-Za-z0-9._-]", key,
+				   ROLLOUT_NAME_MAX - 1);
 	strcpy(out, s);
 	return 0;
 }
@@ -60,8 +49,8 @@ static int uint_into(json_t *o, const char *key, const char *where, uint64_t min
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
 	    (uint64_t)json_integer_value(v) < min || (uint64_t)json_integer_value(v) > max)
-		return fail(err, errlen, "%s%s: want an integer from %llu to %llu", where, key,
-			    (unsigned long long)min, (unsigned long long)max);
+		return text_refuse(err, errlen, "%s%s: want an integer from %llu to %llu", where,
+				   key, (unsigned long long)min, (unsigned long long)max);
 	*out = (uint64_t)json_integer_value(v);
 	return 0;
 }
@@ -75,8 +64,8 @@ static int real_into(json_t *o, const char *key, double min, double max, double 
 	if (!v)
 		return 0;
 	if (!json_is_number(v) || !(json_number_value(v) > min) || json_number_value(v) > max)
-		return fail(err, errlen, "gates.%s: want a number above %g, at most %g", key, min,
-			    max);
+		return text_refuse(err, errlen, "gates.%s: want a number above %g, at most %g", key,
+				   min, max);
 	*out = json_number_value(v);
 	return 0;
 }
@@ -91,8 +80,8 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 	int r;
 
 	if (!json_is_array(a) || !json_array_size(a) || json_array_size(a) > ROLLOUT_MAX_WAVES)
-		return fail(err, errlen, "\"waves\" must be an array of 1 to %d waves",
-			    ROLLOUT_MAX_WAVES);
+		return text_refuse(err, errlen, "\"waves\" must be an array of 1 to %d waves",
+				   ROLLOUT_MAX_WAVES);
 	json_array_foreach(a, i, w)
 	{
 		struct rollout_wave *wv = &s->waves[i];
@@ -100,13 +89,13 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 
 		snprintf(where, sizeof(where), "waves[%zu].", i);
 		if (!json_is_object(w))
-			return fail(err, errlen, "waves[%zu]: not an object", i);
+			return text_refuse(err, errlen, "waves[%zu]: not an object", i);
 		r = known_keys(w, keys, where, err, errlen);
 		if (r < 0)
 			return r;
 		if (!json_object_get(w, "percent") == !json_object_get(w, "count"))
-			return fail(err, errlen,
-				    "waves[%zu]: want one of \"percent\" and \"count\"", i);
+			return text_refuse(err, errlen,
+					   "waves[%zu]: want one of \"percent\" and \"count\"", i);
 		wv->percent = json_object_get(w, "percent") != NULL;
 		r = wv->percent ? uint_into(w, "percent", where, 1, 100, &wv->n, err, errlen) :
 				  uint_into(w, "count", where, 1, 1000000, &wv->n, err, errlen);
@@ -117,7 +106,8 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 		wv->bake_ms = bake_s * 1000;
 		/* targets are cumulative; of the same kind they cannot shrink */
 		if (i && s->waves[i - 1].percent == wv->percent && s->waves[i - 1].n > wv->n)
-			return fail(err, errlen, "waves[%zu]: smaller than the wave before", i);
+			return text_refuse(err, errlen, "waves[%zu]: smaller than the wave before",
+					   i);
 		s->nwaves++;
 	}
 	return 0;
@@ -135,7 +125,7 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 	if (!g)
 		return 0;
 	if (!json_is_object(g))
-		return fail(err, errlen, "\"gates\" must be an object");
+		return text_refuse(err, errlen, "\"gates\" must be an object");
 	r = known_keys(g, keys, "gates: ", err, errlen);
 	if (r == 0)
 		r = real_into(g, "lockup_alpha", 0, 0.5, &gt->lockup_alpha, err, errlen);
@@ -159,13 +149,15 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 	if (!p)
 		return 0;
 	if (!json_is_array(p) || json_array_size(p) > ROLLOUT_MAX_PROBES)
-		return fail(err, errlen, "gates.latency_probes: want an array of at most %d names",
-			    ROLLOUT_MAX_PROBES);
+		return text_refuse(err, errlen,
+				   "gates.latency_probes: want an array of at most %d names",
+				   ROLLOUT_MAX_PROBES);
 	gt->nprobes = 0;
 	json_array_foreach(p, i, v)
 	{
 		if (!text_name_valid(json_string_value(v), ROLLOUT_NAME_MAX - 1))
-			return fail(err, errlen, "gates.latency_probes[%zu]: not a probe name", i);
+			return text_refuse(err, errlen,
+					   "gates.latency_probes[%zu]: not a probe name", i);
 		strcpy(gt->latency_probes[gt->nprobes++], json_string_value(v));
 	}
 	return 0;
@@ -190,9 +182,9 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 					   .latency_effect = 0.6,
 					   .min_hosts = 3 };
 	if (!o)
-		return fail(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
+		return text_refuse(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
 	if (!json_is_object(o)) {
-		r = fail(err, errlen, "want a JSON object");
+		r = text_refuse(err, errlen, "want a JSON object");
 		goto out;
 	}
 	r = known_keys(o, keys, "", err, errlen);
@@ -201,7 +193,7 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 	if (r == 0)
 		r = name_into(o, "policy", s->policy, true, err, errlen);
 	if (r == 0 && !json_object_get(o, "version"))
-		r = fail(err, errlen, "\"version\" is required");
+		r = text_refuse(err, errlen, "\"version\" is required");
 	if (r == 0)
 		r = uint_into(o, "version", "", 1, UINT64_MAX >> 1, &s->version, err, errlen);
 	if (r == 0)
@@ -210,7 +202,7 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 		goto out;
 	v = json_object_get(o, "selector");
 	if (!json_is_object(v)) {
-		r = fail(err, errlen, "\"selector\" is required (an object)");
+		r = text_refuse(err, errlen, "\"selector\" is required (an object)");
 		goto out;
 	}
 	sel = json_dumps(v, JSON_COMPACT);
@@ -223,24 +215,25 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 	v = json_object_get(o, "rollback");
 	if (v) {
 		if (!json_is_object(v))
-			r = fail(err, errlen, "\"rollback\" must be an object");
+			r = text_refuse(err, errlen, "\"rollback\" must be an object");
 		if (r == 0)
 			r = known_keys(v, rb_keys, "rollback: ", err, errlen);
 		if (r == 0)
 			r = name_into(v, "policy", s->rollback_policy, true, err, errlen);
 		if (r == 0 && !json_object_get(v, "version"))
-			r = fail(err, errlen, "rollback: \"version\" is required");
+			r = text_refuse(err, errlen, "rollback: \"version\" is required");
 		if (r == 0)
 			r = uint_into(v, "version", "rollback.", 1, UINT64_MAX >> 1,
 				      &s->rollback_version, err, errlen);
 		/* an agent refuses an older version of the policy it runs */
 		if (r == 0 && !strcmp(s->rollback_policy, s->policy) &&
 		    s->rollback_version <= s->version)
-			r = fail(err, errlen,
-				 "rollback: version %llu of \"%s\" is not newer than the rolled "
-				 "out %llu; agents would refuse it",
-				 (unsigned long long)s->rollback_version, s->policy,
-				 (unsigned long long)s->version);
+			r = text_refuse(
+				err, errlen,
+				"rollback: version %llu of \"%s\" is not newer than the rolled "
+				"out %llu; agents would refuse it",
+				(unsigned long long)s->rollback_version, s->policy,
+				(unsigned long long)s->version);
 		if (r < 0)
 			goto out;
 	}

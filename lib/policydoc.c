@@ -4,7 +4,6 @@
  */
 #include <errno.h>
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,16 +15,6 @@
 static void jsonp(json_t **j)
 {
 	json_decref(*j);
-}
-
-_printf_(3, 4) static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
 }
 
 bool policy_id_valid(const char *id)
@@ -59,7 +48,7 @@ static int check_keys(json_t *obj, const char *const *allowed, const char *where
 			if (!strcmp(key, *a))
 				break;
 		if (!*a)
-			return fail(err, errlen, "%s: unknown key \"%s\"", where, key);
+			return text_refuse(err, errlen, "%s: unknown key \"%s\"", where, key);
 	}
 	return 0;
 }
@@ -75,7 +64,7 @@ static int parse_mitigation(const char *id, json_t *obj, struct policy_mitigatio
 	int r;
 
 	if (!json_is_object(obj))
-		return fail(err, errlen, "mitigations.%s: not an object", id);
+		return text_refuse(err, errlen, "mitigations.%s: not an object", id);
 	snprintf(where, sizeof(where), "mitigations.%s", id);
 	r = check_keys(obj, keys, where, err, errlen);
 	if (r < 0)
@@ -89,24 +78,26 @@ static int parse_mitigation(const char *id, json_t *obj, struct policy_mitigatio
 		else if (s && !strcmp(s, "off"))
 			m->mode = POLICY_MODE_OFF;
 		else
-			return fail(err, errlen, "mitigations.%s.mode: want \"on\" or \"off\"", id);
+			return text_refuse(err, errlen,
+					   "mitigations.%s.mode: want \"on\" or \"off\"", id);
 	}
 	params = json_object_get(obj, "params");
 	if (!params)
 		return 0;
 	if (!json_is_object(params))
-		return fail(err, errlen, "mitigations.%s.params: not an object", id);
+		return text_refuse(err, errlen, "mitigations.%s.params: not an object", id);
 	json_object_foreach(params, key, v)
 	{
 		if (!policy_id_valid(key))
-			return fail(err, errlen, "mitigations.%s.params: bad key \"%s\"", id, key);
+			return text_refuse(err, errlen, "mitigations.%s.params: bad key \"%s\"", id,
+					   key);
 		if (m->nparams == POLICY_MAX_PARAMS)
-			return fail(err, errlen, "mitigations.%s.params: more than %d", id,
-				    POLICY_MAX_PARAMS);
+			return text_refuse(err, errlen, "mitigations.%s.params: more than %d", id,
+					   POLICY_MAX_PARAMS);
 		if (!json_is_integer(v) || (n = json_integer_value(v)) < 0)
-			return fail(err, errlen,
-				    "mitigations.%s.params.%s: want a non-negative integer", id,
-				    key);
+			return text_refuse(err, errlen,
+					   "mitigations.%s.params.%s: want a non-negative integer",
+					   id, key);
 		strcpy(m->params[m->nparams].key, key);
 		m->params[m->nparams++].value = (uint64_t)n;
 	}
@@ -122,7 +113,7 @@ static int parse_probe(const char *id, json_t *obj, struct policy_probe *p, char
 	int r;
 
 	if (!json_is_object(obj))
-		return fail(err, errlen, "probes.%s: not an object", id);
+		return text_refuse(err, errlen, "probes.%s: not an object", id);
 	snprintf(where, sizeof(where), "probes.%s", id);
 	r = check_keys(obj, keys, where, err, errlen);
 	if (r < 0)
@@ -132,12 +123,13 @@ static int parse_probe(const char *id, json_t *obj, struct policy_probe *p, char
 	p->threshold_ns = -1;
 	v = json_object_get(obj, "enabled");
 	if (v && !json_is_boolean(v))
-		return fail(err, errlen, "probes.%s.enabled: want true or false", id);
+		return text_refuse(err, errlen, "probes.%s.enabled: want true or false", id);
 	if (v)
 		p->enabled = json_is_true(v);
 	v = json_object_get(obj, "threshold_ns");
 	if (v && (!json_is_integer(v) || json_integer_value(v) < 0))
-		return fail(err, errlen, "probes.%s.threshold_ns: want a non-negative integer", id);
+		return text_refuse(err, errlen,
+				   "probes.%s.threshold_ns: want a non-negative integer", id);
 	if (v)
 		p->threshold_ns = json_integer_value(v);
 	return 0;
@@ -155,35 +147,36 @@ int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char 
 	*doc = (struct policy_doc){ 0 };
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return fail(err, errlen, "not JSON: %s at line %d column %d", jerr.text, jerr.line,
-			    jerr.column);
+		return text_refuse(err, errlen, "not JSON: %s at line %d column %d", jerr.text,
+				   jerr.line, jerr.column);
 	if (!json_is_object(root))
-		return fail(err, errlen, "the document is not a JSON object");
+		return text_refuse(err, errlen, "the document is not a JSON object");
 	r = check_keys(root, keys, "document", err, errlen);
 	if (r < 0)
 		return r;
 	section = json_object_get(root, "mitigations");
 	if (section && !json_is_object(section))
-		return fail(err, errlen, "mitigations: not an object");
+		return text_refuse(err, errlen, "mitigations: not an object");
 	json_object_foreach(section, id, v)
 	{
 		if (!policy_id_valid(id))
-			return fail(err, errlen, "mitigations: bad id \"%s\"", id);
+			return text_refuse(err, errlen, "mitigations: bad id \"%s\"", id);
 		if (doc->nmitigations == POLICY_MAX_ENTRIES)
-			return fail(err, errlen, "mitigations: more than %d", POLICY_MAX_ENTRIES);
+			return text_refuse(err, errlen, "mitigations: more than %d",
+					   POLICY_MAX_ENTRIES);
 		r = parse_mitigation(id, v, &doc->mitigations[doc->nmitigations++], err, errlen);
 		if (r < 0)
 			return r;
 	}
 	section = json_object_get(root, "probes");
 	if (section && !json_is_object(section))
-		return fail(err, errlen, "probes: not an object");
+		return text_refuse(err, errlen, "probes: not an object");
 	json_object_foreach(section, id, v)
 	{
 		if (!policy_id_valid(id))
-			return fail(err, errlen, "probes: bad id \"%s\"", id);
+			return text_refuse(err, errlen, "probes: bad id \"%s\"", id);
 		if (doc->nprobes == POLICY_MAX_ENTRIES)
-			return fail(err, errlen, "probes: more than %d", POLICY_MAX_ENTRIES);
+			return text_refuse(err, errlen, "probes: more than %d", POLICY_MAX_ENTRIES);
 		r = parse_probe(id, v, &doc->probes[doc->nprobes++], err, errlen);
 		if (r < 0)
 			return r;
@@ -216,22 +209,23 @@ int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errle
 		if (k == KMEMCTL_MIT_COUNT) {
 			known_names(kmemctl_mitigation_name, KMEMCTL_MIT_COUNT, known,
 				    sizeof(known));
-			return fail(err, errlen,
-				    "mitigations: unknown mitigation \"%s\" (known: %s)", m->id,
-				    known);
+			return text_refuse(err, errlen,
+					   "mitigations: unknown mitigation \"%s\" (known: %s)",
+					   m->id, known);
 		}
 		for (j = 0; j < m->nparams; j++) {
 			p = kmemctl_param_find(m->id, m->params[j].key);
 			if (!p)
-				return fail(err, errlen,
-					    "mitigations.%s.params: unknown param \"%s\"", m->id,
-					    m->params[j].key);
+				return text_refuse(err, errlen,
+						   "mitigations.%s.params: unknown param \"%s\"",
+						   m->id, m->params[j].key);
 			if (m->params[j].value < p->min || m->params[j].value > p->max)
-				return fail(err, errlen,
-					    "mitigations.%s.params.%s: %llu is out of range [%llu, "
-					    "%llu]",
-					    m->id, p->key, (unsigned long long)m->params[j].value,
-					    p->min, p->max);
+				return text_refuse(
+					err, errlen,
+					"mitigations.%s.params.%s: %llu is out of range [%llu, "
+					"%llu]",
+					m->id, p->key, (unsigned long long)m->params[j].value,
+					p->min, p->max);
 		}
 	}
 	for (i = 0; i < doc->nprobes; i++) {
@@ -241,8 +235,8 @@ int policy_doc_check_known(const struct policy_doc *doc, char *err, size_t errle
 			;
 		if (k == KMEMCTL_PROBE_COUNT) {
 			known_names(kmemctl_probe_name, KMEMCTL_PROBE_COUNT, known, sizeof(known));
-			return fail(err, errlen, "probes: unknown probe \"%s\" (known: %s)",
-				    doc->probes[i].id, known);
+			return text_refuse(err, errlen, "probes: unknown probe \"%s\" (known: %s)",
+					   doc->probes[i].id, known);
 		}
 	}
 	return 0;
@@ -261,7 +255,8 @@ int policy_doc_undoes(const struct policy_doc *doc, const struct policy_doc *bac
 		for (j = 0; j < back->nmitigations && strcmp(back->mitigations[j].id, m->id); j++)
 			;
 		if (j == back->nmitigations || back->mitigations[j].mode == POLICY_MODE_KEEP)
-			return fail(err, errlen, "mitigations.%s: the mode is not stated", m->id);
+			return text_refuse(err, errlen, "mitigations.%s: the mode is not stated",
+					   m->id);
 	}
 	for (i = 0; i < doc->nprobes; i++) {
 		if (doc->probes[i].enabled < 0)
@@ -269,8 +264,8 @@ int policy_doc_undoes(const struct policy_doc *doc, const struct policy_doc *bac
 		for (j = 0; j < back->nprobes && strcmp(back->probes[j].id, doc->probes[i].id); j++)
 			;
 		if (j == back->nprobes || back->probes[j].enabled < 0)
-			return fail(err, errlen, "probes.%s: enabled is not stated",
-				    doc->probes[i].id);
+			return text_refuse(err, errlen, "probes.%s: enabled is not stated",
+					   doc->probes[i].id);
 	}
 	return 0;
 }

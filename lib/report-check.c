@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,16 +10,6 @@
 #include "report-check.h"
 #include "text.h"
 
-_printf_(3, 4) static int refuse(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EINVAL;
-}
-
 #define TEXT_RULE "well-formed UTF-8 without control characters"
 #define NAME_RULE TEXT_NAME_CHARSET
 
@@ -28,14 +17,14 @@ static int check_text(const char *field, const char *s, size_t max, char *why, s
 {
 	if (text_valid(s, max))
 		return 0;
-	return refuse(why, len, "%s is not " TEXT_RULE " of at most %zu bytes", field, max);
+	return text_refuse(why, len, "%s is not " TEXT_RULE " of at most %zu bytes", field, max);
 }
 
 static int check_name(const char *field, const char *s, size_t max, char *why, size_t len)
 {
 	if (text_name_valid(s, max))
 		return 0;
-	return refuse(why, len, "%s is not 1 to %zu of " NAME_RULE, field, max);
+	return text_refuse(why, len, "%s is not 1 to %zu of " NAME_RULE, field, max);
 }
 
 /* Empty, or a name. */
@@ -48,23 +37,23 @@ static int check_count(const char *field, size_t n, size_t max, char *why, size_
 {
 	if (n <= max)
 		return 0;
-	return refuse(why, len, "%s has %zu entries, more than %zu", field, n, max);
+	return text_refuse(why, len, "%s has %zu entries, more than %zu", field, n, max);
 }
 
 static int check_number(const char *field, uint64_t v, uint64_t max, char *why, size_t len)
 {
 	if (v <= max)
 		return 0;
-	return refuse(why, len, "%s is %llu, more than %llu", field, (unsigned long long)v,
-		      (unsigned long long)max);
+	return text_refuse(why, len, "%s is %llu, more than %llu", field, (unsigned long long)v,
+			   (unsigned long long)max);
 }
 
 static int check_time(const char *field, int64_t ms, char *why, size_t len)
 {
 	if (ms >= 0 && ms <= REPORT_TIME_MS_MAX)
 		return 0;
-	return refuse(why, len, "%s is %lld, not a time in unix milliseconds", field,
-		      (long long)ms);
+	return text_refuse(why, len, "%s is %lld, not a time in unix milliseconds", field,
+			   (long long)ms);
 }
 
 /*
@@ -79,16 +68,18 @@ static int check_hist(const char *field, const Kmemctl__V1__Histogram *pb, int64
 	struct hist h;
 
 	if (hist_from_pb(&h, pb) < 0)
-		return refuse(why, len,
-			      "%s is inconsistent (buckets out of range or counts that do not add "
-			      "up to its count)",
-			      field);
+		return text_refuse(
+			why, len,
+			"%s is inconsistent (buckets out of range or counts that do not add "
+			"up to its count)",
+			field);
 	if (__builtin_mul_overflow(s, (uint64_t)(cpus ? cpus : 1) * 1000000000ULL, &max) ||
 	    max > REPORT_NUMBER_MAX)
 		max = REPORT_NUMBER_MAX;
 	if (h.count > max)
-		return refuse(why, len, "%s counts %llu values, more than %llu CPUs could record",
-			      field, (unsigned long long)h.count, (unsigned long long)(cpus ?: 1));
+		return text_refuse(why, len,
+				   "%s counts %llu values, more than %llu CPUs could record", field,
+				   (unsigned long long)h.count, (unsigned long long)(cpus ?: 1));
 	return check_number(field, h.sum_ns, INT64_MAX, why, len);
 }
 
@@ -138,8 +129,8 @@ static int check_facts(const Kmemctl__V1__HostFacts *f, char *why, size_t len)
 				       why, len);
 		for (j = 0; r == 0 && j < i; j++)
 			if (!strcmp(f->labels[i]->key, f->labels[j]->key))
-				r = refuse(why, len, "facts.labels has the key '%s' twice",
-					   f->labels[i]->key);
+				r = text_refuse(why, len, "facts.labels has the key '%s' twice",
+						f->labels[i]->key);
 	}
 	return r;
 }
@@ -182,8 +173,8 @@ static int check_mitigations(const Kmemctl__V1__Report *rep, char *why, size_t l
 		r = check_mitigation(rep->mitigations[i], why, len);
 		for (j = 0; r == 0 && j < i; j++)
 			if (!strcmp(rep->mitigations[i]->id, rep->mitigations[j]->id))
-				r = refuse(why, len, "mitigation '%s' is reported twice",
-					   rep->mitigations[i]->id);
+				r = text_refuse(why, len, "mitigation '%s' is reported twice",
+						rep->mitigations[i]->id);
 	}
 	return r;
 }
@@ -212,8 +203,8 @@ static int check_probes(const Kmemctl__V1__Report *rep, char *why, size_t len)
 		r = check_probe(rep->probes[i], cpus, why, len);
 		for (j = 0; r == 0 && j < i; j++)
 			if (!strcmp(rep->probes[i]->probe, rep->probes[j]->probe))
-				r = refuse(why, len, "probe '%s' is reported twice",
-					   rep->probes[i]->probe);
+				r = text_refuse(why, len, "probe '%s' is reported twice",
+						rep->probes[i]->probe);
 	}
 	return r;
 }
@@ -224,9 +215,9 @@ static int check_event(const Kmemctl__V1__KernelEvent *e, char *why, size_t len)
 	int r = check_time("events.unix_ms", e->unix_ms, why, len);
 
 	if (r == 0 && (e->cpu < -1 || e->cpu >= (int32_t)REPORT_CPUS_MAX))
-		r = refuse(why, len, "events.cpu is %d, not a CPU", e->cpu);
+		r = text_refuse(why, len, "events.cpu is %d, not a CPU", e->cpu);
 	if (r == 0 && e->pid < -1)
-		r = refuse(why, len, "events.pid is %d, not a pid", e->pid);
+		r = text_refuse(why, len, "events.pid is %d, not a pid", e->pid);
 	if (r == 0)
 		r = check_number("events.duration_ns", e->duration_ns, INT64_MAX, why, len);
 	if (r == 0)
@@ -276,7 +267,7 @@ static int check_rest(const Kmemctl__V1__Report *rep, char *why, size_t len)
 		r = check_time("unix_ms", rep->unix_ms, why, len);
 	if (r == 0 && rep->policy_name && rep->policy_name[0] &&
 	    !policy_name_valid(rep->policy_name))
-		r = refuse(why, len, "policy_name is not " POLICY_NAME_RULE);
+		r = text_refuse(why, len, "policy_name is not " POLICY_NAME_RULE);
 	if (r == 0)
 		r = check_number("policy_version", rep->policy_version, INT64_MAX, why, len);
 	if (r == 0 && rep->counters)
@@ -301,7 +292,7 @@ int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len)
 	int r;
 
 	if (!rep->facts)
-		return refuse(why, len, "facts are missing");
+		return text_refuse(why, len, "facts are missing");
 	r = check_facts(rep->facts, why, len);
 	if (r == 0)
 		r = check_mitigations(rep, why, len);

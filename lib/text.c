@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,6 +46,16 @@ static size_t utf8_seq(const unsigned char *p, size_t n, uint32_t *cp)
 static bool is_control(uint32_t cp)
 {
 	return cp < 0x20 || (cp >= 0x7f && cp < 0xa0);
+}
+
+int text_refuse(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
 }
 
 bool text_utf8_valid(const char *s, size_t len)

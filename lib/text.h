@@ -43,4 +43,10 @@ char *text_sanitize(const char *s, size_t len);
  */
 char *text_escape(const char *s, char *out, size_t size);
 
+/*
+ * why (len bytes) says what was refused, printf-style; returns -EINVAL,
+ * for parsers that refuse with a reason: `return text_refuse(...)`.
+ */
+int text_refuse(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 #endif

@@ -107,9 +107,4 @@ prlimit --nofile=1024:1024 $KMEMD -n -c kmemd.conf >check.out 2>&1 || rc=$?
 echo "ok: kmemd -n refuses max_connections the descriptor limit cannot hold"
 
 routes_answer h1
-for h in h1 h2 h3; do
-	kill "${agent[$h]}"
-	wait "${agent[$h]}" 2>/dev/null || true
-done
-no_report_lost h1 h2 h3
-echo "ok: every report the agents saw acknowledged is stored"
+agents_stop_none_lost h1 h2 h3

@@ -189,9 +189,4 @@ done
 echo "ok: enrollment has a global rate beside the per-network one"
 
 routes_answer h2
-for h in h1 h2 h3; do
-	kill "${agent[$h]}"
-	wait "${agent[$h]}" 2>/dev/null || true
-done
-no_report_lost h1 h2 h3
-echo "ok: every report the agents saw acknowledged is stored"
+agents_stop_none_lost h1 h2 h3

@@ -175,6 +175,18 @@ sign_policy() {
 		-H 'Content-Type: application/x-protobuf' --data-binary @$1.bundle
 }
 
+# agents_stop_none_lost HOST...: the fixture agents of HOST... stopped, and
+# none of their acknowledged reports missing from the store
+agents_stop_none_lost() {
+	local h
+	for h in "$@"; do
+		kill "${agent[$h]}"
+		wait "${agent[$h]}" 2>/dev/null || true
+	done
+	no_report_lost "$@"
+	echo "ok: every report the agents saw acknowledged is stored"
+}
+
 # no_report_lost HOST...: every report each agent (agent-HOST.log, run with
 # -d) logged as acknowledged is in kmemd's store
 no_report_lost() {
