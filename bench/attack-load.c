@@ -70,6 +70,7 @@ static struct {
 	uint64_t seq, failed;
 	double *ms;
 	struct timespec t0;
+	struct attacker *attackers; /* live until exit, as their events */
 } g;
 
 static const char slow_headers[] = "POST /v1/enroll HTTP/1.1\r\nHost: kmemd\r\n"
@@ -415,7 +416,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "attack-load: setup failed (address, CA, certificate)\n");
 		return 1;
 	}
-	a = calloc((size_t)g.n + 1, sizeof(*a));
+	a = g.attackers = calloc((size_t)g.n + 1, sizeof(*a));
 	for (int i = 0; g.mode != MODE_NONE && i < g.n; i++) {
 		a[i].i = i;
 		a[i].tick = evtimer_new(g.base, on_tick, &a[i]);

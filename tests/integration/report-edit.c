@@ -24,7 +24,7 @@ static Kmemctl__V1__ProbeSample sample[PROBES_MAX], *samples[PROBES_MAX];
 static Kmemctl__V1__Histogram hist = KMEMCTL__V1__HISTOGRAM__INIT;
 static Kmemctl__V1__KernelEvent event = KMEMCTL__V1__KERNEL_EVENT__INIT, *events[1] = { &event };
 static Kmemctl__V1__Counters counters = KMEMCTL__V1__COUNTERS__INIT;
-static char names[PROBES_MAX][16];
+static char names[PROBES_MAX][24];
 static uint64_t one = 1;
 
 /* n samples, named name (one) or p0... (several), sharing one histogram. */
