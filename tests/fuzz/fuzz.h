@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What every harness in tests/fuzz/ shares. A harness defines only
+ * LLVMFuzzerTestOneInput(); libFuzzer calls it in the fuzz build (clang,
+ * -DKMEMCTL_FUZZ=ON), replay.c calls it on each file of the harness's
+ * corpus in the normal and sanitizer builds.
+ */
+#ifndef KMEMCTL_FUZZ_H
+#define KMEMCTL_FUZZ_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/*
+ * A parser's own invariant. Not assert(): release builds define NDEBUG,
+ * and a broken invariant must stop libFuzzer and fail a replay alike.
+ */
+#define FUZZ_CHECK(cond)                                                                     \
+	do {                                                                                 \
+		if (!(cond)) {                                                               \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, \
+				#cond);                                                      \
+			abort();                                                             \
+		}                                                                            \
+	} while (0)
+
+#endif
