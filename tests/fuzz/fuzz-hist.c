@@ -69,12 +69,8 @@ static void check_kv(const char *text, char sep)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *text = malloc(size + 1);
+	char *text = fuzz_string(data, size);
 
-	if (!text)
-		return 0;
-	memcpy(text, data, size);
-	text[size] = '\0';
 	check_hist(text);
 	check_kv(text, '=');
 	check_kv(text, ' ');

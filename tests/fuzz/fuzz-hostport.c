@@ -28,12 +28,8 @@ static void check(const char *s, bool allow_zero)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	char *s = malloc(size + 1);
+	char *s = fuzz_string(data, size);
 
-	if (!s)
-		return 0;
-	memcpy(s, data, size);
-	s[size] = '\0';
 	check(s, false);
 	check(s, true);
 	free(s);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -27,5 +28,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 			abort();                                                             \
 		}                                                                            \
 	} while (0)
+
+/* The input as a C string (malloc'ed), as a parser of a file's text gets it. */
+static inline char *fuzz_string(const uint8_t *data, size_t size)
+{
+	char *s = malloc(size + 1);
+
+	FUZZ_CHECK(s);
+	memcpy(s, data, size);
+	s[size] = '\0';
+	return s;
+}
 
 #endif
