@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The INI parser with drop-ins: the input is a main file and up to three
- * drop-ins, separated by lines ";;drop-in", written to one directory made
- * once per process and loaded with ini_load(). The table has a row of
+ * drop-ins, separated by lines ";;drop-in", written to the scratch
+ * directory and loaded with ini_load(). The table has a row of
  * every type. Whatever the errors, the values kept must be in range, and
  * what ini_print() writes must load again, without error, to the same.
  */
-#include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "fuzz.h"
 #include "ini.h"
@@ -46,84 +44,29 @@ static const struct ini_option table[] = {
 	{ "labels", "*", INI_MAP, offsetof(struct conf, labels) },
 };
 
-static char dir[64], main_path[80], dropin_dir[96];
+static char main_path[280], dropin_dir[290];
 
 static void defaults(struct conf *c)
 {
 	*c = (struct conf){ .interval_ms = 10000, .spool_max = 8 << 20, .workers = 1, .level = 2 };
 }
 
-static void dropin_path(char *buf, size_t size, int i)
-{
-	snprintf(buf, size, "%s/%d0-fuzz.conf", dropin_dir, i + 1);
-}
-
-static void cleanup(void)
-{
-	char p[128];
-
-	for (int i = 0; i < DROPINS; i++) {
-		dropin_path(p, sizeof(p), i);
-		unlink(p);
-	}
-	rmdir(dropin_dir);
-	unlink(main_path);
-	rmdir(dir);
-}
-
-/*
- * One directory per process, not per input. In memory (/dev/shm) unless
- * TMPDIR says otherwise: on a disk the files cost 30 times the parsing.
- */
-static bool setup(void)
-{
-	const char *tmp = getenv("TMPDIR");
-	struct stat st;
-
-	if (dir[0])
-		return true;
-	if (!tmp || !*tmp)
-		tmp = stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode) ? "/dev/shm" : "/tmp";
-	snprintf(dir, sizeof(dir), "%s/fuzz-ini.XXXXXX", tmp);
-	if (!mkdtemp(dir))
-		return false;
-	snprintf(main_path, sizeof(main_path), "%s/fuzz.conf", dir);
-	snprintf(dropin_dir, sizeof(dropin_dir), "%s.d", main_path);
-	if (mkdir(dropin_dir, 0700) < 0)
-		return false;
-	atexit(cleanup);
-	return true;
-}
-
-static void write_file(const char *path, const uint8_t *data, size_t len)
-{
-	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-
-	FUZZ_CHECK(fd >= 0);
-	FUZZ_CHECK(write(fd, data, len) == (ssize_t)len);
-	close(fd);
-}
-
-/* The main file, then the drop-ins the input has; stale ones are removed. */
+/* The main file and the drop-ins the input has; the others are removed. */
 static void split(const uint8_t *data, size_t size)
 {
-	const size_t seplen = strlen(SEPARATOR);
-	const uint8_t *sep;
-	char p[128];
-	int i;
+	struct fuzz_part parts[1 + DROPINS];
+	char p[320];
 
-	sep = memmem(data, size, SEPARATOR, seplen);
-	write_file(main_path, data, sep ? (size_t)(sep - data) : size);
-	for (i = 0; i < DROPINS; i++) {
-		dropin_path(p, sizeof(p), i);
-		if (!sep) {
-			unlink(p);
-			continue;
-		}
-		size -= (size_t)(sep - data) + seplen;
-		data = sep + seplen;
-		sep = i + 1 < DROPINS ? memmem(data, size, SEPARATOR, seplen) : NULL;
-		write_file(p, data, sep ? (size_t)(sep - data) : size);
+	if (!main_path[0]) {
+		snprintf(main_path, sizeof(main_path), "%s/fuzz.conf", fuzz_dir());
+		snprintf(dropin_dir, sizeof(dropin_dir), "%s.d", main_path);
+		FUZZ_CHECK(mkdir(dropin_dir, 0700) == 0);
+	}
+	fuzz_split(data, size, SEPARATOR, parts, 1 + DROPINS);
+	fuzz_file(main_path, parts[0].data, parts[0].len);
+	for (int i = 0; i < DROPINS; i++) {
+		snprintf(p, sizeof(p), "%s/%d0-fuzz.conf", dropin_dir, i + 1);
+		fuzz_file(p, parts[i + 1].data, parts[i + 1].len);
 	}
 }
 
@@ -176,7 +119,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct conf c;
 	int r;
 
-	FUZZ_CHECK(setup());
 	split(data, size);
 	defaults(&c);
 	r = ini_load(table, ARRAY_SIZE(table), &c, main_path, &errs);

@@ -29,6 +29,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 		}                                                                            \
 	} while (0)
 
+struct fuzz_part {
+	const uint8_t *data; /* NULL: the input has no such part */
+	size_t len;
+};
+
+/*
+ * files.c: a scratch directory for this process, removed at exit; a file
+ * written with data (or removed when data is NULL); and the input split
+ * at each sep into at most max parts, the last taking the rest. The parts
+ * the input does not have are NULL. Returns how many it has.
+ */
+const char *fuzz_dir(void);
+void fuzz_file(const char *path, const uint8_t *data, size_t len);
+size_t fuzz_split(const uint8_t *data, size_t size, const char *sep, struct fuzz_part *parts,
+		  size_t max);
+
 /* The input as a C string (malloc'ed), as a parser of a file's text gets it. */
 static inline char *fuzz_string(const uint8_t *data, size_t size)
 {
