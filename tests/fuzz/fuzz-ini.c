@@ -2,54 +2,21 @@
 /*
  * The INI parser with drop-ins: the input is a main file and up to three
  * drop-ins, separated by lines ";;drop-in", written to the scratch
- * directory and loaded with ini_load(). The table has a row of
- * every type. Whatever the errors, the values kept must be in range, and
- * what ini_print() writes must load again, without error, to the same.
+ * directory and loaded with ini_load(), with test-ini's table. Whatever
+ * the errors, the values kept must be in range, and what ini_print()
+ * writes must load again, without error, to the same.
  */
 #include <string.h>
 #include <sys/stat.h>
 
+#include "../unit/ini-conf.h"
 #include "fuzz.h"
-#include "ini.h"
 #include "macro.h"
 
 #define SEPARATOR "\n;;drop-in\n"
 #define DROPINS 3
 
-struct conf {
-	char *server;
-	char *state_dir;
-	uint64_t interval_ms;
-	uint64_t grace_ms;
-	uint64_t spool_max;
-	uint64_t workers;
-	uint64_t limit;
-	bool verbose;
-	int level;
-	struct ini_map labels;
-};
-
-static const char *const levels[] = { "err", "warning", "info", "debug", NULL };
-
-static const struct ini_option table[] = {
-	{ "agent", "server", INI_STRING, offsetof(struct conf, server) },
-	{ "agent", "state_dir", INI_PATH, offsetof(struct conf, state_dir) },
-	{ "agent", "interval", INI_DURATION, offsetof(struct conf, interval_ms), 1000, 3600000 },
-	{ "agent", "grace", INI_DURATION, offsetof(struct conf, grace_ms), 0, 0 },
-	{ "agent", "spool_max", INI_SIZE, offsetof(struct conf, spool_max), 4096, 0 },
-	{ "agent", "workers", INI_UINT, offsetof(struct conf, workers), 1, 64 },
-	{ "agent", "limit", INI_UINT, offsetof(struct conf, limit), 0, 0 },
-	{ "agent", "verbose", INI_BOOL, offsetof(struct conf, verbose) },
-	{ "agent", "log_level", INI_ENUM, offsetof(struct conf, level), .choices = levels },
-	{ "labels", "*", INI_MAP, offsetof(struct conf, labels) },
-};
-
 static char main_path[280], dropin_dir[290];
-
-static void defaults(struct conf *c)
-{
-	*c = (struct conf){ .interval_ms = 10000, .spool_max = 8 << 20, .workers = 1, .level = 2 };
-}
 
 /* The main file and the drop-ins the input has; the others are removed. */
 static void split(const uint8_t *data, size_t size)
@@ -104,7 +71,7 @@ static void round_trip(const struct conf *c)
 	first = print(c, &len);
 	f = fmemopen(first, len, "r");
 	FUZZ_CHECK(f);
-	defaults(&again);
+	conf_defaults(&again);
 	FUZZ_CHECK(ini_load_stream(table, ARRAY_SIZE(table), &again, f, "printed", &errs) == 0);
 	fclose(f);
 	second = print(&again, &len2);
@@ -120,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	split(data, size);
-	defaults(&c);
+	conf_defaults(&c);
 	r = ini_load(table, ARRAY_SIZE(table), &c, main_path, &errs);
 	/* every failure is reported, and nothing is reported without one */
 	FUZZ_CHECK(r == 0 ? errs.n == 0 : errs.n > 0);
