@@ -293,6 +293,19 @@ static int read_hist(const struct rootfs *rfs, const char *id, const char *file,
 	return hist_parse_text(h, text, NULL) < 0 ? -EBADMSG : 0;
 }
 
+/*
+ * The maximum must be in or above the highest bucket, as kmemd checks
+ * (hist_from_pb()): a report with one below is refused whole, so a module
+ * that says so is not believed (fuzz-sysfs).
+ */
+static int check_max(const struct hist *h)
+{
+	for (int b = HIST_BUCKETS - 1; b >= 0; b--)
+		if (h->buckets[b])
+			return hist_bucket(h->max_ns) >= (unsigned)b ? 0 : -EBADMSG;
+	return 0;
+}
+
 /* The "<name>_hist" file of a probe with a secondary histogram, if any. */
 static int find_second(const struct rootfs *rfs, const char *id, char *name, size_t size)
 {
@@ -342,11 +355,16 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 	if (r < 0)
 		return r == -EFBIG ? -EBADMSG : r;
 	p->supported = !strcmp(p->reason, "ok");
+	/*
+	 * The buckets before the maximum: a value the probe records in
+	 * between then raises the maximum only, which is still consistent.
+	 */
 	if ((r = read_u64(rfs, "probes", id, "threshold_ns", &p->threshold_ns)) < 0 ||
 	    (r = read_u64(rfs, "probes", id, "missed", &p->missed)) < 0 ||
+	    (r = read_hist(rfs, id, "hist", text, &p->hist)) < 0 ||
 	    (r = read_u64(rfs, "probes", id, "sum_ns", &p->hist.sum_ns)) < 0 ||
 	    (r = read_u64(rfs, "probes", id, "max_ns", &p->hist.max_ns)) < 0 ||
-	    (r = read_hist(rfs, id, "hist", text, &p->hist)) < 0)
+	    (r = check_max(&p->hist)) < 0)
 		return r;
 	r = find_second(rfs, id, p->second, sizeof(p->second));
 	if (r < 0 || !p->second[0])
@@ -359,7 +377,7 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 		return r;
 	snprintf(file, sizeof(file), "%s_max", p->second);
 	r = read_u64(rfs, "probes", id, file, &p->hist2.max_ns);
-	return r;
+	return r < 0 ? r : check_max(&p->hist2);
 }
 
 int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns)

@@ -18,6 +18,10 @@
 #include "kmsg.h"
 
 #define LINE_MAX_BYTES 2048
+/* PID_MAX_LIMIT; no kernel has more CPUs either */
+#define ID_MAX 4194304
+/* the most seconds that still fit in duration_ns */
+#define SECS_MAX (UINT64_MAX / 1000000000ULL)
 
 /* Decimal digits at *s up to a delimiter; advances *s past them. */
 static int parse_u64(const char **s, const char *end, uint64_t *v)
@@ -35,6 +39,24 @@ static int parse_u64(const char **s, const char *end, uint64_t *v)
 	*s = p;
 	*v = x;
 	return 0;
+}
+
+/*
+ * The number at s, at most max: where its digits end, or NULL. Unlike
+ * sscanf()'s %u, no sign, no space, no overflow and no wrap to a negative
+ * int (a CPU of 4000000001 became one: fuzz-kmsg).
+ */
+static const char *number(const char *s, uint64_t max, uint64_t *v)
+{
+	return parse_u64(&s, s + strlen(s), v) == 0 && *v <= max ? s : NULL;
+}
+
+/* s past prefix, or NULL when s does not start with it. */
+static const char *skip(const char *s, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	return s && !strncmp(s, prefix, n) ? s + n : NULL;
 }
 
 size_t kmsg_record_len(const char *buf, size_t len)
@@ -92,16 +114,15 @@ static void copy_bounded(char *dst, size_t size, const char *src, size_t len)
 static void set_task(struct kmsg_event *ev, const char *s, size_t len)
 {
 	const char *colon = NULL, *q;
-	char *endp;
-	long pid;
+	uint64_t pid;
 
 	for (q = s; q < s + len; q++)
 		if (*q == ':')
 			colon = q;
 	if (!colon || colon == s)
 		return;
-	pid = strtol(colon + 1, &endp, 10);
-	if (endp != s + len || pid < 0 || pid > 4194304)
+	q = colon + 1;
+	if (parse_u64(&q, s + len, &pid) < 0 || q != s + len || pid > ID_MAX)
 		return;
 	copy_bounded(ev->comm, sizeof(ev->comm), s, (size_t)(colon - s));
 	ev->pid = (int)pid;
@@ -130,15 +151,16 @@ static const char *after(const char *line, const char *needle)
 /* Starts an event when line is a report's header; true if it did. */
 static bool header(struct kmsg_parser *p, const struct kmsg_record *rec, const char *line)
 {
-	const char *s, *open, *close;
-	unsigned int cpu, secs;
-	unsigned long long secs_ll;
+	const char *s, *open, *close, *q;
+	uint64_t cpu, secs;
 
 	if ((s = after(line, "BUG: soft lockup - CPU#"))) {
 		begin(p, KMSG_SOFT_LOCKUP, rec, line);
-		if (sscanf(s, "%u stuck for %us!", &cpu, &secs) == 2) {
+		/* "3 stuck for 22s! [comm:pid]" */
+		if ((q = number(s, ID_MAX, &cpu)) && (q = skip(q, " stuck for ")) &&
+		    (q = number(q, SECS_MAX, &secs)) && *q == 's') {
 			p->ev.cpu = (int)cpu;
-			p->ev.duration_ns = (uint64_t)secs * 1000000000ULL;
+			p->ev.duration_ns = secs * 1000000000ULL;
 		}
 		open = strchr(s, '[');
 		close = open ? strrchr(open, ']') : NULL;
@@ -148,7 +170,7 @@ static bool header(struct kmsg_parser *p, const struct kmsg_record *rec, const c
 	}
 	if ((s = after(line, "Watchdog detected hard LOCKUP on cpu "))) {
 		begin(p, KMSG_HARD_LOCKUP, rec, line);
-		if (sscanf(s, "%u", &cpu) == 1)
+		if (number(s, ID_MAX, &cpu))
 			p->ev.cpu = (int)cpu;
 		return true;
 	}
@@ -160,9 +182,8 @@ static bool header(struct kmsg_parser *p, const struct kmsg_record *rec, const c
 	if ((s = after(line, "INFO: task ")) && (close = strstr(s, " blocked for more than "))) {
 		begin(p, KMSG_HUNG_TASK, rec, line);
 		set_task(&p->ev, s, (size_t)(close - s));
-		if (sscanf(close, " blocked for more than %llu seconds", &secs_ll) == 1 &&
-		    secs_ll < UINT64_MAX / 1000000000ULL)
-			p->ev.duration_ns = secs_ll * 1000000000ULL;
+		if (number(close + strlen(" blocked for more than "), SECS_MAX, &secs))
+			p->ev.duration_ns = secs * 1000000000ULL;
 		return true;
 	}
 	return false;
@@ -203,22 +224,21 @@ static void push_frame(struct kmsg_event *ev, const char *s, size_t len)
 static bool detail(struct kmsg_parser *p, const char *line)
 {
 	struct kmsg_event *ev = &p->ev;
-	const char *s = line, *q;
-	unsigned int cpu, n;
-	unsigned long long t;
-	int pid;
+	const char *s = line, *q, *c;
+	uint64_t cpu, pid, t;
 	size_t len;
 
 	while (*s == ' ')
 		s++;
 	if ((q = after(line, "CPU: ")) && strstr(q, " PID: ") && strstr(q, " Comm: ")) {
-		if (sscanf(q, "%u PID: %d Comm: %n", &cpu, &pid, &n) == 2) {
+		/* "CPU: 0 PID: 106 Comm: sh Tainted: ..." */
+		if ((c = number(q, ID_MAX, &cpu)) && (c = skip(c, " PID: ")) &&
+		    (c = number(c, ID_MAX, &pid)) && (c = skip(c, " Comm: "))) {
 			if (ev->cpu < 0)
 				ev->cpu = (int)cpu;
 			if (ev->pid < 0) {
-				ev->pid = pid;
-				copy_bounded(ev->comm, sizeof(ev->comm), q + n,
-					     strcspn(q + n, " "));
+				ev->pid = (int)pid;
+				copy_bounded(ev->comm, sizeof(ev->comm), c, strcspn(c, " "));
 			}
 		}
 		return false;
@@ -236,15 +256,14 @@ static bool detail(struct kmsg_parser *p, const char *line)
 	}
 	/* "(t=750 jiffies ..." or "(detected by 0, t=756 jiffies, ..." */
 	if (ev->kind == KMSG_RCU_STALL && ((q = after(line, "(t=")) || (q = after(line, " t="))) &&
-	    p->hz && sscanf(q, "%llu jiffies", &t) == 1 && !ev->duration_ns &&
-	    t < UINT64_MAX / 1000000000ULL)
+	    p->hz && skip(number(q, SECS_MAX, &t), " jiffies") && !ev->duration_ns)
 		ev->duration_ns = t * 1000000000ULL / p->hz;
 	if (ev->kind == KMSG_RCU_STALL && ev->cpu < 0 && !strncmp(line, "rcu: ", 5)) {
 		/* "rcu: \x093-....: (20999 ticks this GP)": the stalled CPU */
 		q = line + 5;
 		while (*q == ' ' || !strncmp(q, "\\x09", 4))
 			q += *q == ' ' ? 1 : 4;
-		if (sscanf(q, "%u-%n", &cpu, &n) == 1 && n > 0)
+		if ((c = number(q, ID_MAX, &cpu)) && *c == '-')
 			ev->cpu = (int)cpu;
 	}
 	if (!p->in_trace)

@@ -1,9 +1,81 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pbjson.h"
+
+/* The length of the UTF-8 sequence at s as JSON allows it (RFC 3629), 0 if none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t c;
+
+	if (s[0] < 0x80)
+		return 1;
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, c = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, c = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, c = s[0] & 0x07;
+	else
+		return 0;
+	/* a NUL ends the loop as a bad continuation byte: nothing is read past it */
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		c = c << 6 | (s[i] & 0x3f);
+	}
+	if (n == 3 && (c < 0x800 || (c >= 0xd800 && c <= 0xdfff)))
+		return 0;
+	if (n == 4 && (c < 0x10000 || c > 0x10ffff))
+		return 0;
+	return n;
+}
+
+/*
+ * Strings come from outside too (task names, kernel lines), and need not
+ * be UTF-8, which JSON requires and jansson enforces: a byte that is not
+ * is written as "\xNN", as the kernel escapes bytes in /dev/kmsg.
+ * Returns a malloc'ed copy, or NULL when out of memory.
+ */
+static char *escape(const char *s)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	char *buf = malloc(strlen(s) * 4 + 1);
+	size_t off = 0, n;
+
+	if (!buf)
+		return NULL;
+	for (; *p; p += n) {
+		n = utf8_len(p);
+		if (n) {
+			memcpy(buf + off, p, n);
+			off += n;
+		} else {
+			off += (size_t)sprintf(buf + off, "\\x%02x", *p);
+			n = 1;
+		}
+	}
+	buf[off] = '\0';
+	return buf;
+}
+
+static json_t *string(const char *s)
+{
+	json_t *j = json_string(s);
+	char *e;
+
+	if (j)
+		return j;
+	e = escape(s);
+	j = e ? json_string(e) : NULL;
+	free(e);
+	return j;
+}
 
 static json_t *scalar(const ProtobufCFieldDescriptor *f, const void *p)
 {
@@ -36,7 +108,7 @@ static json_t *scalar(const ProtobufCFieldDescriptor *f, const void *p)
 		ev = protobuf_c_enum_descriptor_get_value(f->descriptor, *(const int *)p);
 		return ev ? json_string(ev->name) : json_integer(*(const int *)p);
 	case PROTOBUF_C_TYPE_STRING:
-		return json_string(*(char *const *)p ? *(char *const *)p : "");
+		return string(*(char *const *)p ? *(char *const *)p : "");
 	case PROTOBUF_C_TYPE_MESSAGE:
 		return *(ProtobufCMessage *const *)p ?
 			       pbjson_from_message(*(ProtobufCMessage *const *)p) :
@@ -83,13 +155,19 @@ static json_t *map(const ProtobufCFieldDescriptor *f, ProtobufCMessage *const *e
 	const ProtobufCMessageDescriptor *d = f->descriptor;
 	json_t *o = json_object(), *v;
 	const char *e, *key;
+	char *k;
 	size_t i;
+	int r;
 
 	for (i = 0; o && i < n; i++) {
 		e = (const char *)entries[i];
 		key = *(char *const *)(e + d->fields[0].offset);
+		k = escape(key ? key : "");
 		v = scalar(&d->fields[1], e + d->fields[1].offset);
-		if (!v || json_object_set_new(o, key ? key : "", v) < 0) {
+		/* json_object_set_new() takes v even when it fails */
+		r = k ? json_object_set_new(o, k, v) : -1;
+		free(k);
+		if (!v || r < 0) {
 			json_decref(o);
 			return NULL;
 		}

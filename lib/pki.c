@@ -200,20 +200,43 @@ out:
 	return r;
 }
 
+/*
+ * The first CN of the subject, as UTF-8. Its raw bytes would not do: a
+ * BMPString CN "host" is "\0h\0o\0s\0t", which read as a C string is
+ * empty (tests/fuzz/corpus/csr has one). -EINVAL when there is none, it
+ * holds a NUL or it is longer than 63 bytes.
+ */
+static int csr_cn(X509_REQ *req, char cn[65])
+{
+	const X509_NAME *name = X509_REQ_get_subject_name(req);
+	int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1), n;
+	unsigned char *utf8 = NULL;
+
+	if (i < 0)
+		return -EINVAL;
+	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+	if (n <= 0 || n >= 64 || memchr(utf8, '\0', (size_t)n)) {
+		OPENSSL_free(utf8);
+		return -EINVAL;
+	}
+	memcpy(cn, utf8, (size_t)n);
+	cn[n] = '\0';
+	OPENSSL_free(utf8);
+	return 0;
+}
+
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65])
 {
 	BIO *b = BIO_new_mem_buf(pem, (int)len);
 	X509_REQ *req = b ? PEM_read_bio_X509_REQ(b, NULL, NULL, NULL) : NULL;
 	EVP_PKEY *key = req ? X509_REQ_get_pubkey(req) : NULL;
-	int n, r = -EBADMSG;
+	int r = -EBADMSG;
 
 	if (!key || X509_REQ_verify(req, key) != 1)
 		goto out;
-	n = X509_NAME_get_text_by_NID(X509_REQ_get_subject_name(req), NID_commonName, cn, 65);
-	if (n <= 0 || n >= 64) {
-		r = -EINVAL;
+	r = csr_cn(req, cn);
+	if (r < 0)
 		goto out;
-	}
 	*pub = key;
 	key = NULL;
 	r = 0;

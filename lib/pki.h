@@ -48,7 +48,8 @@ int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem);
 /*
  * Reads a PEM CSR of at most len bytes, checks its self-signature and
  * returns its public key and subject CN. -EBADMSG when it does not parse
- * or verify, -EINVAL when it has no CN or one too long.
+ * or verify, -EINVAL when it has no CN, one too long or one with a NUL;
+ * the CN is returned as UTF-8.
  */
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65]);
 /* PEM text of cert (malloc'ed). */

@@ -10,6 +10,7 @@
  *   4  a rollout document (POST /v1/rollouts): rollout_spec_parse()
  * What a parser takes must be within its bounds.
  */
+#include <sys/queue.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <string.h>
@@ -33,12 +34,12 @@ static void enroll(const uint8_t *data, size_t size)
 	kmemctl__v1__enroll_request__free_unpacked(er, NULL);
 }
 
-static void secret(const uint8_t *data, size_t size)
+static void secret(const char *text, size_t size)
 {
 	struct store_secret sec;
 	char why[256];
 
-	if (secret_request_parse((const char *)data, size, &sec, 1000, why, sizeof(why)) < 0)
+	if (secret_request_parse(text, size, &sec, 1000, why, sizeof(why)) < 0)
 		return;
 	FUZZ_CHECK(sec.max_uses >= 0 && sec.max_uses <= SECRET_USES_MAX);
 	FUZZ_CHECK(sec.expires_ms == 0 ||

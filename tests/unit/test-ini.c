@@ -15,37 +15,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "ini.h"
+#include "ini-conf.h"
 #include "macro.h"
-
-struct conf {
-	char *server;
-	char *state_dir;
-	uint64_t interval_ms;
-	uint64_t spool_max;
-	uint64_t workers;
-	bool verbose;
-	int level;
-	struct ini_map labels;
-};
-
-static const char *const levels[] = { "err", "warning", "info", "debug", NULL };
-
-static const struct ini_option table[] = {
-	{ "agent", "server", INI_STRING, offsetof(struct conf, server) },
-	{ "agent", "state_dir", INI_PATH, offsetof(struct conf, state_dir) },
-	{ "agent", "interval", INI_DURATION, offsetof(struct conf, interval_ms), 1000, 3600000 },
-	{ "agent", "spool_max", INI_SIZE, offsetof(struct conf, spool_max), 4096, 0 },
-	{ "agent", "workers", INI_UINT, offsetof(struct conf, workers), 1, 64 },
-	{ "agent", "verbose", INI_BOOL, offsetof(struct conf, verbose) },
-	{ "agent", "log_level", INI_ENUM, offsetof(struct conf, level), .choices = levels },
-	{ "labels", "*", INI_MAP, offsetof(struct conf, labels) },
-};
-
-static void conf_defaults(struct conf *c)
-{
-	*c = (struct conf){ .interval_ms = 10000, .spool_max = 8 << 20, .workers = 1, .level = 2 };
-}
 
 static char *slurp(const char *path)
 {

@@ -172,6 +172,9 @@ static void test_bad_files(void **state)
 		{ "/sys/kernel/kmemctl/probes/vmap-purge/hist", "1024\n" },
 		{ "/sys/kernel/kmemctl/probes/vmap-purge/max_ns", "12ms\n" },
 		{ "/sys/kernel/kmemctl/probes/vmap-purge/flushes_hist", "x 1\n" },
+		/* a maximum below the highest bucket: kmemd refuses the report (fuzz-sysfs) */
+		{ "/sys/kernel/kmemctl/probes/vmap-purge/max_ns", "1000\n" },
+		{ "/sys/kernel/kmemctl/probes/vmap-purge/flushes_hist", "1024 1\n" },
 	};
 	struct kernel_mitigation m;
 	struct kernel_probe p;

@@ -319,6 +319,38 @@ static void test_long_line(void **state)
 	assert_int_equal(r.bad, 0);
 }
 
+/*
+ * Numbers out of range are left unsaid, never wrapped: a CPU of 4000000001
+ * became a negative int (fuzz-kmsg), a pid of -5 was taken as it was.
+ */
+static void test_out_of_range(void **state)
+{
+	struct kmsg_parser p;
+	struct run r = { 0 };
+
+	(void)state;
+	kmsg_parser_init(&p, 250);
+	feed(&p, &r, "0,1,1,-;Watchdog detected hard LOCKUP on cpu 4000000001\n");
+	feed(&p, &r, "4,2,2,-;CPU: 4294967295 PID: -5 Comm: sh Tainted: G\n");
+	feed(&p, &r, "0,3,3,-;watchdog: BUG: soft lockup - CPU#3000000000 stuck for 5s! [sh:9]\n");
+	feed(&p, &r,
+	     "0,4,4,-;watchdog: BUG: soft lockup - CPU#1 stuck for 99999999999s! [sh:-9]\n");
+	feed(&p, &r, "3,5,5,-;rcu: INFO: rcu_preempt self-detected stall on CPU\n");
+	feed(&p, &r, "3,6,6,-;rcu: \\x0999999999999-....: (1 ticks this GP)\n");
+	feed(&p, &r, "4,7,7,c;\\x09(t=-750 jiffies g=-859 q=23 ncpus=2)\n");
+	feed(&p, &r, "3,8,8,-;INFO: task sh:1 blocked for more than 99999999999 seconds.\n");
+	finish(&p, &r);
+	assert_int_equal(r.n, 5);
+	for (unsigned int i = 0; i < r.n; i++) {
+		assert_int_equal(r.ev[i].cpu, -1);
+		assert_int_equal(r.ev[i].duration_ns, 0);
+	}
+	assert_int_equal(r.ev[0].pid, -1);
+	assert_int_equal(r.ev[1].pid, 9);
+	assert_int_equal(r.ev[2].pid, -1);
+	assert_int_equal(r.ev[4].pid, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -330,6 +362,7 @@ int main(void)
 		cmocka_unit_test(test_hard_lockup_and_hung_task),
 		cmocka_unit_test(test_bad_input),
 		cmocka_unit_test(test_long_line),
+		cmocka_unit_test(test_out_of_range),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

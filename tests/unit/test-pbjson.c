@@ -60,10 +60,49 @@ static void test_report(void **state)
 	json_decref(o);
 }
 
+/*
+ * A task name is any bytes (prctl(PR_SET_NAME)): text that is not UTF-8
+ * is escaped, not a reason to show no report at all (found by fuzz-pbjson).
+ */
+static void test_not_utf8(void **state)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__KernelEvent ev = KMEMCTL__V1__KERNEL_EVENT__INIT, *evp[] = { &ev };
+	Kmemctl__V1__HostFacts facts = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__HostFacts__LabelsEntry label = KMEMCTL__V1__HOST_FACTS__LABELS_ENTRY__INIT,
+					    *labels[] = { &label };
+	char *stack[] = { "f\xc3\xa9+0x1/0x2", "\xed\xa0\x80+0x1/0x2" };
+	json_t *o;
+	char *text;
+
+	(void)state;
+	ev.comm = "bad\xff\xc3";
+	ev.n_stack_top = 2;
+	ev.stack_top = stack;
+	label.key = "k\x80";
+	label.value = "v\xf5";
+	facts.n_labels = 1;
+	facts.labels = labels;
+	rep.n_events = 1;
+	rep.events = evp;
+	rep.facts = &facts;
+	o = pbjson_from_message(&rep.base);
+	assert_non_null(o);
+	text = json_dumps(o, JSON_COMPACT | JSON_ENSURE_ASCII);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"comm\":\"bad\\\\xff\\\\xc3\""));
+	/* valid UTF-8 is kept; a surrogate's encoding is not UTF-8 */
+	assert_non_null(strstr(text, "[\"f\\u00E9+0x1/0x2\",\"\\\\xed\\\\xa0\\\\x80+0x1/0x2\"]"));
+	assert_non_null(strstr(text, "\"labels\":{\"k\\\\x80\":\"v\\\\xf5\"}"));
+	free(text);
+	json_decref(o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_report),
+		cmocka_unit_test(test_not_utf8),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -8,6 +8,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include <openssl/pem.h>
+
 #include "pki.h"
 
 /* Host keys (enrollment CSRs) are Ed25519; a P-256 CSR is accepted too. */
@@ -50,10 +52,73 @@ static void test_csr(void **state)
 	csr_round_trip(PKI_ROLE_ADMIN, EVP_PKEY_EC);
 }
 
+/* A CSR whose CN is the given ASN.1 string, signed by a new host key, as PEM. */
+static char *csr_with_cn(int type, const char *bytes, int len)
+{
+	X509_REQ *req = X509_REQ_new();
+	BIO *b = BIO_new(BIO_s_mem());
+	EVP_PKEY *key = NULL;
+	char *mem, *pem;
+	long n;
+
+	assert_non_null(req);
+	assert_non_null(b);
+	assert_int_equal(pki_keygen(PKI_ROLE_HOST, &key), 0);
+	assert_true(X509_NAME_add_entry_by_NID(X509_REQ_get_subject_name(req), NID_commonName, type,
+					       (const unsigned char *)bytes, len, -1, 0));
+	assert_true(X509_REQ_set_pubkey(req, key) && X509_REQ_sign(req, key, NULL));
+	assert_true(PEM_write_bio_X509_REQ(b, req));
+	n = BIO_get_mem_data(b, &mem);
+	pem = strndup(mem, (size_t)n);
+	assert_non_null(pem);
+	BIO_free(b);
+	X509_REQ_free(req);
+	EVP_PKEY_free(key);
+	return pem;
+}
+
+/*
+ * The CN is read as UTF-8 whatever string type the CSR chose (a BMPString
+ * "host" read raw was empty; tests/fuzz/corpus/csr has one), and one with a
+ * NUL is refused.
+ */
+static void test_csr_cn_types(void **state)
+{
+	static const struct {
+		int type;
+		const char *bytes;
+		int len;
+		const char *cn; /* NULL: -EINVAL */
+	} cases[] = {
+		{ V_ASN1_BMPSTRING, "\0h\0o\0s\0t", 8, "host" },
+		{ V_ASN1_BMPSTRING, "\x01\x27\0o\0s\0t", 8, "\xc4\xa7ost" },
+		{ V_ASN1_UTF8STRING, "db\0-7", 5, NULL },
+		{ V_ASN1_T61STRING, "h\xf6st", 4, "h\xc3\xb6st" },
+		{ V_ASN1_PRINTABLESTRING, "web-1", 5, "web-1" },
+	};
+	EVP_PKEY *pub;
+	char cn[65], *pem;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pem = csr_with_cn(cases[i].type, cases[i].bytes, cases[i].len);
+		pub = NULL;
+		if (cases[i].cn) {
+			assert_int_equal(pki_read_csr(pem, strlen(pem), &pub, cn), 0);
+			assert_string_equal(cn, cases[i].cn);
+		} else {
+			assert_int_equal(pki_read_csr(pem, strlen(pem), &pub, cn), -EINVAL);
+		}
+		EVP_PKEY_free(pub);
+		free(pem);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_csr),
+		cmocka_unit_test(test_csr_cn_types),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
