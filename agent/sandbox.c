@@ -224,11 +224,31 @@ static int stage(struct keep *k, size_t n, const char *spool)
 	return 0;
 }
 
+/*
+ * The root filesystem of an initramfs cannot be pivoted from (EINVAL):
+ * the stage is moved over it, as switch_root does, and becomes the root
+ * by chroot. The old root stays beneath it, out of reach once the
+ * capabilities are dropped and the filter forbids chroot.
+ */
+static int move_over_root(void)
+{
+	if (rmdir("oldroot") < 0 || mount(".", "/", NULL, MS_MOVE, NULL) < 0 || chroot(".") < 0)
+		return negative_errno();
+	return 0;
+}
+
 /* The stage becomes /, the old root goes, and / is read-only. */
 static int pivot(void)
 {
-	if (mkdir("oldroot", 0700) < 0 || syscall(SYS_pivot_root, ".", "oldroot") < 0 ||
-	    umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0 || chdir("/") < 0 ||
+	if (mkdir("oldroot", 0700) < 0)
+		return negative_errno();
+	if (syscall(SYS_pivot_root, ".", "oldroot") == 0) {
+		if (umount2("/oldroot", MNT_DETACH) < 0 || rmdir("/oldroot") < 0)
+			return negative_errno();
+	} else if (errno != EINVAL || move_over_root() < 0) {
+		return negative_errno();
+	}
+	if (chdir("/") < 0 ||
 	    mount(NULL, "/", NULL,
 		  MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
 		return negative_errno();
@@ -349,10 +369,14 @@ static int add_rules(scmp_filter_ctx ctx)
 
 int sandbox_filter(void)
 {
-	/* the child has one thread: where the kernel cannot kill the process, killing it will do */
-	scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_KILL_PROCESS) ?: seccomp_init(SCMP_ACT_KILL);
+	scmp_filter_ctx ctx;
 	int r;
 
+	/* a kernel built without seccomp (CONFIG_SECCOMP) */
+	if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0 && errno == EINVAL)
+		return -EOPNOTSUPP;
+	/* the child has one thread: where the kernel cannot kill the process, killing it will do */
+	ctx = seccomp_init(SCMP_ACT_KILL_PROCESS) ?: seccomp_init(SCMP_ACT_KILL);
 	if (!ctx)
 		return -ENOMEM;
 	r = add_rules(ctx);

@@ -27,7 +27,10 @@
  */
 int sandbox_enter(const char *spool, uid_t *parent_uid);
 
-/* The system call filter, for good; the last step of the child's setup. */
+/*
+ * The system call filter, for good; the last step of the child's setup.
+ * -EOPNOTSUPP when the kernel has no seccomp: the caller runs on without.
+ */
 int sandbox_filter(void);
 
 #endif

@@ -257,7 +257,10 @@ static int set_up(struct session *s, const char *spool_dir, uid_t uid, gid_t gid
 		return -ENOMEM;
 	event_add(s->rd, NULL);
 	r = sandbox_filter();
-	if (r < 0)
+	if (r == -EOPNOTSUPP)
+		log_warning("the network child has no system call filter: the kernel has no "
+			    "seccomp");
+	else if (r < 0)
 		return log_error_errno(r,
 				       "loading the network child's system call filter failed: %m");
 	return 0;
