@@ -97,7 +97,12 @@ static void check_pem(const char *pem, size_t len)
 		read_resigned(pem, len);
 }
 
-/* Packing what was unpacked gives a message that unpacks to the same packing. */
+/*
+ * Packing what was unpacked gives a message that packs the same again.
+ * It may not unpack at all: protobuf-c takes field number 0 in a tag of
+ * two bytes as an unknown field, packs it in one byte and then refuses it
+ * (in the corpus: csr/field-zero). kmemd never packs a request again.
+ */
 static void check_repack(const Kmemctl__V1__EnrollRequest *req)
 {
 	size_t len = kmemctl__v1__enroll_request__get_packed_size(req), len2;
@@ -107,7 +112,10 @@ static void check_repack(const Kmemctl__V1__EnrollRequest *req)
 	FUZZ_CHECK(buf);
 	FUZZ_CHECK(kmemctl__v1__enroll_request__pack(req, buf) == len);
 	again = kmemctl__v1__enroll_request__unpack(NULL, len, buf);
-	FUZZ_CHECK(again);
+	if (!again) {
+		free(buf);
+		return;
+	}
 	len2 = kmemctl__v1__enroll_request__get_packed_size(again);
 	buf2 = malloc(len2 ? len2 : 1);
 	FUZZ_CHECK(buf2);
