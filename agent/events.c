@@ -113,6 +113,7 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 	Kmemctl__V1__EventKind kind;
 	Kmemctl__V1__KernelEvent *pb;
 	struct kmemctl_event rec;
+	char raw_comm[sizeof(rec.comm) + 1];
 	const char *name;
 	bool probe = false;
 
@@ -157,8 +158,8 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 	pb->cpu = (int32_t)rec.cpu;
 	pb->pid = (int32_t)rec.pid;
 	pb->duration_ns = kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP ? 0 : rec.value;
-	snprintf(e->slot[e->n].comm, sizeof(e->slot[0].comm), "%.*s", (int)sizeof(rec.comm),
-		 rec.comm);
+	snprintf(raw_comm, sizeof(raw_comm), "%.*s", (int)sizeof(rec.comm), rec.comm);
+	text_escape(raw_comm, e->slot[e->n].comm, sizeof(e->slot[0].comm));
 	snprintf(probe ? e->slot[e->n].probe : e->slot[e->n].mitigation, POLICY_ID_MAX + 1, "%s",
 		 name);
 	if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD)

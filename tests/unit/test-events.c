@@ -161,6 +161,13 @@ static void test_records(void **state)
 			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
 	assert_int_equal(e.counters.events_dropped, 2);
 	assert_int_equal(next, 2);
+
+	/* a task names itself: what is not text is escaped, or kmemd would refuse the report */
+	r = record(KMEMCTL_EV_THRESHOLD, KMEMCTL_PROBE_VMAP_PURGE, 2);
+	memcpy(r.comm, "x\xff\n\x1b[2J", 8);
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD);
+	assert_string_equal(e.pbp[e.n - 1]->comm, "x\\xff\\n\\x1b[2J");
 }
 
 /* Records this agent cannot read are counted as dropped, never guessed at. */
