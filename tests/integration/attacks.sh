@@ -28,12 +28,7 @@ kmemd_conf >kmemd.conf
 # small bounds, short deadlines: each defence acts within the test's time
 sed -i 's/^\[server\]$/[server]\nmax_handshakes = 16\nmax_anonymous = 16\nmax_per_address = 8\nhandshake_timeout = 2s\nrequest_timeout = 2s\nio_timeout = 30s/' kmemd.conf
 kmemd_start
-for h in h1 h2 h3; do
-	fixture_agent $h web
-done
-for h in h1 h2 h3; do
-	wait_for 20 grep -q "report [0-9]* acknowledged" agent-$h.log || fail "$h's first report"
-done
+agents_reporting web h1 h2 h3
 
 # attack MODE N NETS: N attackers from NETS networks for 8 s; meanwhile the
 # valid host sends 10 reports, each over a new connection, and the routes

@@ -35,12 +35,7 @@ names = 8
 host_names = 4
 CONF
 kmemd_start
-for h in h1 h2 h3; do
-	fixture_agent $h web
-done
-for h in h1 h2 h3; do
-	wait_for 20 grep -q "report [0-9]* acknowledged" agent-$h.log || fail "$h's first report"
-done
+agents_reporting web h1 h2 h3
 
 # a real report of evil's to take apart, from an agent whose kmemd is away
 agent_conf evil 1 web | sed "s/^host_id = .*/host_id = evil/" >spool.conf

@@ -175,6 +175,20 @@ sign_policy() {
 		-H 'Content-Type: application/x-protobuf' --data-binary @$1.bundle
 }
 
+# agents_reporting ROLE HOST...: a fixture agent for each HOST (role label
+# ROLE), each with its first report acknowledged
+agents_reporting() {
+	local h role=$1
+	shift
+	for h in "$@"; do
+		fixture_agent $h $role
+	done
+	for h in "$@"; do
+		wait_for 20 grep -q "report [0-9]* acknowledged" agent-$h.log ||
+			fail "$h's first report"
+	done
+}
+
 # agents_stop_none_lost HOST...: the fixture agents of HOST... stopped, and
 # none of their acknowledged reports missing from the store
 agents_stop_none_lost() {
