@@ -7,11 +7,27 @@
  *   version	module version, e.g. "0.1.0"
  *   abi	KMEMCTL_ABI below; the agent turns nothing on in, and tunes
  *		nothing of, a module whose ABI is not its own
+ *   build	the running kernel build as the module sees it, computed at
+ *		load before any probe or fix touches kernel text:
+ *		  "build_id <hex>" (the kernel's GNU build id),
+ *		  "release <uname -r>", "version <uname -v>",
+ *		  then per function some mitigation's copied code stands in
+ *		  for, "func <mitigation> <symbol> <size> <fingerprint>"
+ *		  (size in bytes, fingerprint 16 hex digits; docs/kmod.md,
+ *		  Verified builds)
+ *   records	write: one build record (docs/kmod.md) to admit; EINVAL if
+ *		it is malformed or made for another kmemctl version, and
+ *		the mitigations it verifies leave "unsupported: build ...
+ *		not verified" for off. read: one line per admitted record
+ *		("<build_id> <release> <source>")
  *
  *   mitigations/<id>/	one directory per mitigation, on every kernel:
  *     state	unsupported | native | off | on | tripped | transition
  *		transition: mode is on and livepatch is still switching tasks
  *		to the fix; the tasks already switched run it
+ *		tripped: the module's breaker turned the mitigation off by
+ *		itself (reason says why); mode is off, and "on" is refused
+ *		with EBUSY until "1" is written to reset
  *     reason	one line saying why the state is what it is, e.g.
  *		"unsupported: CONFIG_KASAN_VMALLOC is not set",
  *		"native: fixed since 6.0" or "transition: livepatch switching
@@ -23,6 +39,8 @@
  *		(separated by newlines or spaces) and is all-or-nothing: an
  *		unknown key or a value out of range fails with EINVAL, keeps
  *		every old value and says why in dmesg.
+ *     reset	write "1": a tripped mitigation goes back to off; in any
+ *		other state the write does nothing
  *     stats	"key value" lines of counters: enables, disables, trips;
  *		kasan-quarantine adds the kernel's held_bytes, max_bytes
  *		and batch_bytes, and missed (redirects the kprobe missed)
@@ -62,7 +80,7 @@
 
 #include <linux/types.h>
 
-#define KMEMCTL_ABI 3
+#define KMEMCTL_ABI 4
 
 #define KMEMCTL_EVENT_RING 1024
 
@@ -89,6 +107,19 @@ enum kmemctl_mitigation {
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_MIN	4
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_MAX	4096
 
+/*
+ * Why the breaker tripped a mitigation: the flags of a KMEMCTL_EV_TRIP
+ * record, and the cause named in its reason.
+ */
+enum kmemctl_trip_cause {
+	KMEMCTL_TRIP_SOFTLOCKUP = 1,	/* the soft-lockup watchdog fired */
+	KMEMCTL_TRIP_HARDLOCKUP = 2,	/* the hard-lockup (NMI) watchdog fired */
+	KMEMCTL_TRIP_RCU_STALL = 3,	/* an RCU CPU stall was reported */
+	KMEMCTL_TRIP_HUNG_TASK = 4,	/* the hung-task detector reported a task */
+	KMEMCTL_TRIP_SLOW_CALL = 5,	/* a replacement ran longer than trip_call_ms */
+	KMEMCTL_TRIP_LIVEPATCH_STALL = 6, /* its transition stalled past livepatch_reverse_ms and was reversed */
+};
+
 enum kmemctl_probe {
 	KMEMCTL_PROBE_RSTAT_FLUSH,	/* "rstat-flush" */
 	KMEMCTL_PROBE_USERCOPY_VMALLOC,	/* "usercopy-vmalloc" */
@@ -101,7 +132,10 @@ enum kmemctl_probe {
 enum kmemctl_event_type {
 	/* a probe sample above its threshold_ns; source: enum kmemctl_probe */
 	KMEMCTL_EV_THRESHOLD = 1,
-	/* a mitigation turned itself off; source: enum kmemctl_mitigation */
+	/*
+	 * the breaker turned a mitigation off; source: enum
+	 * kmemctl_mitigation; flags: enum kmemctl_trip_cause
+	 */
 	KMEMCTL_EV_TRIP = 2,
 	/* the soft-lockup watchdog fired; cpu is the stuck CPU */
 	KMEMCTL_EV_SOFTLOCKUP = 3,
@@ -119,11 +153,13 @@ enum kmemctl_event_type {
  * One event, 64 bytes, native endianness.
  *   seq	1 for the first event after load, then +1 per event
  *   time_ns	CLOCK_REALTIME when the event was queued
- *   value	THRESHOLD: the sample (ns); TRIP: the mitigation's trip code;
- *		LIVEPATCH_STALL: how long the transition has taken (ns);
- *		lockups: 0
- *   threshold	THRESHOLD: the probe's threshold_ns; LIVEPATCH_STALL:
- *		livepatch_stall_ms in ns; otherwise 0
+ *   value	THRESHOLD: the sample (ns); TRIP: how long the call or the
+ *		transition that tripped it had run (ns), 0 for the kernel's
+ *		own reports; LIVEPATCH_STALL: how long the transition has
+ *		taken (ns); lockups: 0
+ *   threshold	THRESHOLD: the probe's threshold_ns; TRIP: the limit it
+ *		passed (ns), or 0; LIVEPATCH_STALL: livepatch_stall_ms in ns;
+ *		otherwise 0
  *   pid, comm	the task running on cpu when the event was queued;
  *		LIVEPATCH_STALL: a task livepatch has yet to switch
  */
