@@ -121,6 +121,12 @@ static struct srcu_struct *remove_cache_srcu;
 static void (*free_all)(struct qlist_head *q, struct kmem_cache *cache);
 static const u64 *params;
 static struct kprobe redirect_kp;
+/*
+ * Reductions of the copy that freed something, and the most one freed,
+ * since mode on: what bounds a reduction is the bytes it frees, which the
+ * tests compare with the kernel's batch instead of timing it.
+ */
+static unsigned long reductions, reduce_max_bytes;
 
 static struct kmem_cache *qlink_cache(struct qlist_node *qlink)
 {
@@ -203,6 +209,9 @@ static void kmem_quarantine_reduce(void)
 			qlist_move_front(oldest, &to_free, batch);
 		}
 		WRITE_ONCE(*held_bytes, *held_bytes - to_free.bytes);
+		WRITE_ONCE(reductions, reductions + 1);
+		if (to_free.bytes > reduce_max_bytes)
+			WRITE_ONCE(reduce_max_bytes, to_free.bytes);
 	}
 	raw_spin_unlock_irqrestore(quarantine_lock, flags);
 
@@ -247,6 +256,8 @@ static int quarantine_enable(const u64 *values)
 	int ret;
 
 	params = values;
+	reductions = 0;
+	reduce_max_bytes = 0;
 	kmem_kprobe_init(&redirect_kp, "kasan_quarantine_reduce", redirect_pre);
 	redirect_kp.post_handler = redirect_post;
 	ret = register_kprobe(&redirect_kp);
@@ -273,12 +284,16 @@ static int quarantine_disable(void)
 	return 0;
 }
 
+/* oldest_batch_bytes: what the kernel's own next reduction would free. */
 static ssize_t quarantine_stats(char *buf, ssize_t len)
 {
 	return len + sysfs_emit_at(buf, len,
-				   "held_bytes %lu\nmax_bytes %lu\nbatch_bytes %lu\nmissed %lu\n",
+				   "held_bytes %lu\nmax_bytes %lu\nbatch_bytes %lu\noldest_batch_bytes %zu\nreductions %lu\nreduce_max_bytes %lu\nmissed %lu\n",
 				   READ_ONCE(*held_bytes), READ_ONCE(*max_bytes),
-				   READ_ONCE(*batch_bytes), redirect_kp.nmissed);
+				   READ_ONCE(*batch_bytes),
+				   READ_ONCE(batches[READ_ONCE(*batch_head)].bytes),
+				   READ_ONCE(reductions), READ_ONCE(reduce_max_bytes),
+				   redirect_kp.nmissed);
 }
 
 const struct kmem_direct_fix kmem_kasan_quarantine = {
