@@ -119,7 +119,8 @@ enum kmemctl_trip_cause {
 	KMEMCTL_TRIP_RCU_STALL = 3,	/* an RCU CPU stall was reported */
 	KMEMCTL_TRIP_HUNG_TASK = 4,	/* the hung-task detector reported a task */
 	KMEMCTL_TRIP_SLOW_CALL = 5,	/* a replacement ran longer than trip_call_ms */
-	KMEMCTL_TRIP_LIVEPATCH_STALL = 6, /* its transition stalled past livepatch_reverse_ms and was reversed */
+	/* its transition stalled past livepatch_reverse_ms and was reversed */
+	KMEMCTL_TRIP_LIVEPATCH_STALL = 6,
 };
 
 enum kmemctl_probe {
