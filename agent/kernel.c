@@ -257,6 +257,11 @@ int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on)
 		    write_file(rfs, "mitigations", id, "mode", "off");
 }
 
+int kernel_reset(const struct rootfs *rfs, const char *id)
+{
+	return write_checked(rfs, "mitigations", id, "reset", "1");
+}
+
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
 		      size_t n)
 {

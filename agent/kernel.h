@@ -75,6 +75,11 @@ int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kern
  * mitigation off.
  */
 int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on);
+/*
+ * A tripped mitigation back to off ("1" to its reset file), so that `mode
+ * on` is taken again; in any other state the module does nothing.
+ */
+int kernel_reset(const struct rootfs *rfs, const char *id);
 /* One write, all-or-nothing as the module takes it. */
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
 		      size_t n);

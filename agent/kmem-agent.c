@@ -329,6 +329,11 @@ static void restore(struct agent *a, const char *root, const char *spool)
 		log_warning_errno(r, "pinned keys in '%s' unreadable, every policy is refused: %m",
 				  a->cfg->keys_dir);
 	guard_init(&a->guard, a->cfg->guard_window_ms);
+	a->enactor = (struct enactor){ .rfs = &a->rfs, .state_dirfd = a->state_dirfd };
+	r = confirm_boot_id(&a->rfs, a->enactor.boot_id, sizeof(a->enactor.boot_id));
+	if (r < 0 && !a->once)
+		log_error_errno(r, "this boot's id is unreadable: no mitigation is turned on, and "
+				   "any still new from before counts as from an earlier boot: %m");
 	a->disabled = cmdline_disabled(&a->rfs);
 	if (a->disabled)
 		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
