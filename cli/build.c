@@ -2,14 +2,16 @@
 /*
  * kmemctl build: verified kernel builds (docs/kmod.md, "Verified builds").
  *   kmemctl build check --source DIR|TARBALL [--kmod DIR]
- *   kmemctl build record --source DIR|TARBALL --build FILE --source-package NAME
- *       --source-version V [--kmod DIR] [--kmemctl VERSION] -o RECORD
+ *   kmemctl build record --source DIR|TARBALL --build FILE [--source-package NAME]
+ *       [--source-version V] [--kmod DIR] [--kmemctl VERSION] -o RECORD
  *   kmemctl build sign -k KEY [-s SIGNER] -o BUNDLE RECORD
  *   kmemctl build verify -K KEYS_DIR BUNDLE
  * check and record compare every declared copy of kernel code in kmod/
  * with the kernel source it names; a record vouches only for the
- * mitigations whose copies all match, and only for a build whose uname -v
- * names the source's package version.
+ * mitigations whose copies all match, and only for a build made from that
+ * source: Debian's builds name the package version in uname -v; for a
+ * self-built kernel the operator's --source-version stands in, with a
+ * warning. Either way its upstream part must be the source's Makefile's.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -42,7 +44,8 @@
 struct source_file {
 	char *path; /* as declarations name it */
 	struct ctok_list toks;
-	bool found;
+	char *text; /* the top Makefile's, kept as text: it is not C */
+	bool found, raw;
 };
 
 struct tree {
@@ -50,6 +53,7 @@ struct tree {
 	size_t nfiles;
 	struct source_file *src;
 	size_t nsrc;
+	char top[128]; /* the tarball's top directory, e.g. linux-source-6.1 */
 };
 
 static void tree_free(struct tree *t)
@@ -59,6 +63,7 @@ static void tree_free(struct tree *t)
 	free(t->files);
 	for (size_t i = 0; i < t->nsrc; i++) {
 		free(t->src[i].path);
+		free(t->src[i].text);
 		ctok_free(&t->src[i].toks);
 	}
 	free(t->src);
@@ -120,34 +125,47 @@ static int load_kmod(struct tree *t, const char *dir)
 	return r;
 }
 
-/* The kernel files the declarations name, each once. */
+static int want_source(struct tree *t, const char *path, bool raw)
+{
+	struct source_file *v = realloc(t->src, (t->nsrc + 1) * sizeof(*v));
+
+	if (!v)
+		return -ENOMEM;
+	t->src = v;
+	v[t->nsrc] = (struct source_file){ .path = strdup(path), .raw = raw };
+	return v[t->nsrc++].path ? 0 : -ENOMEM;
+}
+
+/* The kernel files the declarations name, each once, and the top Makefile (its version). */
 static int want_sources(struct tree *t)
 {
-	for (size_t i = 0; i < t->nfiles; i++)
+	int r = want_source(t, "Makefile", true);
+
+	for (size_t i = 0; r == 0 && i < t->nfiles; i++)
 		for (size_t j = 0; j < t->files[i].ndecls; j++) {
 			const char *p = t->files[i].decls[j].path;
-			struct source_file *v;
 			size_t k;
 
 			for (k = 0; k < t->nsrc && strcmp(t->src[k].path, p); k++)
 				;
-			if (k < t->nsrc)
-				continue;
-			v = realloc(t->src, (t->nsrc + 1) * sizeof(*v));
-			if (!v)
-				return -ENOMEM;
-			t->src = v;
-			v[t->nsrc] = (struct source_file){ .path = strdup(p) };
-			if (!v[t->nsrc++].path)
-				return -ENOMEM;
+			if (k == t->nsrc && (r = want_source(t, p, false)) < 0)
+				return r;
 		}
-	return 0;
+	return r;
 }
 
-static int tokenize_source(struct source_file *s, const char *text, size_t len, const char *from)
+/* Takes text for the Makefile, tokenizes the rest. */
+static int tokenize_source(struct source_file *s, char **text, size_t len, const char *from)
 {
 	unsigned int line;
-	int r = ctok_scan(text, len, &s->toks, &line);
+	int r;
+
+	if (s->raw) {
+		s->text = TAKE_PTR(*text);
+		s->found = true;
+		return 0;
+	}
+	r = ctok_scan(*text, len, &s->toks, &line);
 
 	if (r == -EINVAL)
 		return log_error_errno(r, "%s: %s:%u does not tokenize as C", from, s->path, line);
@@ -165,9 +183,11 @@ static int read_dir_sources(struct tree *t, const char *dir)
 		if (asprintf(&path, "%s/%s", dir, t->src[i].path) < 0)
 			return -ENOMEM;
 		r = read_file_max(path, SOURCE_FILE_MAX, &text, &len);
+		if (r == -ENOENT && t->src[i].raw)
+			continue;
 		if (r < 0)
 			return log_error_errno(r, "reading '%s' failed: %m", path);
-		r = tokenize_source(&t->src[i], text, len, dir);
+		r = tokenize_source(&t->src[i], &text, len, dir);
 		if (r < 0)
 			return r;
 	}
@@ -204,7 +224,8 @@ static int read_entry(struct archive *a, struct archive_entry *e, struct source_
 	if (n != size)
 		return log_error_errno(-EIO, "%s: reading %s failed: %s", tarball, s->path,
 				       archive_error_string(a) ?: "short read");
-	return tokenize_source(s, text, (size_t)size, tarball);
+	text[size] = '\0';
+	return tokenize_source(s, &text, (size_t)size, tarball);
 }
 
 /* One pass over the tarball (xz, gzip, ...), taking the named files. */
@@ -226,8 +247,11 @@ static int read_tar_sources(struct tree *t, const char *tarball)
 		return r;
 	}
 	while (r == 0 && left > 0 && (st = archive_read_next_header(a, &e)) == ARCHIVE_OK) {
-		struct source_file *s = wanted(t, archive_entry_pathname(e));
+		const char *name = archive_entry_pathname(e);
+		struct source_file *s = wanted(t, name);
 
+		if (!t->top[0])
+			snprintf(t->top, sizeof(t->top), "%.*s", (int)strcspn(name, "/"), name);
 		if (!s || archive_entry_filetype(e) != AE_IFREG)
 			continue;
 		r = read_entry(a, e, s, tarball);
@@ -242,14 +266,18 @@ static int read_tar_sources(struct tree *t, const char *tarball)
 
 static int load_source(struct tree *t, const char *source)
 {
+	_cleanup_free_ char *real = NULL;
 	struct stat st;
 	int r;
 
 	if (stat(source, &st) < 0)
 		return log_error_errno(negative_errno(), "'%s': %m", source);
+	/* an unpacked tarball: its directory's name is the package's */
+	if (S_ISDIR(st.st_mode) && (real = realpath(source, NULL)))
+		snprintf(t->top, sizeof(t->top), "%s", strrchr(real, '/') + 1);
 	r = S_ISDIR(st.st_mode) ? read_dir_sources(t, source) : read_tar_sources(t, source);
 	for (size_t i = 0; r == 0 && i < t->nsrc; i++)
-		if (!t->src[i].found)
+		if (!t->src[i].found && !t->src[i].raw)
 			r = log_error_errno(-ENOENT, "'%s' has no %s", source, t->src[i].path);
 	return r;
 }
@@ -414,15 +442,103 @@ static int kmod_version(const char *kmod, char *buf, size_t size)
 	return buf[0] ? 0 : -ENOENT;
 }
 
-/* Debian's uname -v names the package version as a word ("Debian 6.1.192-3"). */
-static bool version_names(const char *uname_v, const char *version)
+/* "VERSION = 6" and the like in the top Makefile: "6.1.192" (with EXTRAVERSION). */
+static int makefile_version(const char *mk, char *buf, size_t size)
 {
-	size_t n = strlen(version);
+	static const char *const keys[] = { "VERSION", "PATCHLEVEL", "SUBLEVEL", "EXTRAVERSION" };
+	char v[4][32] = { { 0 } };
 
-	for (const char *p = strstr(uname_v, version); p; p = strstr(p + 1, version))
-		if ((p == uname_v || p[-1] == ' ') && (p[n] == '\0' || p[n] == ' '))
+	for (const char *l = mk; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+			size_t n = strlen(keys[k]);
+			const char *val;
+
+			if (strncmp(l, keys[k], n) || strncmp(l + n, " =", 2) || v[k][0])
+				continue;
+			val = l + n + 2 + strspn(l + n + 2, " \t");
+			snprintf(v[k], sizeof(v[k]), "%.*s", (int)strcspn(val, " \t\n"), val);
+		}
+	if (!v[0][0] || !v[1][0] || !v[2][0])
+		return -ENOENT;
+	snprintf(buf, size, "%s.%s.%s%s", v[0], v[1], v[2], v[3]);
+	return 0;
+}
+
+/* Debian's uname -v names the package version: "... Debian 6.1.192-3 (2026-11-20)". */
+static bool debian_version(const char *uname_v, char *buf, size_t size)
+{
+	for (const char *p = strstr(uname_v, "Debian "); p; p = strstr(p + 1, "Debian "))
+		if ((p == uname_v || p[-1] == ' ') && p[7] >= '0' && p[7] <= '9') {
+			snprintf(buf, size, "%.*s", (int)strcspn(p + 7, " "), p + 7);
 			return true;
+		}
 	return false;
+}
+
+/* A Debian version's upstream part: no epoch, no revision ("1:6.1.192-3" is 6.1.192). */
+static void upstream_of(const char *version, char *buf, size_t size)
+{
+	const char *colon = strchr(version, ':'), *p = colon ? colon + 1 : version;
+	const char *dash = strrchr(p, '-');
+
+	snprintf(buf, size, "%.*s", (int)(dash ? (size_t)(dash - p) : strlen(p)), p);
+}
+
+struct source_id {
+	char package[129], version[129];
+	bool operator_word; /* the version is only what the operator said */
+};
+
+/*
+ * Which source package the build was made from. Debian's builds say it in
+ * uname -v; a self-built kernel's says nothing, and then only
+ * --source-version does. Either way its upstream part must be the
+ * source's Makefile version.
+ */
+static int bind_source(const struct tree_args *a, const struct tree *t, const struct build_info *b,
+		       struct source_id *id)
+{
+	const struct source_file *mk = &t->src[0];
+	char deb[129], upstream[129], makefile[160];
+
+	if (!mk->text || makefile_version(mk->text, makefile, sizeof(makefile)) < 0)
+		return log_error_errno(-ENOENT,
+				       "'%s' has no top Makefile with VERSION, PATCHLEVEL "
+				       "and SUBLEVEL: not a kernel source",
+				       a->source);
+	if (a->package)
+		snprintf(id->package, sizeof(id->package), "%s", a->package);
+	else if (!strncmp(t->top, "linux-source-", 13))
+		snprintf(id->package, sizeof(id->package), "%s", t->top);
+	else
+		return log_error_errno(-EINVAL,
+				       "'%s' does not name its package (linux-source-X/): "
+				       "give --source-package",
+				       a->source);
+	if (debian_version(b->version, deb, sizeof(deb))) {
+		if (a->version && strcmp(a->version, deb))
+			return log_error_errno(
+				-EINVAL,
+				"the build's version '%s' names package version '%s', "
+				"not --source-version '%s'",
+				b->version, deb, a->version);
+		snprintf(id->version, sizeof(id->version), "%s", deb);
+	} else if (a->version) {
+		snprintf(id->version, sizeof(id->version), "%s", a->version);
+		id->operator_word = true;
+	} else {
+		return log_error_errno(-EINVAL,
+				       "the build's version '%s' names no Debian package version: "
+				       "a self-built kernel; give --source-version",
+				       b->version);
+	}
+	upstream_of(id->version, upstream, sizeof(upstream));
+	if (strcmp(upstream, makefile))
+		return log_error_errno(-EINVAL,
+				       "source version '%s' is upstream %s, but '%s' is %s: it was "
+				       "not built from that source",
+				       id->version, upstream, a->source, makefile);
+	return 0;
 }
 
 /* b's func lines for the mitigations whose copies all matched. */
@@ -469,29 +585,30 @@ static int make_record(const struct tree_args *a, struct build_info *b)
 {
 	_cleanup_free_ char *rec = NULL;
 	struct verdict v[VERDICTS_MAX];
+	struct source_id id = { 0 };
 	struct tree t = { 0 };
 	size_t nv = 0, len;
 	int r;
 
-	if (!version_names(b->version, a->version))
-		return log_error_errno(
-			-EINVAL,
-			"the build's version '%s' does not name source version '%s': "
-			"it was not built from that source",
-			b->version, a->version);
 	r = load_tree(&t, a->kmod, a->source);
+	if (r == 0)
+		r = bind_source(a, &t, b, &id);
 	if (r == 0)
 		r = check_all(&t, false, v, &nv);
 	tree_free(&t);
 	if (r < 0)
 		return r;
+	if (id.operator_word)
+		log_warning("build %s (%s) names no package version in '%s': the record binds it "
+			    "to %s %s on the word of whoever runs this",
+			    b->build_id, b->release, b->version, id.package, id.version);
 	if (keep_verified(b, v, nv) == 0)
 		return log_error_errno(-EBADMSG,
 				       "no mitigation of build %s (%s) has copies that "
 				       "all match: no record",
 				       b->build_id, b->release);
-	snprintf(b->source_name, sizeof(b->source_name), "%s", a->package);
-	snprintf(b->source_version, sizeof(b->source_version), "%s", a->version);
+	snprintf(b->source_name, sizeof(b->source_name), "%s", id.package);
+	snprintf(b->source_version, sizeof(b->source_version), "%s", id.version);
 	r = build_write_record(b, &rec, &len);
 	if (r == 0)
 		r = write_out(a->out, rec, len);
@@ -506,9 +623,9 @@ static int build_record(int argc, char **argv)
 	struct tree_args a;
 	int r;
 
-	if (parse_tree_args(argc, argv, &a) < 0 || !a.build || !a.package || !a.version || !a.out) {
+	if (parse_tree_args(argc, argv, &a) < 0 || !a.build || !a.out) {
 		fprintf(stderr, "usage: kmemctl build record --source DIR|TARBALL --build FILE "
-				"--source-package NAME --source-version V [--kmod DIR] "
+				"[--source-package NAME] [--source-version V] [--kmod DIR] "
 				"[--kmemctl VERSION] -o RECORD\n");
 		return EXIT_USAGE;
 	}
