@@ -149,6 +149,11 @@ static struct kmem_cache *qlink_cache(struct qlist_node *qlink)
 	return ((struct slab *)virt_to_folio(qlink))->slab_cache;
 }
 
+/*
+ * Not a copy: kmemctl's own. kasan_quarantine_reduce() of 6.1 computes
+ * this limit under quarantine_lock from QUARANTINE_FRACTION; here the
+ * fraction is a param and the limit is computed before the lock.
+ */
 /* The most the quarantine may hold, and the RAM share it derives from. */
 static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
 {
@@ -158,6 +163,10 @@ static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
 	return *share < percpu ? 0 : *share - percpu;
 }
 
+/*
+ * Not a copy: kmemctl's own. 6.1 frees a whole batch at once
+ * (qlist_move_all()); the batch_bytes param frees a batch's front instead.
+ */
 /* Moves the front of from to the empty to: at least one object, at most limit bytes. */
 static void qlist_move_front(struct qlist_head *from, struct qlist_head *to, size_t limit)
 {

@@ -55,6 +55,11 @@ static __always_inline unsigned long va_size(struct vmap_area *va)
 	return va->va_end - va->va_start;
 }
 
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c
+ *   RB_DECLARE_CALLBACKS_MAX(free_vmap_area_rb_augment_cb)
+ * rename: free_vmap_area_rb_augment_cb -> free_area_augment_cb
+ */
 RB_DECLARE_CALLBACKS_MAX(static, free_area_augment_cb, struct vmap_area, rb_node,
 			 unsigned long, subtree_max_size, va_size)
 

@@ -77,6 +77,11 @@ static int check_stack_object(const void *obj, unsigned long len)
 	return GOOD_STACK;
 }
 
+/*
+ * Not a copy: kmemctl's own helper for the offset __check_object_size()
+ * computes inside its usercopy_abort() call, an #ifdef among the call's
+ * arguments (the declared line in kmem_check_object_size() below).
+ */
 static unsigned long stack_offset(const void *ptr)
 {
 #ifdef CONFIG_ARCH_HAS_CURRENT_STACK_POINTER

@@ -237,6 +237,22 @@ static bool path_valid(const char *s)
 	return *s && *s != '/' && !strstr(s, "..") && !strchr(s, ' ');
 }
 
+/* "MACRO(ARG)": a definition a macro makes, named by the macro and one argument. */
+static bool invocation_valid(const char *s)
+{
+	const char *open = strchr(s, '(');
+	size_t len = strlen(s);
+	char buf[256];
+
+	if (!open || len >= sizeof(buf) || s[len - 1] != ')')
+		return false;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(open - s), s);
+	if (!ident_valid(buf))
+		return false;
+	snprintf(buf, sizeof(buf), "%.*s", (int)(len - 2 - (size_t)(open - s)), open + 1);
+	return ident_valid(buf);
+}
+
 /* "MITIGATION PATH SYMBOL...", "struct X" counting as one symbol. */
 static int parse_head(struct copy_decl *d, char *val)
 {
@@ -259,6 +275,8 @@ static int parse_head(struct copy_decl *d, char *val)
 				return -EINVAL;
 			snprintf(buf, sizeof(buf), "%s %s", w, tag);
 		} else if (ident_valid(w) && strlen(w) < sizeof(buf)) {
+			strcpy(buf, w);
+		} else if (invocation_valid(w) && strlen(w) < sizeof(buf)) {
 			strcpy(buf, w);
 		} else {
 			return -EINVAL;
@@ -430,17 +448,43 @@ static void def_name(const struct ctok *const *code, size_t i, size_t end, char 
 	}
 }
 
+/* Whether [i, end) invokes the macro of "MACRO(ARG)" with ARG as one of its arguments. */
+static bool invokes(const struct ctok *const *code, size_t i, size_t end, const char *name)
+{
+	size_t mlen = strcspn(name, "(");
+	const char *arg = name + mlen + 1;
+	size_t alen = strlen(arg) - 1;
+
+	if (end - i < 4 || code[i]->kind != CTOK_IDENT || strlen(code[i]->text) != mlen ||
+	    strncmp(code[i]->text, name, mlen) || !ctok_is(code[i + 1], CTOK_PUNCT, "(") ||
+	    !ctok_is(code[end - 1], CTOK_PUNCT, ")"))
+		return false;
+	for (size_t j = i + 2; j + 1 < end; j++)
+		if (code[j]->kind == CTOK_IDENT && strlen(code[j]->text) == alen &&
+		    !strncmp(code[j]->text, arg, alen) &&
+		    (ctok_is(code[j - 1], CTOK_PUNCT, "(") ||
+		     ctok_is(code[j - 1], CTOK_PUNCT, ",")) &&
+		    (ctok_is(code[j + 1], CTOK_PUNCT, ")") ||
+		     ctok_is(code[j + 1], CTOK_PUNCT, ",")))
+			return true;
+	return false;
+}
+
 /* The definition of name in code: [*begin, *end), or -ENOENT. */
 static int find_def(const struct ctok *const *code, size_t n, const char *name, size_t *begin,
 		    size_t *end)
 {
+	bool invocation = strchr(name, '(');
 	char buf[256];
 
 	for (size_t i = 0; i < n;) {
 		size_t e = def_end(code, n, i);
 
-		def_name(code, i, e, buf, sizeof(buf));
-		if (!strcmp(buf, name)) {
+		if (invocation)
+			buf[0] = '\0';
+		else
+			def_name(code, i, e, buf, sizeof(buf));
+		if (invocation ? invokes(code, i, e, name) : !strcmp(buf, name)) {
 			*begin = i;
 			*end = e;
 			return 0;

@@ -12,7 +12,9 @@
  *   copy: NAME, ...
  *
  * SYMBOL names a kernel definition in PATH: a function, "struct X" (or
- * union, enum) or a macro. The copy is, by default, as many definitions
+ * union, enum), a macro, or "MACRO(ARG)": a top-level invocation of MACRO
+ * with ARG as one of its arguments, for what a macro defines (e.g.
+ * RB_DECLARE_CALLBACKS_MAX(free_vmap_area_rb_augment_cb)). The copy is, by default, as many definitions
  * as there are symbols, following the comment; "copy:" names its
  * definitions in this file instead. The kernel's tokens are rewritten
  * first: each rename (identifiers) and each replace (token sequences), in
