@@ -155,8 +155,8 @@ static int parse(const char *text, size_t len, struct build_info *b, bool record
 		_cleanup_free_ char *l = NULL;
 
 		if (!nl)
-			return bad(err, line, "no newline at the end");
-		if (seen[F_END])
+			r = bad(err, line, "no newline at the end");
+		else if (seen[F_END])
 			r = bad(err, line, "text after 'end'");
 		else if (!(l = strndup(p, (size_t)(nl - p))))
 			r = -ENOMEM;
@@ -164,7 +164,7 @@ static int parse(const char *text, size_t len, struct build_info *b, bool record
 			r = bad(err, line, "a NUL byte");
 		else
 			r = parse_line(b, l, line, record, seen, err);
-		p = nl + 1;
+		p = nl ? nl + 1 : end;
 	}
 	for (int k = 0; r == 0 && k < (record ? F_N : F_KMEMCTL); k++)
 		if (!seen[k])

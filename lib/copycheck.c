@@ -133,6 +133,7 @@ static int quoted(const char **p, char **out)
 	*o = '\0';
 	if (*s != '"') {
 		free(*out);
+		*out = NULL;
 		return -EINVAL;
 	}
 	*p = s + 1;
@@ -659,6 +660,8 @@ int copy_parse(const char *name, const char *text, size_t len, struct copy_file 
 		if (!in_copy(f, f->markers[i].first))
 			r = fail(msg, -EINVAL, "%s:%u: kmemctl-differs outside any declared copy",
 				 name, f->markers[i].line);
+	if (r < 0)
+		copy_file_free(f);
 	return r;
 }
 

@@ -74,7 +74,7 @@ struct copy_file {
 /*
  * Tokenize and parse a kmod file. -EINVAL for a file that does not
  * tokenize or a malformed declaration or marker, with msg saying where
- * and why.
+ * and why; f is then left empty.
  */
 int copy_parse(const char *name, const char *text, size_t len, struct copy_file *f,
 	       char msg[COPY_MSG_MAX]);
