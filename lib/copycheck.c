@@ -641,10 +641,9 @@ int copy_parse(const char *name, const char *text, size_t len, struct copy_file 
 		return -ENOMEM;
 	r = ctok_scan(text, len, &f->toks, &line);
 	if (r == -EINVAL)
-		return fail(msg, r,
-			    "%s:%u: not C: an unterminated comment or literal, or a stray "
-			    "character",
-			    name, line);
+		fail(msg, r,
+		     "%s:%u: not C: an unterminated comment or literal, or a stray character", name,
+		     line);
 	if (r == 0)
 		r = code_of(&f->toks, &f->code, &f->ncode);
 	for (size_t i = 0; r == 0 && i < f->toks.n; i++) {
