@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buildrec.h"
 #include "hist.h"
 #include "rootfs.h"
 
@@ -87,6 +88,16 @@ int kernel_set_params(const struct rootfs *rfs, const char *id, const struct ker
 int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_probe *p);
 /* enabled, threshold_ns: -1 leaves it as it is */
 int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns);
+
+/*
+ * The running build as the module describes it (its build file), with the
+ * module's version in b->kmemctl. -ENOENT: no module, or one without
+ * verified builds; -EPROTO: a module of another ABI. Free b with
+ * build_info_free().
+ */
+int kernel_read_build(const struct rootfs *rfs, struct build_info *b);
+/* One build record to the records file, in one write; the module's errno. */
+int kernel_write_record(const struct rootfs *rfs, const char *record);
 
 const char *kernel_state_name(enum kernel_state s);
 

@@ -26,8 +26,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "builds.h"
 #include "conf.h"
 #include "control.h"
 #include "ctl.h"
@@ -193,11 +195,14 @@ void on_control(evutil_socket_t fd, short what, void *arg)
 
 static void on_sighup(evutil_socket_t fd, short what, void *arg)
 {
+	struct agent *a = arg;
+
 	(void)fd;
 	(void)what;
-	log_info("SIGHUP: reading the policy file again");
-	local_policy(arg);
-	control_tell(arg);
+	log_info("SIGHUP: reading the build records and the policy file again");
+	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
+	local_policy(a);
+	control_tell(a);
 }
 
 static int loop(struct agent *a)
@@ -345,6 +350,8 @@ static void restore(struct agent *a, const char *root, const char *spool)
 	/* a fixture tree has no kernel to load a module into */
 	if (!root)
 		load_module(a);
+	/* a mitigation a record verifies can then go on under the policies below */
+	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
 	load_seq(a, spool);
 	start_policy(a);
 	local_policy(a);
