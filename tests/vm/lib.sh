@@ -87,6 +87,47 @@ net_up() {
 	ip route add default via 10.0.2.2
 }
 
+# disk_up DIR: the disk of tests/vm/run --disk (/dev/vda) mounted on DIR,
+# with an ext2 file system made on it first when it has none (a new disk
+# image). The state on it outlives the boot; disk_down unmounts it.
+disk_up() {
+	local m magic
+
+	[ "${KMEMCTL_DISK:-0}" = 1 ] || die "no disk: boot with tests/vm/run --disk FILE"
+	# ext4 asks for crc32c by name at mount, which nothing here would load
+	for m in virtio_pci virtio_blk crc32c_generic ext4; do
+		mod_loaded $m || load_mod $m
+	done
+	wait_for 10 [ -b /dev/vda ]
+	# an ext2/3/4 superblock's magic, 0xef53, at byte 1080
+	magic=$(od -An -tx1 -j1080 -N2 /dev/vda | tr -d ' \n')
+	if [ "$magic" != 53ef ]; then
+		log "no file system on /dev/vda: mke2fs"
+		mke2fs /dev/vda >/dev/null || die "mke2fs /dev/vda failed"
+	fi
+	mkdir -p "$1"
+	mount -t ext4 /dev/vda "$1" || die "mounting /dev/vda on $1 failed"
+}
+
+disk_down() {
+	umount "$1" || die "unmounting $1 failed"
+}
+
+# crash_now: a kernel panic, on purpose (tests/vm/run --crash). The kernel
+# log so far and the runner's marker go out first, and are sent before the
+# panic: it stops the interrupts that would send what the serial port still
+# has queued.
+crash_now() {
+	echo "KMEMCTL-VM: DMESG-BEGIN"
+	dmesg
+	echo "KMEMCTL-VM: DMESG-END"
+	echo "KMEMCTL-VM: CRASH ${KMEMCTL_TEST_FILE:-}"
+	# stty applies settings with TCSADRAIN: the same ones, once all is sent
+	stty -F /dev/console "$(stty -F /dev/console -g)"
+	echo c >/proc/sysrq-trigger
+	die "still running after a sysrq crash"
+}
+
 # start_agent HOST SERVER PKI_DIR KEYS_DIR [AGENT_LINES [TAIL]]: kmem-agent
 # with its state, control socket, agent.conf and agent.log in the current
 # directory, PKI_DIR/HOST.crt and .key and PKI_DIR/ca.crt, the policy keys
@@ -112,6 +153,34 @@ ca = $3/ca.crt
 keys_dir = $4
 ${6:-}
 CONF
+	_run_agent
+}
+
+# start_agent_alone STATE_DIR KEYS_DIR [AGENT_LINES [POLICY_LINES]]:
+# kmem-agent standalone, with no kmemd (docs/agent.md, Policy from a
+# file): its state in STATE_DIR, the policy keys in KEYS_DIR, its control
+# socket, agent.conf and agent.log in the current directory, loading
+# kmemctl.ko itself, host id vm-1 (the guest has no /etc/machine-id).
+# AGENT_LINES go into [agent], POLICY_LINES (such as "file = PATH") into
+# [policy]. Sets $agent; stop_agent ends it, also at exit.
+start_agent_alone() {
+	cat >agent.conf <<CONF
+[agent]
+host_id = vm-1
+interval = 1s
+state_dir = $1
+user = nobody
+control = $PWD/ctl.sock
+module = $KMEMCTL_MODDIR/kmemctl.ko
+${3:-}
+[policy]
+keys_dir = $2
+${4:-}
+CONF
+	_run_agent
+}
+
+_run_agent() {
 	export KMEMCTL_AGENT_SOCKET=$PWD/ctl.sock
 	kmem-agent -d -c agent.conf >agent.log 2>&1 &
 	agent=$!
