@@ -533,16 +533,15 @@ static bool same_record(const struct record *a, const struct record *b)
 	       !memcmp(a->funcs, b->funcs, a->nfuncs * sizeof(a->funcs[0]));
 }
 
-/* Under records_lock: r joins the records, unless an equal one is there. */
-static bool record_add(struct record *r)
+/* Under records_lock. */
+static bool record_known(const struct record *r)
 {
 	const struct record *old;
 
 	list_for_each_entry(old, &records, node)
 		if (same_record(old, r))
-			return false;
-	list_add_tail(&r->node, &records);
-	return true;
+			return true;
+	return false;
 }
 
 void kmem_verify_init(void)
@@ -559,8 +558,10 @@ void kmem_verify_init(void)
 			pr_err("%s: shipped record refused (%ld)\n", origin, PTR_ERR(r));
 			continue;
 		}
-		if (!record_add(r))
+		if (record_known(r))
 			kfree(r);
+		else
+			list_add_tail(&r->node, &records);
 	}
 }
 
@@ -593,15 +594,26 @@ static ssize_t build_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	return len;
 }
 
+/* One line per record, as many as fit in the page, then "... <n> more". */
 static ssize_t records_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
 {
 	const struct record *r;
+	unsigned int left = 0;
 	ssize_t len = 0;
+	int n;
 
 	mutex_lock(&records_lock);
-	list_for_each_entry(r, &records, node)
-		len += sysfs_emit_at(buf, len, "%s %s %s\n", r->build_id, r->release, r->source);
+	list_for_each_entry(r, &records, node) {
+		n = left ? 0 : snprintf(buf + len, PAGE_SIZE - 32 - len, "%s %s %s\n", r->build_id,
+					 r->release, r->source);
+		if (left || len + n >= PAGE_SIZE - 32)
+			left++;
+		else
+			len += n;
+	}
 	mutex_unlock(&records_lock);
+	if (left)
+		len += sysfs_emit_at(buf, len, "... %u more\n", left);
 	return len;
 }
 
@@ -609,18 +621,21 @@ static ssize_t records_store(struct kobject *kobj, struct kobj_attribute *attr,
 			     const char *buf, size_t count)
 {
 	struct record *r = record_parse(buf, count, "records");
-	bool added = false;
+	bool added;
 	int ret = 0;
 
 	if (IS_ERR(r))
 		return PTR_ERR(r);
 	mutex_lock(&records_lock);
-	if (written == WRITTEN_MAX) {
+	if (record_known(r)) {
+		added = false;
+	} else if (written == WRITTEN_MAX) {
 		pr_info("records: %u written already, no room for %.12s\n", written, r->build_id);
 		ret = -ENOSPC;
 	} else {
-		added = record_add(r);
-		written += added;
+		list_add_tail(&r->node, &records);
+		written++;
+		added = true;
 	}
 	mutex_unlock(&records_lock);
 	if (ret) {
