@@ -57,13 +57,13 @@ echo "$kernel" >"$out/files/kernel"
 
 if [ $kaslr = 1 ]; then
 	boot second "$kernel" "$VM/builds/build.sh"
-	saved second >"$out/second"
+	saved second >"$out/second.build"
 	a=$(sed -n 's/^text //p' "$out/files/first")
-	b=$(sed -n 's/^text //p' "$out/second")
+	b=$(sed -n 's/^text //p' "$out/second.build")
 	[ -n "$a" ] && [ "$a" != "$b" ] || fail "KASLR did not move the kernel: _text $a, then $b"
-	diff <(grep -v '^text ' "$out/files/first") <(grep -v '^text ' "$out/second") >&2 ||
+	diff <(grep -v '^text ' "$out/files/first") <(grep -v '^text ' "$out/second.build") >&2 ||
 		fail "the build file changed with the KASLR offset"
-	echo "builds: _text $a, then $b: the same $(grep -c '^func ' "$out/second") fingerprints"
+	echo "builds: _text $a, then $b: the same $(grep -c '^func ' "$out/second.build") fingerprints"
 fi
 
 if [ -n "$changed" ]; then
