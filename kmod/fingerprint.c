@@ -6,9 +6,11 @@
  * kernel rewrites at boot or at run time, and where KASLR put it, leave the
  * fingerprint as the build made it:
  *
- *   skipped	NOPs, int3 padding, endbr64, and the fentry site (a 5-byte
- *		call or NOP before the first real instruction: ftrace,
- *		livepatch and ftrace direct calls rewrite it); an lfence just
+ *   skipped	NOPs, int3 padding, endbr64, and the fentry site (the
+ *		first instruction, or the one after endbr64: a 5-byte NOP,
+ *		or a call to ftrace's code or a trampoline outside the
+ *		kernel image when ftrace, livepatch or an ftrace direct
+ *		call has rewritten it); an lfence just
  *		before an indirect call or jump through a register (retpoline
  *		lfence patching)
  *   named	jump-label sites (__jump_table): their key and target, not
@@ -474,12 +476,27 @@ static void put_site(struct fp *f, const struct site *s)
 		put_addr(f, s->target);
 }
 
-/* The instruction adds nothing; entry: nothing but NOPs came before it. */
-static bool skipped(const struct insn *insn, unsigned long addr, unsigned long end, bool entry)
+/* A call at the fentry site: to ftrace's code, or to a trampoline outside the image. */
+static bool fentry_call(struct fp *f, const struct insn *insn, unsigned long addr)
+{
+	unsigned long target;
+
+	if (opcode(insn, 0) != 0xe8 || insn->length != 5)
+		return false;
+	target = addr + insn->length + (long)insn->immediate.value;
+	if (!in_image(target))
+		return true;
+	snprintf(f->name, sizeof(f->name), "%ps", (void *)target);
+	return !strcmp(f->name, "__fentry__") || !strcmp(f->name, "ftrace_caller") ||
+	       !strcmp(f->name, "ftrace_regs_caller");
+}
+
+/* The instruction adds nothing; entry: it is at the fentry site. */
+static bool skipped(struct fp *f, const struct insn *insn, unsigned long addr, unsigned long end,
+		    bool entry)
 {
 	return is_nop(insn) || is_endbr64(insn) || opcode(insn, 0) == 0xcc ||
-	       (entry && opcode(insn, 0) == 0xe8 && insn->length == 5) ||
-	       lfence_before_indirect(insn, addr, end);
+	       (entry && fentry_call(f, insn, addr)) || lfence_before_indirect(insn, addr, end);
 }
 
 static void put_one(struct fp *f, const struct insn *insn, unsigned long addr)
@@ -505,7 +522,7 @@ static void put_one(struct fp *f, const struct insn *insn, unsigned long addr)
 /* One range's instructions; entry: it is the function's start. */
 static void put_range(struct fp *f, int i, bool entry)
 {
-	unsigned long addr = f->ranges[i].start, end = f->ranges[i].end;
+	unsigned long start = f->ranges[i].start, addr = start, end = f->ranges[i].end;
 	const struct site *s;
 	struct insn insn;
 
@@ -522,10 +539,11 @@ static void put_range(struct fp *f, int i, bool entry)
 		s = site_at(f, addr);
 		if (s)
 			put_site(f, s);
-		else if (!skipped(&insn, addr, end, entry))
+		else if (!skipped(f, &insn, addr, end, entry))
 			put_one(f, &insn, addr);
-		if (s || !(is_nop(&insn) || is_endbr64(&insn)))
-			entry = false;
+		/* the fentry site follows endbr64, or the 4-byte NOP IBT seals it into */
+		entry = entry && !s && addr == start && insn.length == 4 &&
+			(is_endbr64(&insn) || is_nop(&insn));
 		/* a static-call site is 5 bytes whatever is patched in: ret comes with int3s */
 		addr += s && !s->jump_label ? 5 : insn.length;
 	}
