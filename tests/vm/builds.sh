@@ -8,14 +8,17 @@
 #   tests/vm/builds.sh [--kaslr] OUT KERNEL [CHANGED]
 #
 # Boots KERNEL with nokaslr; builds/build.sh prints the module's build file
-# on the console. With --kaslr, boots it again with KASLR and checks that
-# the kernel moved and the build file did not. With CHANGED (a kernel conf
+# and a record made from it on the console. With --kaslr, boots it again
+# with KASLR and a module that ships that record (built from a copy of
+# kmod/ with it in records/): the kernel moved, the build file
+# did not, and the shipped record admits the mitigations. With CHANGED (a kernel conf
 # whose build differs from KERNEL's in a copied function), boots it with
 # the first build file in /host; builds/changed.sh admits a record made
 # from it there. OUT keeps each boot's output directory.
 set -euo pipefail
 
 VM=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$VM/../.." && pwd)
 kaslr=0
 if [ "${1:-}" = --kaslr ]; then
 	kaslr=1
@@ -32,22 +35,24 @@ fail() {
 	exit 1
 }
 
-# boot NAME KERNEL TEST [run options]: tests/vm/run into $out/NAME.
+# boot NAME KERNEL TEST [run options]: tests/vm/run (of $vm) into $out/NAME.
+vm=$VM
 boot() {
 	local name=$1 k=$2 t=$3
 
 	shift 3
 	echo "builds: $name: $k, $(basename "$t")"
-	"$VM/run" --kernel "$k" --timeout 900 --out "$out/$name" "$@" "$t" >"$out/$name.log" 2>&1 || {
+	"$vm/run" --kernel "$k" --timeout 900 --out "$out/$name" "$@" "$t" >"$out/$name.log" 2>&1 || {
 		tail -40 "$out/$name.log" >&2
 		fail "$name: the guest's test failed"
 	}
 }
 
-# saved NAME: what builds/build.sh printed in boot NAME.
+# saved NAME [WHAT]: what builds/build.sh printed in boot NAME, the build
+# file or the RECORD.
 saved() {
-	awk '/^KMEMCTL-BUILD-END/ { p = 0 } p { print } /^KMEMCTL-BUILD-BEGIN/ { p = 1 }' \
-		"$out/$1/console.txt"
+	awk -v what="${2:-BUILD}" '$0 == "KMEMCTL-" what "-END" { p = 0 } p { print }
+		$0 == "KMEMCTL-" what "-BEGIN" { p = 1 }' "$out/$1/console.txt"
 }
 
 boot first "$kernel" "$VM/builds/build.sh" --append nokaslr
@@ -56,7 +61,16 @@ grep -q '^func ' "$out/files/first" || fail "no func line in $kernel's build fil
 echo "$kernel" >"$out/files/kernel"
 
 if [ $kaslr = 1 ]; then
-	boot second "$kernel" "$VM/builds/build.sh"
+	# the source tree with a kmod/ of its own, the rest linked
+	mkdir -p "$out/src"
+	for f in "$SRC"/*; do
+		[ "$f" = "$SRC/kmod" ] || ln -s "$f" "$out/src/"
+	done
+	cp -r "$SRC/kmod" "$out/src/kmod"
+	saved first RECORD >"$out/src/kmod/records/first.rec"
+	vm=$out/src/tests/vm
+	boot second "$kernel" "$vm/builds/build.sh" --files "$out/files"
+	vm=$VM
 	saved second >"$out/second.build"
 	a=$(sed -n 's/^text //p' "$out/files/first")
 	b=$(sed -n 's/^text //p' "$out/second.build")
@@ -64,6 +78,7 @@ if [ $kaslr = 1 ]; then
 	diff <(grep -v '^text ' "$out/files/first") <(grep -v '^text ' "$out/second.build") >&2 ||
 		fail "the build file changed with the KASLR offset"
 	echo "builds: _text $a, then $b: the same $(grep -c '^func ' "$out/second.build") fingerprints"
+	grep '^build: ' "$out/second/console.txt"
 fi
 
 if [ -n "$changed" ]; then
