@@ -458,7 +458,7 @@ static int parse_line(struct parser *p, char *line)
 
 	for (c = line; *c; c++)
 		if (!isprint(*c))
-			return refuse(p, "a character that is not printable (0x%02x)", *c);
+			return refuse(p, "a character that is not printable (0x%02x)", (u8)*c);
 	if (p->end)
 		return refuse(p, "text after \"end\"");
 	word = strsep(&line, " ");
@@ -490,8 +490,8 @@ static struct record *record_parse(const char *text, size_t len, const char *ori
 	char *copy, *rest, *line;
 	int ret = 0;
 
-	if (len > RECORD_MAX) {
-		pr_info("%s: more than %u bytes\n", origin, RECORD_MAX);
+	if (len > RECORD_MAX || memchr(text, '\0', len)) {
+		pr_info("%s: more than %u bytes, or a NUL byte\n", origin, RECORD_MAX);
 		return ERR_PTR(-EINVAL);
 	}
 	copy = kmemdup_nul(text, len, GFP_KERNEL);

@@ -110,6 +110,10 @@ build_id 00" "$end" '"build_id" line again'
 refused '$d' "$((end - 1))" 'no "end" line'
 dmesg_mark
 write_fails $R "" "Invalid argument"
+printf '%s\n\0end\n' "$good" >/tmp/nul.rec
+dd if=/tmp/nul.rec of=$R bs=4096 2>/dev/null && die "a record with a NUL byte was admitted"
+dmesg_since_mark | grep -qF "kmemctl: records: more than 16384 bytes, or a NUL byte" ||
+	die "no dmesg line for a record with a NUL byte"
 assert_eq "$(cat $R)" "" "records after the refused ones"
 for id in $copies; do
 	assert_eq "$(cat $M/$id/state)" unsupported "$id: state after refused records"
