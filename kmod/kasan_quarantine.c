@@ -289,6 +289,11 @@ static void redirect_post(struct kprobe *kp, struct pt_regs *regs, unsigned long
 {
 }
 
+/* The replaced reduction, and the helpers of mm/kasan/quarantine.c copied above. */
+static const char *const quarantine_targets[] = {
+	"kasan_quarantine_reduce", "qlist_move_all", "qlink_to_cache", NULL
+};
+
 static int quarantine_prepare(void)
 {
 	batches = (struct qlist_head *)kmem_symbol("global_quarantine");
@@ -351,6 +356,7 @@ static ssize_t quarantine_stats(char *buf, ssize_t len)
 }
 
 const struct kmem_direct_fix kmem_kasan_quarantine = {
+	.targets = quarantine_targets,
 	.prepare = quarantine_prepare,
 	.enable = quarantine_enable,
 	.disable = quarantine_disable,

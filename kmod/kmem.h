@@ -14,11 +14,41 @@
 #include "compat.h"
 #include "uapi/kmemctl.h"
 
+struct insn;
+
 /* symbols.c: non-exported kernel symbols, resolved through kallsyms. */
 void kmem_symbols_init(void);
 unsigned long kmem_symbol(const char *name);
 bool kmem_symbol_range(const char *name, unsigned long *start, unsigned long *end);
+bool kmem_symbol_at(unsigned long addr, unsigned long *size, unsigned long *offset);
+int kmem_symbol_each(const char *name, int (*fn)(void *data, unsigned long addr), void *data);
+int kmem_insn_decode(struct insn *insn, const void *kaddr, int len);
 const char *kmem_symbols_check(const char *const *names, const char *user);
+
+/* fingerprint.c: KASLR-invariant fingerprints of kernel functions. */
+void kmem_fingerprint_init(void);
+int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size, u64 *fp,
+		     char *why, size_t len);
+
+/*
+ * verify.c: verified builds. Every function a mitigation's copies stand in
+ * for (its targets) is fingerprinted at load; a build record that has them
+ * all as they are here admits it. kmem_verify_check() fills reason either
+ * way; kmem_mitigations_regate() runs after each record admitted.
+ */
+void kmem_verify_init(void);
+void kmem_verify_exit(void);
+void kmem_verify_measure(enum kmemctl_mitigation id, const char *const *targets);
+bool kmem_verify_check(enum kmemctl_mitigation id, char *reason, size_t len);
+extern const struct attribute_group kmem_verify_group;
+
+/* records.c, generated from records/NAME.rec; ends with an empty entry */
+struct kmem_shipped_record {
+	const char *name;
+	const char *text;
+};
+
+extern const struct kmem_shipped_record kmem_shipped_records[];
 
 /* sysfs.c: directories whose attributes find their owner through kmem_node. */
 struct kmem_node {
@@ -122,6 +152,8 @@ struct kmem_lp_func {
 
 struct kmem_lp_fix {
 	const struct kmem_lp_func *funcs;	/* ends with an empty entry */
+	/* what the copies stand in for (verify.c), the replaced functions first */
+	const char *const *targets;
 	/* resolves what the replacements call; before the fix joins the patch */
 	int (*prepare)(void);
 	/* turns the replacements' new behaviour on or off; params: the mitigation's */
@@ -175,6 +207,7 @@ static inline void kmem_livepatch_exit(void) {}
  * task to have left the replacement.
  */
 struct kmem_direct_fix {
+	const char *const *targets;	/* as in struct kmem_lp_fix */
 	int (*prepare)(void);	/* resolves symbols, at load */
 	/* params: the mitigation's, which the replacement may read at any time */
 	int (*enable)(const u64 *params);
@@ -193,5 +226,7 @@ extern const struct kmem_direct_fix kmem_kasan_quarantine;
 /* mitigation.c */
 int kmem_mitigations_init(struct kobject *parent);
 void kmem_mitigations_exit(void);
+const char *kmem_mitigation_name(enum kmemctl_mitigation id);
+void kmem_mitigations_regate(void);
 
 #endif

@@ -104,9 +104,13 @@ int kmem_livepatch_add(const struct kmem_lp_fix *fix)
 	if (ret)
 		return ret;
 	mutex_lock(&lp_lock);
-	fixes[nr_fixes++] = fix;
+	/* the patch in place was made without it (a record admitted it since) */
+	if (lp_users)
+		ret = -EBUSY;
+	else
+		fixes[nr_fixes++] = fix;
 	mutex_unlock(&lp_lock);
-	return 0;
+	return ret;
 }
 
 static bool patch_dir_exists(void)

@@ -324,6 +324,19 @@ static const struct kmem_lp_func purge_funcs[] = {
 	{}
 };
 
+/*
+ * The replaced purge, the free tree's helpers its copies reproduce (the
+ * augment callbacks are symbols; the merge and link helpers are always
+ * inlined), and kasan_release_vmalloc(), whose shadow release
+ * depopulate_shadow() stands in for.
+ */
+static const char *const purge_targets[] = {
+	"__purge_vmap_area_lazy", "merge_or_add_vmap_area_augment", "find_va_links",
+	"get_va_next_sibling", "link_va", "unlink_va", "free_vmap_area_rb_augment_cb_propagate",
+	"free_vmap_area_rb_augment_cb_copy", "free_vmap_area_rb_augment_cb_rotate",
+	"lazy_max_pages", "kasan_release_vmalloc", NULL
+};
+
 static int purge_prepare(void)
 {
 	purge_lock = (spinlock_t *)kmem_symbol("purge_vmap_area_lock");
@@ -354,6 +367,7 @@ static void purge_set(bool on, const u64 *params)
 
 const struct kmem_lp_fix kmem_lp_kasan_purge = {
 	.funcs = purge_funcs,
+	.targets = purge_targets,
 	.prepare = purge_prepare,
 	.set = purge_set,
 };

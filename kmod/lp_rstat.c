@@ -295,6 +295,17 @@ static const struct kmem_lp_func rstat_funcs[] = {
 	{}
 };
 
+/*
+ * The replaced functions, then what 6.1 inlines into them and the copies
+ * reproduce (a target that is its own symbol in this build is checked as
+ * such; one the compiler inlined is checked as part of its caller).
+ */
+static const char *const rstat_targets[] = {
+	"cgroup_rstat_flush_locked", "cgroup_rstat_flush_irqsafe", "__mem_cgroup_flush_stats",
+	"cgroup_rstat_cpu_pop_updated", "cgroup_rstat_cpu", "cgroup_base_stat_flush",
+	"cgroup_base_stat_add", "cgroup_base_stat_sub", NULL
+};
+
 static int rstat_prepare(void)
 {
 	rstat_lock = (spinlock_t *)kmem_symbol("cgroup_rstat_lock");
@@ -320,6 +331,7 @@ static void rstat_set(bool on, const u64 *params)
 
 const struct kmem_lp_fix kmem_lp_rstat = {
 	.funcs = rstat_funcs,
+	.targets = rstat_targets,
 	.prepare = rstat_prepare,
 	.set = rstat_set,
 };

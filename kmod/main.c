@@ -3,8 +3,10 @@
  * kmemctl.ko: module init and the top of /sys/kernel/kmemctl/.
  *
  * Nothing a kernel lacks fails the load: missing symbols, Kconfig or
- * kprobe support only leave the affected mitigations and probes
- * unsupported, each with its reason in sysfs and dmesg.
+ * kprobe support, or a build no record verifies, only leave the affected
+ * mitigations and probes unsupported, each with its reason in sysfs and
+ * dmesg. Verification measures kernel text before the mitigations and
+ * probes may touch it.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -49,6 +51,8 @@ static int __init kmemctl_init(void)
 	int ret;
 
 	kmem_symbols_init();
+	kmem_fingerprint_init();
+	kmem_verify_init();
 	ret = kmem_events_init();
 	if (ret)
 		return ret;
@@ -63,19 +67,26 @@ static int __init kmemctl_init(void)
 	ret = kmem_mitigations_init(kmemctl_kobj);
 	if (ret)
 		goto err_kobj;
-	ret = kmem_probes_init(kmemctl_kobj, probes);
+	/* a record written re-gates the mitigations, so they come first */
+	ret = sysfs_create_group(kmemctl_kobj, &kmem_verify_group);
 	if (ret)
 		goto err_mitigations;
+	ret = kmem_probes_init(kmemctl_kobj, probes);
+	if (ret)
+		goto err_verify;
 	kmem_watchdog_init();
 	pr_info("version %s loaded (abi %d)\n", KMEMCTL_MODULE_VERSION, KMEMCTL_ABI);
 	return 0;
 
+err_verify:
+	sysfs_remove_group(kmemctl_kobj, &kmem_verify_group);
 err_mitigations:
 	kmem_mitigations_exit();
 err_kobj:
 	kobject_put(kmemctl_kobj);
 err_events:
 	kmem_events_exit();
+	kmem_verify_exit();
 	return ret;
 }
 
@@ -83,10 +94,12 @@ static void __exit kmemctl_exit(void)
 {
 	kmem_watchdog_exit();
 	kmem_probes_exit();
+	sysfs_remove_group(kmemctl_kobj, &kmem_verify_group);
 	kmem_mitigations_exit();
 	kobject_put(kmemctl_kobj);
 	kmem_events_exit();
 	kmem_livepatch_exit();
+	kmem_verify_exit();
 	pr_info("unloaded\n");
 }
 

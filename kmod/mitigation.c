@@ -6,8 +6,10 @@
  * Gates are checked in order, and the first that fails is the reason:
  * Kconfig (the kernel cannot have the bug, or lacks what the fix needs),
  * the upstream fix already present (native), the symbols the fix needs,
- * and an implementation in this build for this kernel. A gated mitigation
- * still has its directory, so every id is visible on every kernel.
+ * an implementation in this build for this kernel, and a build record that
+ * verifies the kernel functions its copies stand in for (verify.c). A
+ * gated mitigation still has its directory, so every id is visible on
+ * every kernel.
  *
  * Livepatched mitigations are on only once livepatch has switched every
  * task: until then their state is "transition", and the reason says how
@@ -70,7 +72,9 @@ struct kmem_mitigation {
 	bool on;
 	u64 values[MAX_PARAMS];
 	u64 enables, disables, trips;
-	char reason[128];
+	/* unsupported for want of a record: re-gated when one is admitted */
+	bool awaiting_record;
+	char reason[256];
 	struct kmem_node *node;
 };
 
@@ -186,10 +190,36 @@ static struct kobject *mitigations_kobj;
 /* a direct fix has been on: unload waits for tasks that may still be inside */
 static bool direct_used;
 
+/*
+ * The verification gate and the fix's setup after it; again whenever a
+ * record is admitted, while no record has verified m yet.
+ */
+static void mitigation_admit(struct kmem_mitigation *m)
+{
+	int ret;
+
+	m->state = STATE_UNSUPPORTED;
+	m->awaiting_record = true;
+	if (!kmem_verify_check(m->id, m->reason, sizeof(m->reason)))
+		return;
+	ret = m->fix ? kmem_livepatch_add(m->fix) : m->direct->prepare();
+	if (ret == -EBUSY) {
+		snprintf(m->reason, sizeof(m->reason),
+			 "unsupported: verified, but the livepatch in place was built without it: write the record again once every livepatched mitigation is off");
+		return;
+	}
+	m->awaiting_record = false;
+	if (ret) {
+		snprintf(m->reason, sizeof(m->reason), "unsupported: %s setup failed (%d)",
+			 m->fix ? "livepatch" : "direct call", ret);
+		return;
+	}
+	m->state = STATE_OFF;
+}
+
 static void mitigation_gate(struct kmem_mitigation *m)
 {
 	const char *sym = NULL;
-	int ret;
 
 	m->state = STATE_UNSUPPORTED;
 	if (!m->kconfig_missing && !m->native)
@@ -206,14 +236,8 @@ static void mitigation_gate(struct kmem_mitigation *m)
 			 "unsupported: kmemctl %s has no implementation for %s",
 			 KMEMCTL_MODULE_VERSION, init_utsname()->release);
 	} else {
-		ret = m->fix ? kmem_livepatch_add(m->fix) : m->direct->prepare();
-		if (ret) {
-			snprintf(m->reason, sizeof(m->reason), "unsupported: %s setup failed (%d)",
-				 m->fix ? "livepatch" : "direct call", ret);
-			return;
-		}
-		m->state = STATE_OFF;
-		snprintf(m->reason, sizeof(m->reason), "off: supported on this kernel");
+		kmem_verify_measure(m->id, m->fix ? m->fix->targets : m->direct->targets);
+		mitigation_admit(m);
 	}
 }
 
@@ -549,4 +573,27 @@ void kmem_mitigations_exit(void)
 	 */
 	if (direct_used)
 		synchronize_rcu_tasks();
+}
+
+const char *kmem_mitigation_name(enum kmemctl_mitigation id)
+{
+	return mitigations[id].name;
+}
+
+/* A record was admitted: the mitigations waiting for one try their gate again. */
+void kmem_mitigations_regate(void)
+{
+	char old[sizeof(mitigations[0].reason)];
+	struct kmem_mitigation *m;
+
+	for (m = mitigations; m < mitigations + KMEMCTL_MIT_COUNT; m++) {
+		mutex_lock(&m->lock);
+		if (m->state == STATE_UNSUPPORTED && m->awaiting_record) {
+			strscpy(old, m->reason, sizeof(old));
+			mitigation_admit(m);
+			if (strcmp(old, m->reason))
+				pr_info("%s: %s\n", m->name, m->reason);
+		}
+		mutex_unlock(&m->lock);
+	}
 }

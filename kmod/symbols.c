@@ -14,6 +14,7 @@
 #include <linux/string.h>
 
 #include <asm/cpufeature.h>
+#include <asm/insn.h>
 #include <asm/msr.h>
 
 #include "kmem.h"
@@ -21,6 +22,10 @@
 typedef unsigned long (*kallsyms_lookup_name_t)(const char *name);
 typedef int (*kallsyms_lookup_size_offset_t)(unsigned long addr, unsigned long *size,
 					     unsigned long *offset);
+typedef int (*kallsyms_on_each_match_symbol_t)(int (*fn)(void *data, unsigned long addr),
+					       const char *name, void *data);
+typedef int (*insn_decode_t)(struct insn *insn, const void *kaddr, int buf_len,
+			     enum insn_mode m);
 
 /*
  * Symbols to treat as missing, comma-separated: lets the tests check on a
@@ -32,6 +37,8 @@ MODULE_PARM_DESC(hide_symbols, "Treat these comma-separated symbols as missing (
 
 static kallsyms_lookup_name_t lookup_name;
 static kallsyms_lookup_size_offset_t lookup_size_offset;
+static kallsyms_on_each_match_symbol_t each_match_symbol;
+static insn_decode_t decode;
 
 /*
  * With kernel IBT, an indirect call must land on an ENDBR. A kprobe's
@@ -93,6 +100,9 @@ void kmem_symbols_init(void)
 	unregister_kprobe(&kp);
 	lookup_size_offset = (kallsyms_lookup_size_offset_t)
 		call_lookup_name("kallsyms_lookup_size_offset");
+	each_match_symbol = (kallsyms_on_each_match_symbol_t)
+		kmem_symbol("kallsyms_on_each_match_symbol");
+	decode = (insn_decode_t)kmem_symbol("insn_decode");
 }
 
 static bool hidden(const char *name)
@@ -119,19 +129,57 @@ unsigned long kmem_symbol(const char *name)
 bool kmem_symbol_range(const char *name, unsigned long *start, unsigned long *end)
 {
 	unsigned long addr = kmem_symbol(name), size, offset;
-	u64 ibt;
-	int found;
 
-	if (!addr || !lookup_size_offset)
-		return false;
-	ibt = ibt_suspend();
-	found = lookup_size_offset(addr, &size, &offset);
-	ibt_resume(ibt);
-	if (!found)
+	if (!addr || !kmem_symbol_at(addr, &size, &offset))
 		return false;
 	*start = addr - offset;
 	*end = *start + size;
 	return true;
+}
+
+/* The size of the symbol addr lies in, and addr's offset into it. */
+bool kmem_symbol_at(unsigned long addr, unsigned long *size, unsigned long *offset)
+{
+	u64 ibt;
+	int found;
+
+	if (!lookup_size_offset)
+		return false;
+	ibt = ibt_suspend();
+	found = lookup_size_offset(addr, size, offset);
+	ibt_resume(ibt);
+	return found;
+}
+
+/*
+ * Calls fn for every vmlinux symbol named name, modules' left out: a static
+ * function of this module may share its name with the one it copies.
+ */
+int kmem_symbol_each(const char *name, int (*fn)(void *data, unsigned long addr), void *data)
+{
+	u64 ibt;
+	int ret;
+
+	if (!each_match_symbol || hidden(name))
+		return 0;
+	ibt = ibt_suspend();
+	ret = each_match_symbol(fn, name, data);
+	ibt_resume(ibt);
+	return ret;
+}
+
+/* insn_decode() of one 64-bit instruction at kaddr, of at most len bytes. */
+int kmem_insn_decode(struct insn *insn, const void *kaddr, int len)
+{
+	u64 ibt;
+	int ret;
+
+	if (!decode)
+		return -ENOENT;
+	ibt = ibt_suspend();
+	ret = decode(insn, kaddr, len, INSN_MODE_64);
+	ibt_resume(ibt);
+	return ret;
 }
 
 /*

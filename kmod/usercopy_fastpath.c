@@ -314,6 +314,17 @@ asm("	.pushsection .text, \"ax\", @progbits\n"
 "	.size kmem_usercopy_tramp, .-kmem_usercopy_tramp\n"
 "	.popsection\n");
 
+/*
+ * The replaced check, the helpers of mm/usercopy.c the copy reproduces, and
+ * the vmalloc functions in_vmalloc_range() and kernel_page_mapped() stand
+ * in for.
+ */
+static const char *const usercopy_targets[] = {
+	"__check_object_size", "check_stack_object", "check_heap_object",
+	"check_kernel_text_object", "check_bogus_address", "overlaps", "is_vmalloc_addr",
+	"vmalloc_to_page", NULL
+};
+
 static int usercopy_prepare(void)
 {
 	struct static_key_false *bypass_key;
@@ -359,6 +370,7 @@ static int usercopy_disable(void)
 }
 
 const struct kmem_direct_fix kmem_usercopy_fastpath = {
+	.targets = usercopy_targets,
 	.prepare = usercopy_prepare,
 	.enable = usercopy_enable,
 	.disable = usercopy_disable,

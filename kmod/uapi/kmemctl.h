@@ -15,11 +15,13 @@
  *		  for, "func <mitigation> <symbol> <size> <fingerprint>"
  *		  (size in bytes, fingerprint 16 hex digits; docs/kmod.md,
  *		  Verified builds)
- *   records	write: one build record (docs/kmod.md) to admit; EINVAL if
- *		it is malformed or made for another kmemctl version, and
+ *   records	write: one build record (docs/kmod.md) to admit, in one
+ *		write of at most a page; EINVAL if it is malformed or made
+ *		for another kmemctl version, ENOSPC past 64 written, and
  *		the mitigations it verifies leave "unsupported: build ...
  *		not verified" for off. read: one line per admitted record
- *		("<build_id> <release> <source>")
+ *		("<build_id> <release> <source>"), then "... <n> more" if
+ *		they do not fit in a page
  *
  *   mitigations/<id>/	one directory per mitigation, on every kernel:
  *     state	unsupported | native | off | on | tripped | transition

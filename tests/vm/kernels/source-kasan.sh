@@ -6,11 +6,17 @@
 #
 #   KASAN_FRAGMENT	a Kconfig fragment in kernels/, merged onto
 #			`make tinyconfig`
+#   KASAN_PATCH		optional: a patch (-p1) in kernels/ applied to a copy
+#			of the built tree of the same source and fragment,
+#			which is then rebuilt incrementally (bzImage only;
+#			modules build against it, KERNEL_MODULES do not)
 #
 # The build lives in $KERNEL_CACHE/kasan-<source version>-<key>/, where the
 # key hashes the fragment and kasan_recipe: a new source package, a changed
 # fragment or a changed recipe gives a new directory, and an unchanged one
-# is reused as is; unfinished builds are removed. The tree stays, so modules build against it with
+# is reused as is; unfinished builds are removed. A patched build lives in
+# $KERNEL_CACHE/kasan-<source version>-<key>-<patch key>/, the patch key
+# hashing the patch and kasan_patch_recipe. The tree stays, so modules build against it with
 # `make -C tree M=...`. Every option of the fragment must survive
 # olddefconfig, or the build stops and names the ones that did not.
 #
@@ -21,6 +27,8 @@
 kasan_tarball=/usr/src/linux-source-6.1.tar.xz
 # Bump when kasan_build changes what it builds.
 kasan_recipe=1
+# Bump when kasan_build_patched does.
+kasan_patch_recipe=1
 
 # kasan_check_fragment CONFIG FRAGMENT: every CONFIG_X=y|m of FRAGMENT is in CONFIG.
 kasan_check_fragment() {
@@ -54,8 +62,47 @@ kasan_build() {
 	touch "$dir/.built"
 }
 
+# kasan_build_patched BASE DIR PATCH: BASE's tree copied into DIR, patched
+# and rebuilt. The copy keeps BASE's timestamps, and is built where BASE's
+# tree is, bind-mounted over it in a mount namespace of its own: the build
+# recorded absolute paths (tools/objtool's, and every object depends on
+# objtool), so anywhere else it would rebuild everything. There it rebuilds
+# what the patch touches and relinks.
+kasan_build_patched() {
+	local base=$1 dir=$2 patch=$3 tree=$2/tree log=$2/build.log
+
+	need_root "building a patched KASAN kernel (a mount namespace)"
+	msg "building a KASAN kernel with $(basename "$patch") in $dir (a few minutes)"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	cp -a "$base/tree" "$tree" || die "copying $base/tree failed"
+	patch -d "$tree" -p1 <"$patch" >"$log" 2>&1 || die "applying $patch failed; log: $log"
+	# shellcheck disable=SC2016 # expanded by the inner sh
+	unshare -m sh -c 'mount --bind "$1" "$2" && make -C "$2" -j"$3" bzImage' \
+		sh "$tree" "$base/tree" "$(nproc)" >>"$log" 2>&1 ||
+		die "kernel build failed; log: $log"
+	touch "$dir/.built"
+}
+
+# kasan_cached DIR CMD...: DIR holds a finished build, made by CMD if not,
+# under the cache lock; unfinished builds of any kind are removed first.
+kasan_cached() {
+	local dir=$1 old
+
+	shift
+	[ -f "$dir/.built" ] && return 0
+	mkdir -p "$KERNEL_CACHE"
+	exec 9>"$KERNEL_CACHE/.lock"
+	flock 9
+	for old in "$KERNEL_CACHE"/kasan-*; do
+		[ -d "$old" ] && [ ! -f "$old/.built" ] && rm -rf "$old"
+	done
+	[ -f "$dir/.built" ] || "$@"
+	exec 9>&-
+}
+
 kernel_source_kasan() {
-	local fragment version key dir old
+	local fragment version key dir patch pkey
 
 	[ -n "${KASAN_FRAGMENT:-}" ] || die "$KERNEL_CONF: KASAN_FRAGMENT is not set"
 	fragment=$VM/kernels/$KASAN_FRAGMENT
@@ -68,20 +115,20 @@ kernel_source_kasan() {
 	version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
 	key=$( (cat "$fragment"; echo "recipe $kasan_recipe") | sha256sum | cut -c1-12)
 	dir=$KERNEL_CACHE/kasan-$version-$key
-	if [ ! -f "$dir/.built" ]; then
-		mkdir -p "$KERNEL_CACHE"
-		exec 9>"$KERNEL_CACHE/.lock"
-		flock 9
-		for old in "$KERNEL_CACHE"/kasan-*; do
-			[ -d "$old" ] && [ ! -f "$old/.built" ] && rm -rf "$old"
-		done
-		[ -f "$dir/.built" ] || kasan_build "$dir" "$fragment"
-		exec 9>&-
+	kasan_cached "$dir" kasan_build "$dir" "$fragment"
+	# shellcheck disable=SC2034 # read by tests/vm/run
+	KERNEL_DESC="KASAN, linux-source-6.1 $version, $KASAN_FRAGMENT ($key)"
+	KERNEL_MODROOT=$dir/modroot
+	if [ -n "${KASAN_PATCH:-}" ]; then
+		patch=$VM/kernels/$KASAN_PATCH
+		[ -f "$patch" ] || die "$KERNEL_CONF: no patch $patch"
+		pkey=$( (cat "$patch"; echo "recipe $kasan_patch_recipe") | sha256sum | cut -c1-12)
+		kasan_cached "$dir-$pkey" kasan_build_patched "$dir" "$dir-$pkey" "$patch"
+		dir=$dir-$pkey
+		KERNEL_DESC="$KERNEL_DESC with $KASAN_PATCH ($pkey)"
+		KERNEL_MODROOT=
 	fi
 	KERNEL_KDIR=$dir/tree
 	KERNEL_IMAGE=$KERNEL_KDIR/arch/x86/boot/bzImage
 	KERNEL_RELEASE=$(make -s -C "$KERNEL_KDIR" kernelrelease)
-	KERNEL_MODROOT=$dir/modroot
-	# shellcheck disable=SC2034 # read by tests/vm/run
-	KERNEL_DESC="KASAN, linux-source-6.1 $version, $KASAN_FRAGMENT ($key)"
 }

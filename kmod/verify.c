@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Verified builds (docs/kmod.md): a mitigation whose fix carries copies of
+ * kernel code goes off (and may go on) only when a build record vouches
+ * for every function its copies stand in for, as the running kernel has
+ * them: Ksplice's run-pre matching, against records made where the copies
+ * were checked against the build's source.
+ *
+ * At load, before the module touches kernel text, each mitigation that
+ * passed its earlier gates has its targets looked up in vmlinux and
+ * fingerprinted (fingerprint.c); /sys/kernel/kmemctl/build shows them.
+ * Records are compiled in (records/NAME.rec) or written to
+ * /sys/kernel/kmemctl/records, one per write; a record is outside input
+ * and is refused whole, with the line and the reason in dmesg, unless it
+ * is exactly:
+ *
+ *	kmemctl-build-record 1
+ *	kmemctl <module version>
+ *	build_id <hex>
+ *	release <uname -r>
+ *	version <uname -v>
+ *	source <package> <package version>
+ *	func <mitigation> <symbol> <size> <fingerprint>	(one or more)
+ *	end
+ *
+ * Matching is on the code, never on the build id or a version number.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/ctype.h>
+#include <linux/elf.h>
+#include <linux/kernel.h>
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/sizes.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/sysfs.h>
+#include <linux/utsname.h>
+
+#include "kmem.h"
+
+#define TARGETS_MAX 12
+#define SYMBOL_MAX 64
+#define TOKEN_MAX 64
+#define RECORD_MAX SZ_16K
+#define WRITTEN_MAX 64
+#define BUILD_ID_MAX 20
+#define NOTE_GNU_BUILD_ID 3
+/* "cgroup_rstat_flush_locked" as kallsyms may name GCC's clone of it */
+static const char *const clone_suffixes[] = { "", ".constprop.0", ".isra.0", ".part.0" };
+
+struct target {
+	char symbol[SYMBOL_MAX];
+	unsigned long size;
+	u64 fp;
+};
+
+/* The running kernel's targets of one mitigation. */
+struct measured {
+	bool done;
+	unsigned int n;
+	struct target t[TARGETS_MAX];
+	char error[96];		/* why it cannot be verified here, or "" */
+};
+
+struct record_func {
+	enum kmemctl_mitigation mitigation;
+	unsigned int size;
+	u64 fp;
+	char symbol[SYMBOL_MAX];
+};
+
+struct record {
+	struct list_head node;
+	char build_id[2 * BUILD_ID_MAX + 1];
+	char release[__NEW_UTS_LEN + 1];
+	char version[__NEW_UTS_LEN + 1];
+	char source[2 * TOKEN_MAX];
+	unsigned int nfuncs;
+	struct record_func funcs[];
+};
+
+static struct measured measured[KMEMCTL_MIT_COUNT];
+static char build_id[2 * BUILD_ID_MAX + 1] = "none";
+static LIST_HEAD(records);
+static DEFINE_MUTEX(records_lock);	/* records, written */
+static unsigned int written;
+
+/* The GNU build-id note among the kernel's notes, in hex. */
+static void read_build_id(void)
+{
+	unsigned long p = kmem_symbol("__start_notes"), end = kmem_symbol("__stop_notes");
+	const struct elf64_note *n;
+	const char *name;
+	const u8 *desc;
+
+	while (p && p + sizeof(*n) <= end) {
+		n = (const struct elf64_note *)p;
+		name = (const char *)(n + 1);
+		desc = (const u8 *)name + ALIGN(n->n_namesz, 4);
+		if (n->n_type == NOTE_GNU_BUILD_ID && n->n_namesz == 4 && !memcmp(name, "GNU", 4) &&
+		    n->n_descsz && n->n_descsz <= BUILD_ID_MAX) {
+			bin2hex(build_id, desc, n->n_descsz);
+			build_id[2 * n->n_descsz] = '\0';
+			return;
+		}
+		p = (unsigned long)desc + ALIGN(n->n_descsz, 4);
+	}
+}
+
+struct candidates {
+	unsigned long addr[4];
+	unsigned int n;
+};
+
+static unsigned long distance(unsigned long a, unsigned long b)
+{
+	return a > b ? a - b : b - a;
+}
+
+static int add_candidate(void *data, unsigned long addr)
+{
+	struct candidates *c = data;
+
+	if (c->n < ARRAY_SIZE(c->addr))
+		c->addr[c->n] = addr;
+	c->n++;
+	return 0;
+}
+
+/*
+ * A target's address in vmlinux, under its name or that of GCC's clone,
+ * into *addr: 0 when the compiler inlined it everywhere. A static
+ * function's name may recur in other files: the one nearest the
+ * mitigation's first target, near, is the one in its file.
+ */
+static int find_target(const char *name, unsigned long near, char *symbol, unsigned long *addr)
+{
+	struct candidates c;
+	int i, j;
+
+	*addr = 0;
+	for (i = 0; i < ARRAY_SIZE(clone_suffixes); i++) {
+		if (snprintf(symbol, SYMBOL_MAX, "%s%s", name, clone_suffixes[i]) >= SYMBOL_MAX)
+			return -ENAMETOOLONG;
+		c.n = 0;
+		kmem_symbol_each(symbol, add_candidate, &c);
+		if (!c.n)
+			continue;
+		if (c.n > ARRAY_SIZE(c.addr) || (c.n > 1 && !near))
+			return -ENOTUNIQ;
+		*addr = c.addr[0];
+		for (j = 1; j < c.n; j++)
+			if (distance(c.addr[j], near) < distance(*addr, near))
+				*addr = c.addr[j];
+		return 0;
+	}
+	return 0;
+}
+
+/* Adds name's function to m, if this build has it; near as in find_target(). */
+static int measure_target(struct measured *m, const char *name, unsigned long *near)
+{
+	unsigned long addr, offset;
+	struct target t;
+	char why[64];
+	int ret;
+
+	ret = find_target(name, *near, t.symbol, &addr);
+	if (ret || (!addr && !*near)) {
+		snprintf(m->error, sizeof(m->error), "%s: %s", name,
+			 ret == -ENOTUNIQ ? "more than one function of that name" :
+			 "no function of that name in vmlinux");
+		return ret ? ret : -ENOENT;
+	}
+	if (!addr)
+		return 0;
+	if (m->n == TARGETS_MAX || !kmem_symbol_at(addr, &t.size, &offset) || offset) {
+		snprintf(m->error, sizeof(m->error), "cannot size %s", t.symbol);
+		return -ERANGE;
+	}
+	ret = kmem_fingerprint(t.symbol, addr, t.size, &t.fp, why, sizeof(why));
+	if (ret) {
+		snprintf(m->error, sizeof(m->error), "cannot fingerprint %s: %s", t.symbol, why);
+		return ret;
+	}
+	if (!*near)
+		*near = addr;
+	m->t[m->n++] = t;
+	return 0;
+}
+
+/* At load, before anything of the module touches kernel text. */
+void kmem_verify_measure(enum kmemctl_mitigation id, const char *const *targets)
+{
+	struct measured *m = &measured[id];
+	unsigned long near = 0;
+
+	m->done = true;
+	for (; *targets; targets++)
+		if (measure_target(m, *targets, &near)) {
+			pr_info("%s: %s\n", kmem_mitigation_name(id), m->error);
+			m->n = 0;
+			return;
+		}
+}
+
+static bool func_matches(const struct record_func *f, enum kmemctl_mitigation id,
+			 const struct target *t, bool code)
+{
+	return f->mitigation == id && !strcmp(f->symbol, t->symbol) &&
+	       (!code || (f->size == t->size && f->fp == t->fp));
+}
+
+/* r has t as it is here (code) or at all. */
+static bool record_has(const struct record *r, enum kmemctl_mitigation id,
+		       const struct target *t, bool code)
+{
+	int i;
+
+	for (i = 0; i < r->nfuncs; i++)
+		if (func_matches(&r->funcs[i], id, t, code))
+			return true;
+	return false;
+}
+
+static bool some_record_has(enum kmemctl_mitigation id, const struct target *t, bool code)
+{
+	const struct record *r;
+
+	list_for_each_entry(r, &records, node)
+		if (record_has(r, id, t, code))
+			return true;
+	return false;
+}
+
+static bool record_verifies(const struct record *r, enum kmemctl_mitigation id)
+{
+	const struct measured *m = &measured[id];
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		if (!record_has(r, id, &m->t[i], true))
+			return false;
+	return m->n > 0;
+}
+
+/* Under records_lock: what keeps id from being verified, after "not verified: ". */
+static void explain(enum kmemctl_mitigation id, char *why, size_t len)
+{
+	const struct measured *m = &measured[id];
+	const struct target *t;
+	int i;
+
+	if (m->error[0]) {
+		strscpy(why, m->error, len);
+		return;
+	}
+	for (i = 0; i < m->n; i++) {
+		t = &m->t[i];
+		if (some_record_has(id, t, true))
+			continue;
+		if (some_record_has(id, t, false))
+			snprintf(why, len,
+				 "%s differs from every verified copy (size %lu, fingerprint %016llx)",
+				 t->symbol, t->size, t->fp);
+		else
+			snprintf(why, len, "no record has %s", t->symbol);
+		return;
+	}
+	snprintf(why, len, "no one record has all %u of its functions as they are here", m->n);
+}
+
+bool kmem_verify_check(enum kmemctl_mitigation id, char *reason, size_t len)
+{
+	const struct record *r;
+	char why[160];
+	bool ok = false;
+
+	mutex_lock(&records_lock);
+	list_for_each_entry(r, &records, node) {
+		if (record_verifies(r, id)) {
+			snprintf(reason, len,
+				 "off: verified: its code matches record %.12s (%s, %s)",
+				 r->build_id, r->release, r->source);
+			ok = true;
+			break;
+		}
+	}
+	if (!ok) {
+		explain(id, why, sizeof(why));
+		snprintf(reason, len, "unsupported: build %.12s (%s) not verified: %s", build_id,
+			 init_utsname()->release, why);
+	}
+	mutex_unlock(&records_lock);
+	return ok;
+}
+
+/* A record being parsed: where, which line, and how far it got. */
+struct parser {
+	const char *origin;
+	unsigned int line;
+	unsigned int header;	/* header lines seen, in order */
+	bool end;
+	struct record *r;
+	unsigned int max_funcs;
+};
+
+static const char *const headers[] = {
+	"kmemctl-build-record", "kmemctl", "build_id", "release", "version", "source",
+};
+
+#define HEADERS ARRAY_SIZE(headers)
+
+static __printf(2, 3) int refuse(struct parser *p, const char *fmt, ...)
+{
+	struct va_format vaf;
+	va_list args;
+
+	va_start(args, fmt);
+	vaf.fmt = fmt;
+	vaf.va = &args;
+	pr_info("%s: line %u: %pV\n", p->origin, p->line, &vaf);
+	va_end(args);
+	return -EINVAL;
+}
+
+/* Printable, no spaces, 1..max-1 characters. */
+static bool token_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+	const char *c;
+
+	for (c = s; *c; c++)
+		if (!isgraph(*c))
+			return false;
+	return n && n < max;
+}
+
+static bool hex_ok(const char *s, size_t max)
+{
+	const char *c;
+
+	for (c = s; *c; c++)
+		if (!isdigit(*c) && !(*c >= 'a' && *c <= 'f'))
+			return false;
+	return *s && c - s <= max;
+}
+
+static int mitigation_id(const char *name)
+{
+	int i;
+
+	for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
+		if (!strcmp(name, kmem_mitigation_name(i)))
+			return i;
+	return -1;
+}
+
+/* "func <mitigation> <symbol> <size> <fingerprint>", rest: after "func ". */
+static int parse_func(struct parser *p, char *rest)
+{
+	struct record_func *f = &p->r->funcs[p->r->nfuncs];
+	char *tok[4];
+	int i, id;
+
+	for (i = 0; i < 4; i++) {
+		tok[i] = strsep(&rest, " ");
+		if (!tok[i] || !*tok[i])
+			return refuse(p, "func: want \"func %s\"",
+				      "<mitigation> <symbol> <size> <fingerprint>");
+	}
+	if (rest)
+		return refuse(p, "func: more than four fields");
+	id = mitigation_id(tok[0]);
+	if (id < 0)
+		return refuse(p, "func: unknown mitigation \"%.32s\"", tok[0]);
+	if (!token_ok(tok[1], SYMBOL_MAX))
+		return refuse(p, "func: bad symbol \"%.32s\"", tok[1]);
+	if (!isdigit(tok[2][0]) || kstrtouint(tok[2], 10, &f->size) || !f->size)
+		return refuse(p, "func: size \"%.32s\" is not a number above 0", tok[2]);
+	if (strlen(tok[3]) != 16 || !hex_ok(tok[3], 16) || kstrtou64(tok[3], 16, &f->fp))
+		return refuse(p, "func: fingerprint \"%.32s\" is not 16 hex digits", tok[3]);
+	f->mitigation = id;
+	strscpy(f->symbol, tok[1], sizeof(f->symbol));
+	for (i = 0; i < p->r->nfuncs; i++)
+		if (p->r->funcs[i].mitigation == id && !strcmp(p->r->funcs[i].symbol, f->symbol))
+			return refuse(p, "func: %s %s again", tok[0], tok[1]);
+	if (p->r->nfuncs == p->max_funcs)
+		return refuse(p, "func: more func lines than fit");
+	p->r->nfuncs++;
+	return 0;
+}
+
+/* The value of header line p->header; rest: what follows the keyword. */
+static int parse_header(struct parser *p, char *rest)
+{
+	struct record *r = p->r;
+	char *version;
+
+	if (!rest || !*rest)
+		return refuse(p, "%s: no value", headers[p->header]);
+	switch (p->header) {
+	case 0:
+		if (strcmp(rest, "1"))
+			return refuse(p, "record format \"%.32s\" is not 1", rest);
+		break;
+	case 1:
+		if (strcmp(rest, KMEMCTL_MODULE_VERSION))
+			return refuse(p, "record for kmemctl \"%.32s\", this is %s", rest,
+				      KMEMCTL_MODULE_VERSION);
+		break;
+	case 2:
+		if (!hex_ok(rest, 2 * BUILD_ID_MAX) || strlen(rest) % 2)
+			return refuse(p, "build_id \"%.48s\" is not hex bytes", rest);
+		strscpy(r->build_id, rest, sizeof(r->build_id));
+		break;
+	case 3:
+		if (!token_ok(rest, sizeof(r->release)))
+			return refuse(p, "release \"%.32s\" is not one word of %zu at most",
+				      rest, sizeof(r->release) - 1);
+		strscpy(r->release, rest, sizeof(r->release));
+		break;
+	case 4:
+		if (strscpy(r->version, rest, sizeof(r->version)) < 0)
+			return refuse(p, "version: more than %zu characters",
+				      sizeof(r->version) - 1);
+		break;
+	case 5:
+		version = strchr(rest, ' ');
+		if (!version || strchr(version + 1, ' '))
+			return refuse(p, "source: want \"source <package> <version>\"");
+		*version++ = '\0';
+		if (!token_ok(rest, TOKEN_MAX) || !token_ok(version, TOKEN_MAX))
+			return refuse(p, "source: bad package or version");
+		snprintf(r->source, sizeof(r->source), "%s %s", rest, version);
+		break;
+	}
+	p->header++;
+	return 0;
+}
+
+static int header_index(const char *word)
+{
+	int i;
+
+	for (i = 0; i < HEADERS; i++)
+		if (!strcmp(word, headers[i]))
+			return i;
+	return -1;
+}
+
+static int parse_line(struct parser *p, char *line)
+{
+	char *word, *c;
+	int k;
+
+	for (c = line; *c; c++)
+		if (!isprint(*c))
+			return refuse(p, "a character that is not printable (0x%02x)", (u8)*c);
+	if (p->end)
+		return refuse(p, "text after \"end\"");
+	word = strsep(&line, " ");
+	k = header_index(word);
+	if (p->header < HEADERS && k != p->header) {
+		if (k < 0 && strcmp(word, "func") && strcmp(word, "end"))
+			return refuse(p, "unknown line \"%.32s\"", word);
+		return refuse(p, "missing \"%s\" line", headers[p->header]);
+	}
+	if (p->header < HEADERS)
+		return parse_header(p, line);
+	if (!strcmp(word, "func"))
+		return parse_func(p, line);
+	if (!strcmp(word, "end")) {
+		if (line)
+			return refuse(p, "\"end\" takes nothing");
+		p->end = true;
+		return 0;
+	}
+	if (k >= 0)
+		return refuse(p, "\"%s\" line again", word);
+	return refuse(p, "unknown line \"%.32s\"", word);
+}
+
+/* One record, text of len bytes; origin names it in messages. */
+static struct record *record_parse(const char *text, size_t len, const char *origin)
+{
+	struct parser p = { .origin = origin };
+	char *copy, *rest, *line;
+	int ret = 0;
+
+	if (len > RECORD_MAX || memchr(text, '\0', len)) {
+		pr_info("%s: more than %u bytes, or a NUL byte\n", origin, RECORD_MAX);
+		return ERR_PTR(-EINVAL);
+	}
+	copy = kmemdup_nul(text, len, GFP_KERNEL);
+	if (!copy)
+		return ERR_PTR(-ENOMEM);
+	/* one func per line at most */
+	p.max_funcs = 1 + len / 16;
+	p.r = kzalloc(struct_size(p.r, funcs, p.max_funcs), GFP_KERNEL);
+	if (!p.r) {
+		kfree(copy);
+		return ERR_PTR(-ENOMEM);
+	}
+	rest = copy;
+	/* the last line may end without a newline */
+	if (len && rest[len - 1] == '\n')
+		rest[len - 1] = '\0';
+	while (!ret && (line = strsep(&rest, "\n"))) {
+		p.line++;
+		ret = parse_line(&p, line);
+	}
+	if (!ret && p.header < HEADERS)
+		ret = refuse(&p, "missing \"%s\" line", headers[p.header]);
+	else if (!ret && !p.r->nfuncs)
+		ret = refuse(&p, "no func line");
+	else if (!ret && !p.end)
+		ret = refuse(&p, "no \"end\" line");
+	kfree(copy);
+	if (ret) {
+		kfree(p.r);
+		return ERR_PTR(ret);
+	}
+	return p.r;
+}
+
+static bool same_record(const struct record *a, const struct record *b)
+{
+	return !strcmp(a->build_id, b->build_id) && !strcmp(a->release, b->release) &&
+	       !strcmp(a->source, b->source) && a->nfuncs == b->nfuncs &&
+	       !memcmp(a->funcs, b->funcs, a->nfuncs * sizeof(a->funcs[0]));
+}
+
+/* Under records_lock. */
+static bool record_known(const struct record *r)
+{
+	const struct record *old;
+
+	list_for_each_entry(old, &records, node)
+		if (same_record(old, r))
+			return true;
+	return false;
+}
+
+void kmem_verify_init(void)
+{
+	const struct kmem_shipped_record *s;
+	struct record *r;
+	char origin[64];
+
+	read_build_id();
+	for (s = kmem_shipped_records; s->name; s++) {
+		snprintf(origin, sizeof(origin), "records/%s", s->name);
+		r = record_parse(s->text, strlen(s->text), origin);
+		if (IS_ERR(r)) {
+			pr_err("%s: shipped record refused (%ld)\n", origin, PTR_ERR(r));
+			continue;
+		}
+		if (record_known(r))
+			kfree(r);
+		else
+			list_add_tail(&r->node, &records);
+	}
+}
+
+void kmem_verify_exit(void)
+{
+	struct record *r, *next;
+
+	list_for_each_entry_safe(r, next, &records, node)
+		kfree(r);
+	INIT_LIST_HEAD(&records);
+	written = 0;
+	memset(measured, 0, sizeof(measured));
+}
+
+static ssize_t build_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	const struct measured *m;
+	ssize_t len;
+	int id, i;
+
+	len = sysfs_emit(buf, "build_id %s\nrelease %s\nversion %s\n", build_id,
+			 init_utsname()->release, init_utsname()->version);
+	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
+		m = &measured[id];
+		for (i = 0; i < m->n; i++)
+			len += sysfs_emit_at(buf, len, "func %s %s %lu %016llx\n",
+					     kmem_mitigation_name(id), m->t[i].symbol,
+					     m->t[i].size, m->t[i].fp);
+	}
+	return len;
+}
+
+/* One line per record, as many as fit in the page, then "... <n> more". */
+static ssize_t records_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+{
+	const struct record *r;
+	unsigned int left = 0;
+	ssize_t len = 0;
+	int n;
+
+	mutex_lock(&records_lock);
+	list_for_each_entry(r, &records, node) {
+		n = left ? 0 : snprintf(buf + len, PAGE_SIZE - 32 - len, "%s %s %s\n", r->build_id,
+					 r->release, r->source);
+		if (left || len + n >= PAGE_SIZE - 32)
+			left++;
+		else
+			len += n;
+	}
+	mutex_unlock(&records_lock);
+	if (left)
+		len += sysfs_emit_at(buf, len, "... %u more\n", left);
+	return len;
+}
+
+static ssize_t records_store(struct kobject *kobj, struct kobj_attribute *attr,
+			     const char *buf, size_t count)
+{
+	struct record *r = record_parse(buf, count, "records");
+	bool added;
+	int ret = 0;
+
+	if (IS_ERR(r))
+		return PTR_ERR(r);
+	mutex_lock(&records_lock);
+	if (record_known(r)) {
+		added = false;
+	} else if (written == WRITTEN_MAX) {
+		pr_info("records: %u written already, no room for %.12s\n", written, r->build_id);
+		ret = -ENOSPC;
+	} else {
+		list_add_tail(&r->node, &records);
+		written++;
+		added = true;
+	}
+	mutex_unlock(&records_lock);
+	if (ret) {
+		kfree(r);
+		return ret;
+	}
+	if (added)
+		pr_info("records: admitted %.12s (%s, %s)\n", r->build_id, r->release, r->source);
+	else
+		kfree(r);
+	/* again for one already here: a gate may have failed for another reason */
+	kmem_mitigations_regate();
+	return count;
+}
+
+static struct kobj_attribute build_attr = __ATTR_RO(build);
+static struct kobj_attribute records_attr = __ATTR_RW_MODE(records, 0644);
+
+static struct attribute *verify_attrs[] = {
+	&build_attr.attr,
+	&records_attr.attr,
+	NULL,
+};
+
+const struct attribute_group kmem_verify_group = {
+	.attrs = verify_attrs,
+};
