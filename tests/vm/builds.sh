@@ -67,6 +67,7 @@ if [ $kaslr = 1 ]; then
 		[ "$f" = "$SRC/kmod" ] || ln -s "$f" "$out/src/"
 	done
 	cp -r "$SRC/kmod" "$out/src/kmod"
+	rm -f "$out/src/kmod/records/"*.rec
 	saved first RECORD >"$out/src/kmod/records/first.rec"
 	vm=$out/src/tests/vm
 	boot second "$kernel" "$vm/builds/build.sh" --files "$out/files"

@@ -27,13 +27,6 @@ KMEMCTL_SPLAT_RE='BUG:|Oops|WARNING:|Call Trace|general protection|kernel BUG|UB
 
 KMEMCTL_MODDIR=/lib/kmemctl
 
-# Until build records made by `kmemctl build record` ship with the module,
-# the tests admit the running build as the module measures it:
-# `load_mod kmemctl` writes a record made from /sys/kernel/kmemctl/build
-# (source "unchecked <kernel conf>"), and start_agent loads kmemctl.ko that
-# way before the agent starts. A test that wants the build unverified sets
-# KMEMCTL_GUEST_RECORD=0 after sourcing this file.
-KMEMCTL_GUEST_RECORD=1
 _kmemctl_mark="kmemctl-vm: begin ${KMEMCTL_TEST_FILE:-}"
 _kmemctl_marks=0
 
@@ -82,9 +75,6 @@ load_mod() {
 		dmesg_tail 20 >&2
 		die "loading '$name' failed"
 	fi
-	if [ "$name" = kmemctl ] && [ "$KMEMCTL_GUEST_RECORD" = 1 ]; then
-		admit_running_build
-	fi
 }
 
 # build_record [SOURCE]: a build record (docs/kmod.md) of the build file on
@@ -95,14 +85,6 @@ build_record() {
 		/^func / && !funcs { print "source " source; funcs = 1 }
 		{ print }
 		END { if (!funcs) print "source " source; print "end" }'
-}
-
-# admit_running_build: write a record of this build as the module measured
-# it, when some mitigation waits for one.
-admit_running_build() {
-	grep -q '^func ' /sys/kernel/kmemctl/build || return 0
-	log "admit this build with a record made from its build file"
-	write_ok /sys/kernel/kmemctl/records "$(build_record </sys/kernel/kmemctl/build)"
 }
 
 # net_up: eth0 on QEMU's user network (tests/vm/run --net), where
@@ -211,11 +193,6 @@ CONF
 
 _run_agent() {
 	export KMEMCTL_AGENT_SOCKET=$PWD/ctl.sock
-	# the agent finds the module loaded, this build admitted (see load_mod)
-	if [ "$KMEMCTL_GUEST_RECORD" = 1 ] && ! grep -q 'kmemctl.disable=1' /proc/cmdline &&
-		! mod_loaded kmemctl; then
-		load_mod kmemctl
-	fi
 	kmem-agent -d -c agent.conf >agent.log 2>&1 &
 	agent=$!
 	trap stop_agent EXIT

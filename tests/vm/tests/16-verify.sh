@@ -8,16 +8,17 @@
 # admits the others; the true record admits it and mode on works; a record
 # written while it is on leaves it on. Written records are bounded. After
 # all that and a reload the fingerprints are the same; without the decoder
-# nothing can be verified.
+# nothing can be verified. The records the module ships would admit this
+# build: the module is loaded with shipped_records=0 throughout, and the
+# end checks that the shipped ones admit it.
 . /tests/lib.sh
 
-KMEMCTL_GUEST_RECORD=0
 K=/sys/kernel/kmemctl
 M=$K/mitigations
 R=$K/records
 B=/tmp/build
 
-load_mod kmemctl
+load_mod kmemctl shipped_records=0
 cat $K/build >$B
 
 # build_id, release, version, then func lines
@@ -179,17 +180,30 @@ write_ok $R "$good"
 # The livepatch, if any, is gone before the module can go.
 wait_for 120 sh -c '[ ! -d /sys/kernel/livepatch/kmemctl ]'
 unload_mod kmemctl
-load_mod kmemctl
+load_mod kmemctl shipped_records=0
 assert_eq "$(cat $K/build)" "$(cat $B)" "build file after a reload"
 assert_eq "$(cat $R)" "" "records after a reload"
 assert_eq "$(cat $M/$bad_id/state)" unsupported "$bad_id: state after a reload"
 unload_mod kmemctl
 
 # Without the decoder no function can be fingerprinted.
-load_mod kmemctl hide_symbols=insn_decode
+load_mod kmemctl shipped_records=0 hide_symbols=insn_decode
 assert_eq "$(sed -n '4,$p' $K/build)" "" "func lines without insn_decode"
 assert_eq "$(cat $M/$bad_id/reason)" \
 	"unsupported: build $id12 ($(uname -r)) not verified: cannot fingerprint $bad_sym: kernel symbol insn_decode not found" \
 	"$bad_id: reason without insn_decode"
+unload_mod kmemctl
+
+# The records shipped with the module (kmod/records/, made by kmemctl build
+# record with each copy checked against Debian's linux-source-6.1) admit
+# this build as it is.
+load_mod kmemctl
+for id in $copies; do
+	case "$(cat $M/$id/reason)" in
+	"off: verified: its code matches record "*" linux-source-6.1 "*")
+		log "$id: $(cat $M/$id/reason)" ;;
+	*) die "$id with the shipped records: $(cat $M/$id/reason)" ;;
+	esac
+done
 unload_mod kmemctl
 check_dmesg_clean
