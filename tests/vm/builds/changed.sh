@@ -15,16 +15,14 @@ M=$K/mitigations
 # against Debian's source) refuse this build's rstat-yield alone.
 load_mod kmemctl
 [ -n "$(cat $K/records)" ] || die "the module ships no record"
-case "$(cat $M/rstat-yield/reason)" in
-"unsupported: build "*" not verified: cgroup_rstat_flush_locked differs from every verified copy"*)
-	log "rstat-yield with the shipped records: $(cat $M/rstat-yield/reason)" ;;
-*) die "rstat-yield with the shipped records: $(cat $M/rstat-yield/reason)" ;;
-esac
+reason=$(cat $M/rstat-yield/reason)
+echo "$reason" | grep -q '^unsupported: build .* not verified: cgroup_rstat_flush_locked differs from every verified copy' ||
+	die "rstat-yield with the shipped records: $reason"
+log "rstat-yield with the shipped records: $reason"
 for id in kasan-flush-batch usercopy-fastpath kasan-quarantine; do
-	case "$(cat $M/$id/reason)" in
-	"off: verified: its code matches record "*" linux-source-6.1 "*) ;;
-	*) die "$id with the shipped records: $(cat $M/$id/reason)" ;;
-	esac
+	reason=$(cat $M/$id/reason)
+	echo "$reason" | grep -q '^off: verified: its code matches record .* linux-source-6\.1 ' ||
+		die "$id with the shipped records: $reason"
 done
 unload_mod kmemctl
 

@@ -199,11 +199,10 @@ unload_mod kmemctl
 # this build as it is.
 load_mod kmemctl
 for id in $copies; do
-	case "$(cat $M/$id/reason)" in
-	"off: verified: its code matches record "*" linux-source-6.1 "*")
-		log "$id: $(cat $M/$id/reason)" ;;
-	*) die "$id with the shipped records: $(cat $M/$id/reason)" ;;
-	esac
+	reason=$(cat $M/$id/reason)
+	echo "$reason" | grep -q '^off: verified: its code matches record .* linux-source-6\.1 ' ||
+		die "$id with the shipped records: $reason"
+	log "$id: $reason"
 done
 unload_mod kmemctl
 check_dmesg_clean
