@@ -60,9 +60,12 @@ static int __init kmemctl_init(void)
 	ret = sysfs_create_group(kmemctl_kobj, &kmemctl_group);
 	if (ret)
 		goto err_kobj;
-	ret = kmem_mitigations_init(kmemctl_kobj);
+	ret = kmem_breaker_init();
 	if (ret)
 		goto err_kobj;
+	ret = kmem_mitigations_init(kmemctl_kobj);
+	if (ret)
+		goto err_breaker;
 	ret = kmem_probes_init(kmemctl_kobj, probes);
 	if (ret)
 		goto err_mitigations;
@@ -72,6 +75,8 @@ static int __init kmemctl_init(void)
 
 err_mitigations:
 	kmem_mitigations_exit();
+err_breaker:
+	kmem_breaker_exit();
 err_kobj:
 	kobject_put(kmemctl_kobj);
 err_events:
@@ -84,6 +89,7 @@ static void __exit kmemctl_exit(void)
 	kmem_watchdog_exit();
 	kmem_probes_exit();
 	kmem_mitigations_exit();
+	kmem_breaker_exit();
 	kobject_put(kmemctl_kobj);
 	kmem_events_exit();
 	kmem_livepatch_exit();

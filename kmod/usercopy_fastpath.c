@@ -45,6 +45,8 @@ static void (*check_slab_object)(const void *ptr, unsigned long n, const struct 
 /* usercopy_abort() never returns; objtool cannot know that of a pointer. */
 static void (*abort_copy)(const char *name, const char *detail, bool to_user, unsigned long offset,
 			  unsigned long len);
+static void (*kernel_abort)(const char *name, const char *detail, bool to_user,
+			    unsigned long offset, unsigned long len);
 static unsigned long text_start, text_end;
 static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
@@ -213,10 +215,15 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 	}
 }
 
-/* Entered from the trampoline below, in place of __check_object_size(). */
-void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
+/* usercopy_abort() kills the task, so its call ends here for the breaker. */
+static void abort_untimed(const char *name, const char *detail, bool to_user,
+			  unsigned long offset, unsigned long len)
+{
+	kmem_call_abandon(KMEMCTL_MIT_USERCOPY_FASTPATH);
+	kernel_abort(name, detail, to_user, offset, len);
+}
 
-void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
+static void check_object(const void *ptr, unsigned long n, bool to_user)
 {
 	if (checks_bypassed)
 		return;
@@ -234,6 +241,18 @@ void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
 	}
 	check_heap_object(ptr, n, to_user);
 	check_kernel_text_object((unsigned long)ptr, n, to_user);
+}
+
+/* Entered from the trampoline below, in place of __check_object_size(). */
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
+
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_USERCOPY_FASTPATH,
+						 "__check_object_size");
+
+	check_object(ptr, n, to_user);
+	kmem_call_end(call, KMEMCTL_MIT_USERCOPY_FASTPATH);
 }
 
 /*
@@ -263,12 +282,13 @@ static int usercopy_prepare(void)
 	bypass_key = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
 	find_area = (void *)kmem_symbol("find_vmap_area");
 	check_slab_object = (void *)kmem_symbol("__check_heap_object");
-	abort_copy = (void *)kmem_symbol("usercopy_abort");
+	kernel_abort = (void *)kmem_symbol("usercopy_abort");
+	abort_copy = abort_untimed;
 	text_start = kmem_symbol("_stext");
 	text_end = kmem_symbol("_etext");
 	kernel_mm = (struct mm_struct *)kmem_symbol("init_mm");
 	if (!check_object_size_addr || !bypass_key || !find_area || !check_slab_object ||
-	    !abort_copy || !text_start || !text_end || !kernel_mm)
+	    !kernel_abort || !text_start || !text_end || !kernel_mm)
 		return -ENOENT;
 	kernel_pgd = kernel_mm->pgd;
 	checks_bypassed = static_key_enabled(&bypass_key->key);
