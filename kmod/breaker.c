@@ -35,9 +35,10 @@
 
 #include "kmem.h"
 
-static bool breaker = true;
-module_param(breaker, bool, 0644);
-MODULE_PARM_DESC(breaker, "turn a mitigation off when it harms the kernel (default 1)");
+bool kmem_breaker_enabled = true;
+module_param_named(breaker, kmem_breaker_enabled, bool, 0644);
+MODULE_PARM_DESC(breaker,
+		 "turn a mitigation off when it harms the kernel; 0 also stops timing calls (default 1)");
 
 static unsigned int breaker_window_s = 600;
 module_param(breaker_window_s, uint, 0644);
@@ -129,7 +130,7 @@ void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned lo
 {
 	struct kmem_trip *t;
 
-	if (!READ_ONCE(breaker))
+	if (!READ_ONCE(kmem_breaker_enabled))
 		return;
 	t = request_claim(id);
 	if (!t)
@@ -170,7 +171,7 @@ static void check_fn(struct timer_list *timer)
 			if (!smp_load_acquire(&c->owner))
 				continue;
 			start = READ_ONCE(c->start);
-			if (!time_after(now, start + limit) || !READ_ONCE(breaker))
+			if (!time_after(now, start + limit) || !READ_ONCE(kmem_breaker_enabled))
 				continue;
 			t = request_claim(id);
 			if (!t)
@@ -243,7 +244,8 @@ void kmem_breaker_report(u32 cause, int cpu, struct task_struct *task)
 	char what[64];
 	int id;
 
-	if (!READ_ONCE(breaker) || cause >= ARRAY_SIZE(cause_names) || !cause_names[cause])
+	if (!READ_ONCE(kmem_breaker_enabled) || cause >= ARRAY_SIZE(cause_names) ||
+	    !cause_names[cause])
 		return;
 	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
 		funcs[id] = READ_ONCE(kmem_breaker_armed[id]) ? inside(id, cpu, task) : NULL;

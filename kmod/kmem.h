@@ -60,6 +60,7 @@ struct kmem_call {
 };
 
 DECLARE_PER_CPU(struct kmem_call[KMEMCTL_MIT_COUNT], kmem_calls);
+extern bool kmem_breaker_enabled;	/* module param breaker */
 extern bool kmem_breaker_armed[KMEMCTL_MIT_COUNT];
 extern unsigned long kmem_breaker_limit[KMEMCTL_MIT_COUNT];	/* jiffies */
 
@@ -87,7 +88,7 @@ static __always_inline struct kmem_call *kmem_call_begin(enum kmemctl_mitigation
 {
 	struct kmem_call *c;
 
-	if (!READ_ONCE(kmem_breaker_armed[id]))
+	if (!READ_ONCE(kmem_breaker_armed[id]) || !READ_ONCE(kmem_breaker_enabled))
 		return NULL;
 	preempt_disable();
 	c = this_cpu_ptr(&kmem_calls[id]);
