@@ -349,7 +349,8 @@ void kmem_breaker_disarm(enum kmemctl_mitigation id)
 
 int kmem_breaker_init(void)
 {
-	trip_wq = alloc_workqueue("kmemctl_breaker", WQ_UNBOUND | WQ_HIGHPRI | WQ_MEM_RECLAIM, 0);
+	/* not WQ_MEM_RECLAIM: a trip flushes livepatch's and ftrace's own work */
+	trip_wq = alloc_workqueue("kmemctl_breaker", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!trip_wq)
 		return -ENOMEM;
 	timer_setup(&check_timer, check_fn, 0);

@@ -10,7 +10,11 @@
  * - hard lockups: the check that reports them sets a per-CPU "warned" flag,
  *   so a kretprobe on it sees the flag go up: watchdog_hardlockup_check(cpu)
  *   from 6.5, called for the stuck CPU by the perf NMI or a buddy CPU, and
- *   6.1's watchdog_overflow_callback(), the perf NMI on the stuck CPU.
+ *   6.1's watchdog_overflow_callback(), the perf NMI on the stuck CPU. It
+ *   is only hooked where the kernel found a detector it could run (none in
+ *   a VM without a PMU): a kretprobe is an int3 probe the kprobe optimizer
+ *   waits an RCU-tasks grace period over, holding text_mutex, so livepatch
+ *   and ftrace changes wait too, for nothing.
  * Any of them may be missing (no kprobes on add_taint, a kernel without the
  * detector): the module then says so once.
  */
@@ -86,13 +90,19 @@ static struct tracepoint *register_tp(struct tracepoint *tp, void *probe, const 
 	return tp;
 }
 
-/* The hard-lockup check and its per-CPU flag, one of two generations. */
+/*
+ * The hard-lockup check, its per-CPU flag and whether the kernel runs a
+ * detector (a bool from 6.5, an int before), one of two generations.
+ */
 static struct {
-	const char *func, *warned;
+	const char *func, *warned, *available;
+	bool available_int;
 	bool cpu_arg;	/* the stuck CPU is the first argument, else this CPU */
 } const hardlockup_checks[] = {
-	{ "watchdog_hardlockup_check", "watchdog_hardlockup_warned", true },
-	{ "watchdog_overflow_callback", "hard_watchdog_warn", false },
+	{ "watchdog_hardlockup_check", "watchdog_hardlockup_warned",
+	  "watchdog_hardlockup_available", false, true },
+	{ "watchdog_overflow_callback", "hard_watchdog_warn", "nmi_watchdog_available", true,
+	  false },
 };
 
 static bool __percpu *hard_warned;
@@ -130,15 +140,22 @@ static int hard_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 
 static void hardlockup_init(void)
 {
+	unsigned long available = 0;
 	int i, ret;
 
 	for (i = 0; i < ARRAY_SIZE(hardlockup_checks); i++) {
 		hard_warned = (bool __percpu *)kmem_symbol(hardlockup_checks[i].warned);
-		if (hard_warned && kmem_symbol(hardlockup_checks[i].func))
+		available = kmem_symbol(hardlockup_checks[i].available);
+		if (hard_warned && available && kmem_symbol(hardlockup_checks[i].func))
 			break;
 	}
 	if (i == ARRAY_SIZE(hardlockup_checks)) {
 		pr_info("hard-lockup notices unavailable: no hard-lockup detector in this kernel\n");
+		return;
+	}
+	if (hardlockup_checks[i].available_int ? !READ_ONCE(*(int *)available) :
+						 !READ_ONCE(*(bool *)available)) {
+		pr_info("hard-lockup notices unavailable: the kernel runs no hard-lockup detector\n");
 		return;
 	}
 	hard_cpu_arg = hardlockup_checks[i].cpu_arg;
