@@ -22,6 +22,7 @@ struct agent_config {
 	char *keys_dir; /* pinned policy keys */
 	char *policy_file; /* a signed bundle on disk, NULL: none */
 	char *module; /* kmemctl.ko to load: a name or a path; "": none */
+	char *builds_dir; /* signed build record bundles */
 	char *user; /* the network child runs as this user */
 	char *control; /* the control socket's path */
 	char *memstat; /* the memory.stat file to time, NULL: a default */

@@ -20,14 +20,9 @@
 #include "message-ids.h"
 #include "parent.h"
 #include "statefile.h"
+#include "uapi/kmemctl.h"
 
 #define SWITCH_FILE "disabled"
-
-static const char *const mode_names[] = {
-	[POLICY_MODE_KEEP] = "kept",
-	[POLICY_MODE_OFF] = "off",
-	[POLICY_MODE_ON] = "on",
-};
 
 /*
  * An auditable act, to the journal with its MESSAGE_ID
@@ -104,7 +99,10 @@ static const char *off_reason(const struct agent *a)
 	return privsep_off_reason(off_kind(a));
 }
 
-/* Mitigations first, in the document's order, then probes (policy_apply()). */
+/*
+ * What enact() did not log: mitigations it skipped or that failed, and
+ * the probes (enact_doc()'s order: mitigations first).
+ */
 static void log_outcomes(const struct policy_version *v, const struct policy_doc *doc,
 			 const struct policy_outcome *out, size_t n)
 {
@@ -112,15 +110,11 @@ static void log_outcomes(const struct policy_version *v, const struct policy_doc
 
 	for (i = 0; i < n; i++) {
 		if (i < doc->nmitigations && out[i].result == POLICY_APPLIED)
-			audit(LOG_NOTICE, MID_MITIGATION_APPLIED, out[i].id, v,
-			      mode_names[doc->mitigations[i].mode], NULL,
-			      "policy %s: %s applied%s%s", v->name, out[i].id,
-			      out[i].why[0] ? ": " : "", out[i].why);
-		else
-			log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
-				       "policy %s: %s %s%s%s", v->name, out[i].id,
-				       policy_result_name(out[i].result), out[i].why[0] ? ": " : "",
-				       out[i].why);
+			continue;
+		log_full_errno(out[i].result == POLICY_FAILED ? LOG_WARNING : LOG_INFO, 0,
+			       "policy %s: %s %s%s%s", v->name, out[i].id,
+			       policy_result_name(out[i].result), out[i].why[0] ? ": " : "",
+			       out[i].why);
 	}
 }
 
@@ -202,7 +196,7 @@ int run_policy(struct agent *a, const uint8_t *buf, size_t len, const char *from
 		log_warning_errno(r, "reading the quarantine failed, applying without it: %m");
 		quarantined[0] = NULL;
 	}
-	r = policy_apply(&a->rfs, a->state_dirfd, &doc, quarantined, out, &n);
+	r = enact_doc(&a->enactor, &doc, ENACT_POLICY, &v, quarantined, out, &n);
 	log_outcomes(&v, &doc, out, n);
 	record_outcomes(a, &doc, quarantined, out, n);
 	if (r < 0)
@@ -235,27 +229,84 @@ static struct policy_version stored_version(struct agent *a, const uint8_t *buf,
 	return v;
 }
 
-static void quarantine_cut(struct agent *a, const char *id, const struct policy_version *v)
+void quarantine(struct agent *a, const char *id, enum enact_source source,
+		const struct policy_version *v, const char *why)
 {
+	struct policy_mitigation m = { .mode = POLICY_MODE_OFF };
+	struct policy_outcome o;
 	int r;
 
-	audit(LOG_WARNING, MID_CHANGE_QUARANTINED, id, v, "off", "cut short by the previous run",
-	      "a change to %s was cut short by the previous run: quarantined", id);
-	r = kernel_set_mode(&a->rfs, id, false);
-	if (r < 0 && r != -ENOENT)
-		log_warning_errno(r, "turning %s off failed: %m", id);
+	snprintf(m.id, sizeof(m.id), "%s", id);
+	r = enact(&a->enactor, &m, source, v, why, &o);
+	if (r < 0)
+		log_error_errno(r, "writing the intent journal failed: %m");
+	if (o.result == POLICY_FAILED)
+		log_error("turning %s off failed: %s", id, o.why);
+	/* quarantined all the same: it is not turned on again under v */
 	r = policy_quarantine_add(a->state_dirfd, id, v);
 	if (r < 0)
 		log_error_errno(r, "recording the quarantine of %s failed: %m", id);
-	set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
-	events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_QUARANTINE, id,
-		   "a change to it was cut short by the previous run", now_ms());
+	guard_disarm(&a->guard, id);
+	set_source(a, id,
+		   source == ENACT_GUARD ? KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_GUARD :
+					   KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
+}
+
+/* At start, id quarantined under v and, when it differs, the version start runs. */
+static void quarantine_start(struct agent *a, const char *id, enum enact_source source,
+			     const struct policy_version *v, const struct policy_version *stored,
+			     const char *why)
+{
+	quarantine(a, id, source, v, why);
+	if (strcmp(v->name, stored->name) || v->version != stored->version) {
+		int r = policy_quarantine_add(a->state_dirfd, id, stored);
+
+		if (r < 0)
+			log_error_errno(r, "recording the quarantine of %s failed: %m", id);
+	}
+	events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_QUARANTINE, id, why, now_ms());
+}
+
+/*
+ * Boot confirmation at start (confirm.h): a mitigation turned on in an
+ * earlier boot and never confirmed is quarantined; one of this boot keeps
+ * its window, from when it went on. A file that does not parse is the
+ * worst case: every mitigation is quarantined.
+ */
+static void confirm_restore(struct agent *a, const struct policy_version *stored)
+{
+	struct confirm_entry lost[CONFIRM_MAX];
+	struct confirm c;
+	size_t n, i;
+	int r;
+
+	r = confirm_load(a->state_dirfd, &c);
+	if (r < 0) {
+		log_error_errno(r, "the boot confirmation records are unreadable: quarantining "
+				   "every mitigation: %m");
+		for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
+			quarantine_start(a, kmemctl_mitigation_name(i), ENACT_CONFIRMATION, stored,
+					 stored, "its boot confirmation record is unreadable");
+		c.n = 0;
+		r = confirm_save(a->state_dirfd, &c);
+	} else if (confirm_start(&c, a->enactor.boot_id, lost, &n)) {
+		for (i = 0; i < n; i++)
+			quarantine_start(a, lost[i].id, ENACT_CONFIRMATION, &lost[i].policy, stored,
+					 "the host restarted while it was new");
+		r = confirm_save(a->state_dirfd, &c);
+	}
+	if (r < 0)
+		log_error_errno(r, "rewriting the boot confirmation records failed: %m");
+	for (i = 0; i < c.n; i++)
+		if (!c.e[i].confirmed)
+			guard_arm(&a->guard, c.e[i].id, c.e[i].since_ms);
 }
 
 /*
  * At start: a change the previous run died in is quarantined (turned off,
- * not retried under that policy version); then the last known good policy
- * runs until kmemd sends another.
+ * not retried under that policy version), so is a mitigation the host
+ * died with while it was new; then the last known good policy runs until
+ * kmemd sends another.
  */
 void start_policy(struct agent *a)
 {
@@ -269,11 +320,13 @@ void start_policy(struct agent *a)
 	if (r < 0 && r != -ENOENT)
 		log_warning_errno(r, "the stored policy is unreadable: %m");
 	v = stored_version(a, r == 0 ? buf : NULL, len);
-	cut = policy_recover(a->state_dirfd, id, sizeof(id));
+	cut = enact_recover(a->state_dirfd, id, sizeof(id));
 	if (cut < 0)
 		log_warning_errno(cut, "an unreadable intent was left by the previous run: %m");
 	if (cut == 1)
-		quarantine_cut(a, id, &v);
+		quarantine_start(a, id, ENACT_QUARANTINE, &v, &v,
+				 "a change to it was cut short by the previous run");
+	confirm_restore(a, &v);
 	if (buf)
 		run_policy(a, buf, len, "disk");
 }
@@ -306,19 +359,15 @@ static void refuse_request(struct privsep_reply *rep, const char *why)
 	snprintf(rep->error, sizeof(rep->error), "%s", why);
 }
 
-static void audit_local(struct agent *a, const struct policy_doc *doc,
-			const struct policy_outcome *out, size_t n)
+static void record_local(struct agent *a, const struct policy_doc *doc,
+			 const struct policy_outcome *out, size_t n)
 {
-	struct policy_version local = { .name = "local" };
 	size_t i;
 
 	for (i = 0; i < doc->nmitigations && i < n; i++) {
 		if (out[i].result != POLICY_APPLIED)
 			continue;
 		set_source(a, out[i].id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
-		audit(LOG_NOTICE, MID_MITIGATION_APPLIED, out[i].id, &local,
-		      mode_names[doc->mitigations[i].mode], NULL, "local override: %s %s",
-		      out[i].id, mode_names[doc->mitigations[i].mode]);
 		guard_mode(a, out[i].id, doc->mitigations[i].mode);
 	}
 }
@@ -326,6 +375,7 @@ static void audit_local(struct agent *a, const struct policy_doc *doc,
 /* A local override: the policy path, journal and guard included, no signature. */
 static void apply_local(struct agent *a, const struct policy_doc *doc, struct privsep_reply *rep)
 {
+	static const struct policy_version local = { .name = "local" };
 	char why[sizeof(rep->error)];
 	size_t n = 0, i;
 	int r;
@@ -335,8 +385,8 @@ static void apply_local(struct agent *a, const struct policy_doc *doc, struct pr
 		refuse_request(rep, why);
 		return;
 	}
-	r = policy_apply(&a->rfs, a->state_dirfd, doc, NULL, rep->out, &n);
-	audit_local(a, doc, rep->out, n);
+	r = enact_doc(&a->enactor, doc, ENACT_LOCAL, &local, NULL, rep->out, &n);
+	record_local(a, doc, rep->out, n);
 	if (r < 0) {
 		refuse_request(rep, "writing the intent journal failed; nothing more applied");
 		return;
@@ -352,19 +402,22 @@ static void apply_local(struct agent *a, const struct policy_doc *doc, struct pr
 /* Every mitigation the module has, off, as the kill switch does it. */
 static void all_off(struct agent *a)
 {
+	struct policy_mitigation m = { .mode = POLICY_MODE_OFF };
+	struct policy_outcome o;
 	unsigned int k, n = 0;
 	int r;
 
 	for (k = 0; k < KMEMCTL_MIT_COUNT; k++) {
-		const char *id = kmemctl_mitigation_name(k);
-
-		r = kernel_set_mode(&a->rfs, id, false);
-		if (r == -ENOENT)
+		snprintf(m.id, sizeof(m.id), "%s", kmemctl_mitigation_name(k));
+		r = enact(&a->enactor, &m, ENACT_KILL_SWITCH, &a->policy, "kmemctl disable", &o);
+		if (o.result == POLICY_SKIPPED)
 			continue;
 		if (r < 0)
-			log_error_errno(r, "kill switch: turning %s off failed: %m", id);
-		guard_disarm(&a->guard, id);
-		set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
+			log_error_errno(r, "kill switch: writing the intent journal failed: %m");
+		if (o.result == POLICY_FAILED)
+			log_error("kill switch: turning %s off failed: %s", m.id, o.why);
+		guard_disarm(&a->guard, m.id);
+		set_source(a, m.id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
 		n++;
 	}
 	audit(LOG_WARNING, MID_KILL_SWITCH, NULL, &a->policy, "off", NULL,

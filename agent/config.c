@@ -28,6 +28,7 @@ const struct ini_option agent_options[] = {
 	OPT("agent", "collector_timeout", INI_DURATION, collector_timeout_ms, 10, 60000),
 	OPT("agent", "user", INI_STRING, user),
 	OPT("agent", "module", INI_STRING, module),
+	OPT("agent", "builds", INI_PATH, builds_dir),
 	OPT("agent", "control", INI_PATH, control),
 	OPT("agent", "memstat", INI_PATH, memstat),
 	OPT("tls", "cert", INI_PATH, cert),
@@ -78,5 +79,6 @@ void agent_config_defaults(struct agent_config *c)
 	c->keys_dir = strdup("/etc/kmemctl/keys");
 	c->user = strdup("kmem-agent");
 	c->module = strdup("kmemctl");
+	c->builds_dir = strdup("/etc/kmemctl/builds");
 	c->control = strdup(CTL_SOCK);
 }

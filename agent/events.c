@@ -99,13 +99,43 @@ void events_add_kmsg(struct events *e, const struct kmsg_event *ev, int64_t unix
 void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitigation,
 		const char *message, int64_t unix_ms)
 {
-	if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_GUARD_REVERT)
+	if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_GUARD_REVERT ||
+	    kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
 		e->counters.mitigation_trips++;
 	if (!take(e, kind, unix_ms))
 		return;
 	snprintf(e->slot[e->n].mitigation, sizeof(e->slot[0].mitigation), "%s", mitigation);
 	text_escape(message, e->slot[e->n].message, sizeof(e->slot[0].message));
 	e->n++;
+}
+
+const char *events_trip_cause(uint32_t cause)
+{
+	static const char *const names[] = {
+		[KMEMCTL_TRIP_SOFTLOCKUP] = "soft lockup",
+		[KMEMCTL_TRIP_HARDLOCKUP] = "hard lockup",
+		[KMEMCTL_TRIP_RCU_STALL] = "RCU stall",
+		[KMEMCTL_TRIP_HUNG_TASK] = "hung task",
+		[KMEMCTL_TRIP_SLOW_CALL] = "slow call",
+		[KMEMCTL_TRIP_LIVEPATCH_STALL] = "livepatch stall",
+	};
+
+	return cause < ARRAY_SIZE(names) && names[cause] ? names[cause] : "unknown cause";
+}
+
+/* "rstat-yield tripped: slow call, ran 2100 ms, over its limit of 2000 ms" */
+static void trip_message(char *buf, size_t size, const char *name, const struct kmemctl_event *rec)
+{
+	size_t len =
+		(size_t)snprintf(buf, size, "%s tripped: %s", name, events_trip_cause(rec->flags));
+
+	if (rec->threshold && len < size)
+		len += (size_t)snprintf(buf + len, size - len,
+					", ran %llu ms, over its limit of %llu ms",
+					(unsigned long long)(rec->value / 1000000),
+					(unsigned long long)(rec->threshold / 1000000));
+	if (rec->flags == KMEMCTL_TRIP_LIVEPATCH_STALL && len < size)
+		snprintf(buf + len, size - len, "; the transition was reversed");
 }
 
 int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *next_seq)
@@ -157,7 +187,7 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 		return kind;
 	pb->cpu = (int32_t)rec.cpu;
 	pb->pid = (int32_t)rec.pid;
-	pb->duration_ns = kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP ? 0 : rec.value;
+	pb->duration_ns = rec.value;
 	snprintf(raw_comm, sizeof(raw_comm), "%.*s", (int)sizeof(rec.comm), rec.comm);
 	text_escape(raw_comm, e->slot[e->n].comm, sizeof(e->slot[0].comm));
 	snprintf(probe ? e->slot[e->n].probe : e->slot[e->n].mitigation, POLICY_ID_MAX + 1, "%s",
@@ -167,8 +197,7 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 			 "%s: %llu ns over the threshold of %llu ns", name,
 			 (unsigned long long)rec.value, (unsigned long long)rec.threshold);
 	else if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
-		snprintf(e->slot[e->n].message, sizeof(e->slot[0].message),
-			 "%s tripped (code %llu)", name, (unsigned long long)rec.value);
+		trip_message(e->slot[e->n].message, sizeof(e->slot[0].message), name, &rec);
 	else
 		snprintf(e->slot[e->n].message, sizeof(e->slot[0].message),
 			 "%s: livepatch %s for %llu ms", name, rec.flags ? "patching" : "removal",

@@ -7,7 +7,7 @@
  * carries them; past EVENTS_MAX the oldest are kept and the rest counted
  * as dropped, so a storm of lockup reports cannot grow the agent. The
  * counters run from the agent's start; mitigation_trips counts the
- * guard's reverts.
+ * guard's reverts and the module's trips.
  */
 #ifndef KMEM_AGENT_EVENTS_H
 #define KMEM_AGENT_EVENTS_H
@@ -53,6 +53,12 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
  * (counted as a dropped event: the module is newer than the agent).
  */
 int events_add_record(struct events *e, const void *rec, size_t len, uint64_t *next_seq);
+/*
+ * The cause in a TRIP record's flags (enum kmemctl_trip_cause), as reasons
+ * name it: "soft lockup", ... "livepatch stall"; "unknown cause" for one
+ * this build does not know.
+ */
+const char *events_trip_cause(uint32_t cause);
 /* The events have been handed on: the queue empties, the counters stay. */
 void events_clear(struct events *e);
 

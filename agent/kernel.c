@@ -257,6 +257,11 @@ int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on)
 		    write_file(rfs, "mitigations", id, "mode", "off");
 }
 
+int kernel_reset(const struct rootfs *rfs, const char *id)
+{
+	return write_checked(rfs, "mitigations", id, "reset", "1");
+}
+
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
 		      size_t n)
 {
@@ -392,4 +397,38 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
 	if (!r && enabled >= 0)
 		r = write_checked(rfs, "probes", id, "enabled", enabled ? "1" : "0");
 	return r;
+}
+
+int kernel_read_build(const struct rootfs *rfs, struct build_info *b)
+{
+	char text[FILE_MAX], version[sizeof(b->kmemctl) + 1], err[BUILDREC_ERR_MAX];
+	ssize_t n;
+	int abi = kernel_abi(rfs), r;
+
+	if (abi >= 0 && abi != KMEMCTL_ABI)
+		return -EPROTO;
+	n = rootfs_read(rfs, SYSFS "/build", text, sizeof(text));
+	if (n < 0)
+		return n == -EFBIG ? -EBADMSG : (int)n;
+	r = build_parse(text, (size_t)n, b, err);
+	if (r < 0)
+		return r;
+	n = rootfs_read(rfs, SYSFS "/version", version, sizeof(version));
+	if (n > 0 && version[n - 1] == '\n')
+		version[--n] = '\0';
+	if (n <= 0 || (size_t)n >= sizeof(b->kmemctl) || strchr(version, '\n')) {
+		build_info_free(b);
+		return n < 0 && n != -EFBIG ? (int)n : -EBADMSG;
+	}
+	memcpy(b->kmemctl, version, (size_t)n + 1);
+	return 0;
+}
+
+int kernel_write_record(const struct rootfs *rfs, const char *record)
+{
+	int abi = kernel_abi(rfs);
+
+	if (abi < 0)
+		return abi;
+	return abi == KMEMCTL_ABI ? rootfs_write(rfs, SYSFS "/records", record) : -EPROTO;
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "buildrec.h"
 #include "hist.h"
 #include "rootfs.h"
 
@@ -75,6 +76,11 @@ int kernel_read_mitigation(const struct rootfs *rfs, const char *id, struct kern
  * mitigation off.
  */
 int kernel_set_mode(const struct rootfs *rfs, const char *id, bool on);
+/*
+ * A tripped mitigation back to off ("1" to its reset file), so that `mode
+ * on` is taken again; in any other state the module does nothing.
+ */
+int kernel_reset(const struct rootfs *rfs, const char *id);
 /* One write, all-or-nothing as the module takes it. */
 int kernel_set_params(const struct rootfs *rfs, const char *id, const struct kernel_kv *kv,
 		      size_t n);
@@ -82,6 +88,16 @@ int kernel_set_params(const struct rootfs *rfs, const char *id, const struct ker
 int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_probe *p);
 /* enabled, threshold_ns: -1 leaves it as it is */
 int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns);
+
+/*
+ * The running build as the module describes it (its build file), with the
+ * module's version in b->kmemctl. -ENOENT: no module, or one without
+ * verified builds; -EPROTO: a module of another ABI. Free b with
+ * build_info_free().
+ */
+int kernel_read_build(const struct rootfs *rfs, struct build_info *b);
+/* One build record to the records file, in one write; the module's errno. */
+int kernel_write_record(const struct rootfs *rfs, const char *record);
 
 const char *kernel_state_name(enum kernel_state s);
 

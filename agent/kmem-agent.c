@@ -26,8 +26,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <systemd/sd-daemon.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "builds.h"
 #include "conf.h"
 #include "control.h"
 #include "ctl.h"
@@ -193,11 +195,14 @@ void on_control(evutil_socket_t fd, short what, void *arg)
 
 static void on_sighup(evutil_socket_t fd, short what, void *arg)
 {
+	struct agent *a = arg;
+
 	(void)fd;
 	(void)what;
-	log_info("SIGHUP: reading the policy file again");
-	local_policy(arg);
-	control_tell(arg);
+	log_info("SIGHUP: reading the build records and the policy file again");
+	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
+	local_policy(a);
+	control_tell(a);
 }
 
 static int loop(struct agent *a)
@@ -329,6 +334,11 @@ static void restore(struct agent *a, const char *root, const char *spool)
 		log_warning_errno(r, "pinned keys in '%s' unreadable, every policy is refused: %m",
 				  a->cfg->keys_dir);
 	guard_init(&a->guard, a->cfg->guard_window_ms);
+	a->enactor = (struct enactor){ .rfs = &a->rfs, .state_dirfd = a->state_dirfd };
+	r = confirm_boot_id(&a->rfs, a->enactor.boot_id, sizeof(a->enactor.boot_id));
+	if (r < 0 && !a->once)
+		log_error_errno(r, "this boot's id is unreadable: no mitigation is turned on, and "
+				   "any still new from before counts as from an earlier boot: %m");
 	a->disabled = cmdline_disabled(&a->rfs);
 	if (a->disabled)
 		log_notice("kmemctl.disable=1 on the kernel command line: applying nothing");
@@ -340,6 +350,8 @@ static void restore(struct agent *a, const char *root, const char *spool)
 	/* a fixture tree has no kernel to load a module into */
 	if (!root)
 		load_module(a);
+	/* a mitigation a record verifies can then go on under the policies below */
+	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
 	load_seq(a, spool);
 	start_policy(a);
 	local_policy(a);

@@ -2,18 +2,22 @@
 /*
  * What the kernel says on the parent's loop: the lockup, stall and
  * hung-task reports of /dev/kmsg (kmsg.c assembles them), which the guard
- * judges, and kmemctl.ko's own records from /dev/kmemctl. Both are read
- * non-blocking; neither can stall the loop.
+ * judges, and kmemctl.ko's own records from /dev/kmemctl, whose trips are
+ * quarantined. Both are read non-blocking; neither can stall the loop.
+ * Each report round's mitigations add the trips whose records were lost
+ * and the boot confirmations that are due.
  */
 #include <errno.h>
 #include <event2/event.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "kernel.h"
 #include "kmemctl-names.h"
 #include "log.h"
+#include "macro.h"
 #include "message-ids.h"
 #include "parent.h"
 #include "uapi/kmemctl.h"
@@ -25,34 +29,76 @@ static const char *const kind_names[] = {
 	[KMSG_HUNG_TASK] = "hung task",
 };
 
-/* kmemctl.ko turned a mitigation off by itself. */
-static void on_trip(struct agent *a, const char *id)
+static bool trip_handled(const struct agent *a, const char *id)
 {
-	audit(LOG_WARNING, MID_MITIGATION_TRIPPED, id, &a->policy, "off", NULL,
-	      "kmemctl.ko tripped %s: it turned it off by itself", id);
-	guard_disarm(&a->guard, id);
+	size_t i;
+
+	for (i = 0; i < a->ntripped; i++)
+		if (!strcmp(a->tripped[i], id))
+			return true;
+	return false;
+}
+
+/* id is no longer tripped (reset): its next trip is news. */
+static void trip_forget(struct agent *a, const char *id)
+{
+	size_t i;
+
+	for (i = 0; i < a->ntripped; i++)
+		if (!strcmp(a->tripped[i], id)) {
+			strcpy(a->tripped[i], a->tripped[--a->ntripped]);
+			return;
+		}
+}
+
+static bool quarantined_now(struct agent *a, const char *id)
+{
+	char store[POLICY_MAX_ENTRIES][POLICY_ID_MAX + 1];
+	const char *ids[POLICY_MAX_ENTRIES + 1];
+
+	return policy_quarantine_list(a->state_dirfd, &a->policy, store, ids, ARRAY_SIZE(ids)) >=
+		       0 &&
+	       policy_listed(ids, id);
+}
+
+/*
+ * kmemctl.ko's breaker turned id off by itself (why: the cause): it is
+ * quarantined under the running policy, once per trip. A record read
+ * again (a new reader starts at the oldest record held) of a mitigation
+ * no longer tripped is old news; one still tripped that an earlier run
+ * quarantined under this policy is too. A trip seen only in the state
+ * (recorded false: the record was lost) is reported here.
+ */
+static void on_trip(struct agent *a, const char *id, const char *why, bool recorded)
+{
+	struct kernel_mitigation km;
+	char msg[KMSG_MESSAGE_MAX];
+
+	if (trip_handled(a, id) || a->ntripped == ARRAY_SIZE(a->tripped))
+		return;
+	if (recorded && kernel_read_mitigation(&a->rfs, id, &km) == 0 &&
+	    km.state != KERNEL_STATE_TRIPPED)
+		return;
+	strcpy(a->tripped[a->ntripped++], id);
+	if (quarantined_now(a, id)) {
+		set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_QUARANTINE);
+		guard_disarm(&a->guard, id);
+		return;
+	}
+	quarantine(a, id, ENACT_TRIP, &a->policy, why);
+	if (!recorded) {
+		snprintf(msg, sizeof(msg), "%s tripped (its record was lost): %s", id, why);
+		events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP, id, msg, now_ms());
+	}
 	control_tell(a);
 }
 
 /* The guard turns id off after a lockup of kind and quarantines it. */
 static void revert(struct agent *a, const char *id, enum kmsg_kind kind)
 {
-	int r = kernel_set_mode(&a->rfs, id, false);
-
-	if (r < 0) {
-		log_error_errno(r, "guard: reverting %s after a %s failed: %m", id,
-				kind_names[kind]);
-		return;
-	}
-	audit(LOG_WARNING, MID_GUARD_REVERT, id, &a->policy, "off", kind_names[kind],
-	      "guard: %s reverted: a %s within %llu s of enabling it", id, kind_names[kind],
-	      (unsigned long long)(a->guard.window_ms / 1000));
-	set_source(a, id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_GUARD);
+	quarantine(a, id, ENACT_GUARD, &a->policy, kind_names[kind]);
 	events_add(a->events, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_GUARD_REVERT, id,
 		   kind_names[kind], now_ms());
-	r = policy_quarantine_add(a->state_dirfd, id, &a->policy);
-	if (r < 0)
-		log_error_errno(r, "recording the quarantine of %s failed: %m", id);
 }
 
 /* A report the kernel printed: logged, and the guard's to judge. */
@@ -158,11 +204,12 @@ static void on_kmemdev(evutil_socket_t fd, short what, void *arg)
 		if (n <= 0)
 			break;
 		for (i = 0; i + sizeof(recs[0]) <= (size_t)n; i += sizeof(recs[0])) {
-			kind = events_add_record(a->events, (const char *)recs + i, sizeof(recs[0]),
-						 &a->dev_next_seq);
+			const struct kmemctl_event *rec = &recs[i / sizeof(recs[0])];
+
+			kind = events_add_record(a->events, rec, sizeof(*rec), &a->dev_next_seq);
 			if (kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
-				on_trip(a,
-					kmemctl_mitigation_name(recs[i / sizeof(recs[0])].source));
+				on_trip(a, kmemctl_mitigation_name(rec->source),
+					events_trip_cause(rec->flags), true);
 		}
 	}
 	/* the module went away (unloaded): look for it again at the next report */
@@ -200,4 +247,56 @@ void monitor_stop(struct agent *a)
 		close(a->kmsg_fd);
 	a->kmsg_fd = -1;
 	close_kmemdev(a);
+}
+
+/* Pending boot confirmations whose window passed, with the mitigation still on. */
+static void confirm_due(struct agent *a, const struct states *s)
+{
+	char done[CONFIRM_MAX][POLICY_ID_MAX + 1];
+	static bool said;
+	struct confirm c;
+	size_t n, i;
+	int r;
+
+	r = confirm_load(a->state_dirfd, &c);
+	if (r < 0) {
+		if (!said)
+			log_warning_errno(r, "the boot confirmation records are unreadable: %m");
+		said = true;
+		return;
+	}
+	if (!confirm_round(&c, a->enactor.boot_id, a->round_ms, a->guard.window_ms, s->km, s->n,
+			   done, &n))
+		return;
+	r = confirm_save(a->state_dirfd, &c);
+	if (r < 0) {
+		log_warning_errno(r, "storing the boot confirmation records failed: %m");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const struct confirm_entry *e = confirm_find(&c, done[i]);
+
+		audit(LOG_NOTICE, MID_MITIGATION_CONFIRMED, e->id, &e->policy, "on", NULL,
+		      "boot confirmation: %s confirmed: on for the guard window (%llu s) in this "
+		      "boot",
+		      e->id, (unsigned long long)(a->guard.window_ms / 1000));
+	}
+}
+
+void monitor_round(struct agent *a, const struct states *s)
+{
+	size_t i;
+
+	if (a->once)
+		return;
+	/* the records first: a trip they announce is not one whose record was lost */
+	if (a->dev_fd >= 0)
+		on_kmemdev(a->dev_fd, EV_READ, a);
+	for (i = 0; i < s->n; i++) {
+		if (s->km[i].state == KERNEL_STATE_TRIPPED)
+			on_trip(a, s->km[i].id, s->km[i].reason, false);
+		else
+			trip_forget(a, s->km[i].id);
+	}
+	confirm_due(a, s);
 }

@@ -3,8 +3,10 @@
  * The root parent's state, shared by the files it runs:
  *   kmem-agent.c	setup, the loop, the children's messages
  *   report.c		collector rounds and each interval's report
- *   monitor.c		/dev/kmsg and /dev/kmemctl, and the guard's reverts
- *   apply.c		policies, local overrides, the kill switch
+ *   monitor.c		/dev/kmsg and /dev/kmemctl, the guard's reverts, trips,
+ *			boot confirmation
+ *   apply.c		policies, local overrides, the kill switch, quarantines
+ *   enact.c		the one writer of mitigations (a library: unit tested)
  *   children.c		starting, restarting and reaping the network child
  *			and the control process
  * All of it runs on the parent's one loop; only the collector thread
@@ -21,6 +23,7 @@
 
 #include "agent.h"
 #include "collect.h"
+#include "enact.h"
 #include "events.h"
 #include "facts.h"
 #include "guard.h"
@@ -61,6 +64,10 @@ struct agent {
 	bool disabled; /* kmemctl.disable=1: apply nothing, report only */
 	bool switched_off; /* `kmemctl disable`: mitigations off, apply nothing */
 	struct guard guard;
+	struct enactor enactor; /* the only writer of mitigations */
+	/* trips handled in this run, until a reset: each is quarantined once */
+	char tripped[KERNEL_MAX_IDS][POLICY_ID_MAX + 1];
+	size_t ntripped;
 	struct kmsg_parser kmsg;
 	int kmsg_fd;
 	struct event *kmsg_ev, *kmsg_quiet;
@@ -70,6 +77,7 @@ struct agent {
 	struct collect *col;
 	struct event *col_ev, *deadline;
 	bool round_open; /* a collector round whose report has not gone out */
+	uint64_t round_ms; /* monotonic, when that round started reading */
 	struct facts facts; /* the last collected */
 	struct telemetry *telemetry;
 	struct events *events; /* until a report carries them */
@@ -107,6 +115,12 @@ void set_source(struct agent *a, const char *id, Kmemctl__V1__ModeSource source)
 Kmemctl__V1__ModeSource source_of(const char *id, void *arg);
 void audit(int level, const char *mid, const char *mitigation, const struct policy_version *v,
 	   const char *mode, const char *reason, const char *fmt, ...) _printf_(7, 8);
+/*
+ * id turned off through enact() for source and quarantined under v; why
+ * is logged with it.
+ */
+void quarantine(struct agent *a, const char *id, enum enact_source source,
+		const struct policy_version *v, const char *why);
 int run_policy(struct agent *a, const uint8_t *buf, size_t len, const char *from);
 void start_policy(struct agent *a);
 void local_policy(struct agent *a);
@@ -122,6 +136,11 @@ void report_stop(struct agent *a);
 /* monitor.c */
 void watch_kmsg(struct agent *a);
 void watch_kmemdev(struct agent *a);
+/*
+ * A report round's mitigations, as the collector read them: trips the
+ * module's records did not announce, and boot confirmations.
+ */
+void monitor_round(struct agent *a, const struct states *s);
 void monitor_stop(struct agent *a);
 
 /* children.c */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Signed policies: the checks before one runs, and applying it with an
- * intent journal (policy.h).
+ * Signed policies: the checks before one runs, the quarantine, the last
+ * known good bundle (policy.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,7 +14,6 @@
 #include "policy.h"
 #include "statefile.h"
 
-#define INTENT "intent"
 #define QUARANTINE "quarantine"
 #define STORED "policy.signed"
 
@@ -76,238 +75,12 @@ int policy_check(const struct keyring *kr, const uint8_t *buf, size_t len, time_
 	return 0;
 }
 
-static int sync_dir(int dirfd)
-{
-	return fsync(dirfd) < 0 ? negative_errno() : 0;
-}
-
-/* The intent is on disk before the change starts. */
-static int journal_begin(int dirfd, const char *id, const char *what)
-{
-	char line[128];
-	int n;
-
-	n = snprintf(line, sizeof(line), "%s %s\n", id, what);
-	return statefile_replace(dirfd, INTENT, line, (size_t)n);
-}
-
-static int journal_end(int dirfd)
-{
-	if (unlinkat(dirfd, INTENT, 0) < 0 && errno != ENOENT)
-		return negative_errno();
-	return sync_dir(dirfd);
-}
-
-int policy_recover(int state_dirfd, char *id, size_t idlen)
-{
-	char line[128];
-	size_t n;
-	int fd, r;
-	ssize_t got;
-
-	fd = openat(state_dirfd, INTENT, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : negative_errno();
-	got = read(fd, line, sizeof(line) - 1);
-	close(fd);
-	r = journal_end(state_dirfd);
-	if (r < 0)
-		return r;
-	if (got <= 0)
-		return -EBADMSG;
-	line[got] = '\0';
-	n = strcspn(line, " \n");
-	if (n >= idlen)
-		return -EBADMSG;
-	memcpy(id, line, n);
-	id[n] = '\0';
-	return policy_id_valid(id) ? 1 : -EBADMSG;
-}
-
 bool policy_listed(const char *const *ids, const char *id)
 {
 	for (; ids && *ids; ids++)
 		if (!strcmp(*ids, id))
 			return true;
 	return false;
-}
-
-/*
- * Ends the journal entry of a change whose write returned change_result,
- * and records the outcome: 0, or journal_end()'s error.
- */
-static int journaled(int dirfd, int change_result, struct policy_outcome *o)
-{
-	int r = journal_end(dirfd);
-
-	if (change_result < 0) {
-		o->result = POLICY_FAILED;
-		say(o->why, sizeof(o->why), "the module refused it (%s)", strerror(-change_result));
-		return change_result;
-	}
-	o->result = POLICY_APPLIED;
-	return r;
-}
-
-/*
- * A write the module took is applied only if the module now reports what
- * was asked: the mode and every param, and not tripped. A livepatch still
- * switching tasks is on its way and says so.
- */
-static void verify(const struct rootfs *rfs, const struct policy_mitigation *m, bool on,
-		   const struct kernel_kv *kv, struct policy_outcome *o)
-{
-	struct kernel_mitigation km;
-	size_t i, j;
-	int r;
-
-	r = kernel_read_mitigation(rfs, m->id, &km);
-	if (r < 0) {
-		o->result = POLICY_FAILED;
-		say(o->why, sizeof(o->why), "reading it back failed (%s)", strerror(-r));
-		return;
-	}
-	if (m->mode != POLICY_MODE_KEEP && km.on != on) {
-		o->result = POLICY_FAILED;
-		say(o->why, sizeof(o->why), "the module reports mode %s after the write",
-		    km.on ? "on" : "off");
-		return;
-	}
-	for (i = 0; i < m->nparams; i++) {
-		for (j = 0; j < km.nparams && strcmp(km.params[j].key, kv[i].key); j++)
-			;
-		if (j == km.nparams || km.params[j].value != kv[i].value) {
-			o->result = POLICY_FAILED;
-			say(o->why, sizeof(o->why), "the module reports %s other than written",
-			    kv[i].key);
-			return;
-		}
-	}
-	if (km.state == KERNEL_STATE_TRIPPED) {
-		o->result = POLICY_FAILED;
-		say(o->why, sizeof(o->why), "%s", km.reason);
-	} else if (km.state == KERNEL_STATE_TRANSITION) {
-		say(o->why, sizeof(o->why), "%s", km.reason);
-	}
-}
-
-static int apply_mitigation(const struct rootfs *rfs, int dirfd, const struct policy_mitigation *m,
-			    const char *const *quarantined, struct policy_outcome *o)
-{
-	struct kernel_mitigation km;
-	struct kernel_kv kv[POLICY_MAX_PARAMS];
-	bool on = m->mode == POLICY_MODE_ON, differ = false;
-	size_t i, j;
-	int r;
-
-	if (policy_listed(quarantined, m->id)) {
-		o->result = POLICY_SKIPPED;
-		say(o->why, sizeof(o->why), "quarantined: a change to it was cut short");
-		return 0;
-	}
-	r = kernel_read_mitigation(rfs, m->id, &km);
-	if (r == -ENOENT) {
-		o->result = POLICY_SKIPPED;
-		say(o->why, sizeof(o->why), "this kmemctl.ko has no such mitigation");
-		return 0;
-	}
-	if (r < 0) {
-		o->result = POLICY_FAILED;
-		say(o->why, sizeof(o->why), "reading it failed (%s)", strerror(-r));
-		return 0;
-	}
-	if (on && (km.state == KERNEL_STATE_UNSUPPORTED || km.state == KERNEL_STATE_NATIVE)) {
-		o->result = POLICY_SKIPPED;
-		say(o->why, sizeof(o->why), "%s", km.reason);
-		return 0;
-	}
-	for (i = 0; i < m->nparams; i++) {
-		for (j = 0; j < km.nparams && strcmp(km.params[j].key, m->params[i].key); j++)
-			;
-		if (j == km.nparams) {
-			o->result = POLICY_FAILED;
-			say(o->why, sizeof(o->why), "no param \"%s\" here", m->params[i].key);
-			return 0;
-		}
-		differ |= km.params[j].value != m->params[i].value;
-		strcpy(kv[i].key, m->params[i].key);
-		kv[i].value = m->params[i].value;
-	}
-	if (differ) {
-		r = journal_begin(dirfd, m->id, "params");
-		if (r < 0)
-			return r;
-		r = journaled(dirfd, kernel_set_params(rfs, m->id, kv, m->nparams), o);
-		if (o->result == POLICY_FAILED)
-			return 0;
-		if (r < 0)
-			return r;
-	}
-	if (m->mode != POLICY_MODE_KEEP && km.on != on) {
-		r = journal_begin(dirfd, m->id, on ? "mode on" : "mode off");
-		if (r < 0)
-			return r;
-		r = journaled(dirfd, kernel_set_mode(rfs, m->id, on), o);
-		if (o->result == POLICY_FAILED)
-			return 0;
-		if (r < 0)
-			return r;
-	}
-	if (o->result == POLICY_APPLIED)
-		verify(rfs, m, on, kv, o);
-	return 0;
-}
-
-static void apply_probe(const struct rootfs *rfs, const struct policy_probe *p,
-			struct policy_outcome *o)
-{
-	struct kernel_probe kp;
-	int r;
-
-	r = kernel_read_probe(rfs, p->id, &kp);
-	if (r < 0) {
-		o->result = r == -ENOENT ? POLICY_SKIPPED : POLICY_FAILED;
-		say(o->why, sizeof(o->why), "%s",
-		    r == -ENOENT ? "this kmemctl.ko has no such probe" : strerror(-r));
-		return;
-	}
-	if (p->enabled == 1 && !kp.supported) {
-		o->result = POLICY_SKIPPED;
-		say(o->why, sizeof(o->why), "%s", kp.reason);
-		return;
-	}
-	if ((p->enabled < 0 || (bool)p->enabled == kp.enabled) &&
-	    (p->threshold_ns < 0 || (uint64_t)p->threshold_ns == kp.threshold_ns))
-		return;
-	r = kernel_set_probe(rfs, p->id, p->enabled, p->threshold_ns);
-	o->result = r < 0 ? POLICY_FAILED : POLICY_APPLIED;
-	if (r < 0)
-		say(o->why, sizeof(o->why), "the module refused it (%s)", strerror(-r));
-}
-
-int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_doc *doc,
-		 const char *const *quarantined, struct policy_outcome *out, size_t *nout)
-{
-	struct policy_outcome *o;
-	size_t i;
-	int r;
-
-	*nout = 0;
-	for (i = 0; i < doc->nmitigations; i++) {
-		o = &out[(*nout)++];
-		*o = (struct policy_outcome){ .result = POLICY_UNCHANGED };
-		strcpy(o->id, doc->mitigations[i].id);
-		r = apply_mitigation(rfs, state_dirfd, &doc->mitigations[i], quarantined, o);
-		if (r < 0)
-			return r;
-	}
-	for (i = 0; i < doc->nprobes; i++) {
-		o = &out[(*nout)++];
-		*o = (struct policy_outcome){ .result = POLICY_UNCHANGED };
-		strcpy(o->id, doc->probes[i].id);
-		apply_probe(rfs, &doc->probes[i], o);
-	}
-	return 0;
 }
 
 int policy_quarantine_add(int state_dirfd, const char *id, const struct policy_version *v)

@@ -5,13 +5,11 @@
  * policy_check() decides whether a bundle may run here: signature by a
  * pinned key, not expired, not issued in the future, not older than the
  * bundle that runs now, a valid name (policy_name_valid()) and a valid
- * document. policy_apply() then sets params and modes through kernel.c,
- * one mitigation at a time, each change preceded by an intent written to
- * a journal in the state directory and followed by its removal. An
- * intent still there at the next start means the agent or the host died
- * during that change: policy_recover() names it, and the caller
- * quarantines it (turns it off and does not retry it for that policy
- * version).
+ * document. enact_doc() (enact.h) then applies it. A mitigation that
+ * harmed the host under a policy version (a change a dead run cut short,
+ * a guard revert, a trip, a host that died while it was new) is
+ * quarantined under that version: not touched again until another
+ * version arrives.
  */
 #ifndef KMEM_AGENT_POLICY_H
 #define KMEM_AGENT_POLICY_H
@@ -58,28 +56,13 @@ struct policy_outcome {
 	char why[POLICY_WHY_MAX];
 };
 
-/*
- * Applies doc's mitigations and probes. quarantined: ids not to touch
- * (NULL-terminated, or NULL). One outcome per entry of doc, in its order,
- * mitigations first. Returns 0, or a negative errno when the journal could
- * not be written (then nothing further was changed).
- */
-int policy_apply(const struct rootfs *rfs, int state_dirfd, const struct policy_doc *doc,
-		 const char *const *quarantined, struct policy_outcome *out, size_t *nout);
-
 /* id is in ids (NULL-terminated, or NULL). */
 bool policy_listed(const char *const *ids, const char *id);
 
 /*
- * At start: 1 with id set when a change was under way when the previous
- * run ended (the journal is then cleared), 0 when none was.
- */
-int policy_recover(int state_dirfd, char *id, size_t idlen);
-
-/*
- * Quarantine: mitigations whose change a dead run left half done, per
- * policy version. They are not touched again until a new version of the
- * policy arrives (the operator's next decision).
+ * Quarantine: mitigations that harmed the host, per policy version. They
+ * are not touched again until a new version of the policy arrives (the
+ * operator's next decision).
  */
 int policy_quarantine_add(int state_dirfd, const char *id, const struct policy_version *v);
 /* The ids quarantined under v, NULL-terminated in ids (max entries incl. the NULL). */

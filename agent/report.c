@@ -135,6 +135,7 @@ static void add_module(struct agent *a, unsigned done, Kmemctl__V1__Report *rep)
 			o->states.pb[i].source = source_of(o->states.pb[i].id, a);
 		rep->n_mitigations = o->states.n;
 		rep->mitigations = o->states.pbp;
+		monitor_round(a, &o->states);
 		if (o->states.unreadable)
 			log_warning("%zu mitigations of kmemctl.ko did not parse; left out",
 				    o->states.unreadable);
@@ -257,6 +258,7 @@ static void on_timer(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	a->round_open = true;
+	a->round_ms = mono_ms();
 	evtimer_add(a->deadline, &tv);
 }
 

@@ -24,6 +24,7 @@ static int do_version(int argc, char **argv)
 static const struct cmd objects[] = {
 	{ "pki", do_pki, "create the fleet CA and issue certificates" },
 	{ "policy", do_policy, "sign, check and upload policies; kmemd's versions" },
+	{ "build", do_build, "verify kernel builds: check copies, make and sign records" },
 	{ "enroll", do_enroll, "get this host's certificate from kmemd" },
 	{ "secret", do_secret, "enrollment secrets on kmemd: create, revoke" },
 	{ "status", do_local_status, "this host: the agent, mitigations, probes" },

@@ -3,6 +3,7 @@
 #define KMEMCTL_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "exit-codes.h"
 
@@ -47,5 +48,11 @@ int policy_diff(int argc, char **argv);
 int do_host(int argc, char **argv);
 int do_rollout(int argc, char **argv);
 int do_telemetry(int argc, char **argv);
+int do_build(int argc, char **argv);
+/*
+ * Write data to path ("-" or NULL: stdout) through a temporary file renamed
+ * over it, so readers never see half of it.
+ */
+int write_out(const char *path, const void *data, size_t len);
 
 #endif

@@ -28,7 +28,7 @@
 /* What an agent takes: a bigger bundle never reaches a host. */
 #define BUNDLE_MAX (64 << 10)
 
-static int write_out(const char *path, const void *data, size_t len)
+int write_out(const char *path, const void *data, size_t len)
 {
 	_cleanup_free_ char *tmp = NULL;
 	int fd, r = 0;

@@ -47,11 +47,17 @@
  * <linux/slub_def.h>, which gives struct kmem_cache, needs it and
  * slab_address() defined first.
  */
+/* kmemctl-copy: kasan-quarantine mm/slab.h struct slab */
 struct slab {
 	unsigned long __page_flags;
+	/*
+	 * kmemctl-differs-begin: SLUB's members alone (compat.h gates this file
+	 * on CONFIG_SLUB), without the #if chain around them
+	 */
 	union {
 		struct list_head slab_list;
 		struct rcu_head rcu_head;
+		/* kmemctl-differs-end */
 #ifdef CONFIG_SLUB_CPU_PARTIAL
 		struct {
 			struct slab *next;
@@ -70,6 +76,7 @@ struct slab {
 		};
 	};
 	unsigned int __unused;
+	/* kmemctl-differs: SLUB's members end here */
 	atomic_t __page_refcount;
 #ifdef CONFIG_MEMCG
 	unsigned long memcg_data;
@@ -86,24 +93,33 @@ static_assert(offsetof(struct page, memcg_data) == offsetof(struct slab, memcg_d
 #endif
 static_assert(sizeof(struct slab) <= sizeof(struct page));
 
+/* kmemctl-copy: kasan-quarantine mm/slab.h slab_address */
 static inline void *slab_address(const struct slab *slab)
 {
+	/* kmemctl-differs: slab_folio() is mm/slab.h's; the cast is what it does */
 	return folio_address((const struct folio *)slab);
 }
 
 #include <linux/slub_def.h>
 
 /* mm/kasan/quarantine.c */
+/*
+ * kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c QUARANTINE_PERCPU_SIZE
+ *   QUARANTINE_BATCHES QUARANTINE_FRACTION
+ * replace: "(1 << 20)" -> "SZ_1M": the same size
+ */
 #define QUARANTINE_PERCPU_SIZE SZ_1M
 #define QUARANTINE_BATCHES (1024 > 4 * CONFIG_NR_CPUS ? 1024 : 4 * CONFIG_NR_CPUS)
 #define QUARANTINE_FRACTION 32
 
 /* mm/kasan/kasan.h */
+/* kmemctl-copy: kasan-quarantine mm/kasan/kasan.h struct qlist_node */
 struct qlist_node {
 	struct qlist_node *next;
 };
 
 /* mm/kasan/quarantine.c */
+/* kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c struct qlist_head */
 struct qlist_head {
 	struct qlist_node *head;
 	struct qlist_node *tail;
@@ -121,12 +137,29 @@ static struct srcu_struct *remove_cache_srcu;
 static void (*free_all)(struct qlist_head *q, struct kmem_cache *cache);
 static const u64 *params;
 static struct kprobe redirect_kp;
+/*
+ * Reductions of the copy that freed something, and the most one freed,
+ * since mode on: what bounds a reduction is the bytes it frees, which the
+ * tests compare with the kernel's batch instead of timing it.
+ */
+static unsigned long reductions, reduce_max_bytes;
 
+/*
+ * kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c qlink_to_cache
+ * rename: qlink_to_cache -> qlink_cache
+ * replace: "virt_to_slab(qlink)" -> "((struct slab *)virt_to_folio(qlink))":
+ *   virt_to_slab() is mm/slab.h's
+ */
 static struct kmem_cache *qlink_cache(struct qlist_node *qlink)
 {
 	return ((struct slab *)virt_to_folio(qlink))->slab_cache;
 }
 
+/*
+ * Not a copy: kmemctl's own. kasan_quarantine_reduce() of 6.1 computes
+ * this limit under quarantine_lock from QUARANTINE_FRACTION; here the
+ * fraction is a param and the limit is computed before the lock.
+ */
 /* The most the quarantine may hold, and the RAM share it derives from. */
 static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
 {
@@ -136,6 +169,10 @@ static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
 	return *share < percpu ? 0 : *share - percpu;
 }
 
+/*
+ * Not a copy: kmemctl's own. 6.1 frees a whole batch at once
+ * (qlist_move_all()); the batch_bytes param frees a batch's front instead.
+ */
 /* Moves the front of from to the empty to: at least one object, at most limit bytes. */
 static void qlist_move_front(struct qlist_head *from, struct qlist_head *to, size_t limit)
 {
@@ -160,7 +197,12 @@ static void qlist_move_front(struct qlist_head *from, struct qlist_head *to, siz
 	last->next = NULL;
 }
 
+/* kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c qlist_move_all */
 static void qlist_move_all(struct qlist_head *from, struct qlist_head *to)
+/*
+ * kmemctl-differs-begin: to is always empty here, so the move is its first
+ * case, with qlist_init() spelled out
+ */
 {
 	to->head = from->head;
 	to->tail = from->tail;
@@ -168,11 +210,22 @@ static void qlist_move_all(struct qlist_head *from, struct qlist_head *to)
 	from->head = NULL;
 	from->tail = NULL;
 	from->bytes = 0;
+	/* kmemctl-differs-end */
 }
 
 /*
  * kasan_quarantine_reduce() of 6.1, with the limit and the batch from
  * params. Only called from the kprobe below, in its caller's context.
+ */
+/*
+ * kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c kasan_quarantine_reduce
+ * rename: kasan_quarantine_reduce -> kmem_quarantine_reduce, qlist_free_all -> free_all
+ * replace: "&remove_cache_srcu" -> "remove_cache_srcu": found through kallsyms, as below
+ * replace: "&quarantine_lock" -> "quarantine_lock": kallsyms
+ */
+/*
+ * kmemctl-differs-begin: static, fraction and batch from params, the
+ * limit computed before the lock by quarantine_limit()
  */
 static void kmem_quarantine_reduce(void)
 {
@@ -187,10 +240,15 @@ static void kmem_quarantine_reduce(void)
 	limit = quarantine_limit(fraction, &share);
 	if (likely(READ_ONCE(*held_bytes) <= limit))
 		return;
+	/* kmemctl-differs-end */
 
 	/* kasan_quarantine_remove_cache() waits for to_free to be freed */
 	srcu_idx = srcu_read_lock(remove_cache_srcu);
 	raw_spin_lock_irqsave(quarantine_lock, flags);
+	/*
+	 * kmemctl-differs-begin: the limit and batch size from params; a batch
+	 * over batch_bytes is freed from its front, batch_bytes at a time
+	 */
 	WRITE_ONCE(*max_bytes, limit);
 	WRITE_ONCE(*batch_bytes, batch);
 	if (likely(*held_bytes > limit)) {
@@ -203,9 +261,14 @@ static void kmem_quarantine_reduce(void)
 			qlist_move_front(oldest, &to_free, batch);
 		}
 		WRITE_ONCE(*held_bytes, *held_bytes - to_free.bytes);
+		WRITE_ONCE(reductions, reductions + 1);
+		if (to_free.bytes > reduce_max_bytes)
+			WRITE_ONCE(reduce_max_bytes, to_free.bytes);
 	}
+	/* kmemctl-differs-end */
 	raw_spin_unlock_irqrestore(quarantine_lock, flags);
 
+	/* kmemctl-differs: qlist_free_all() through kallsyms, only with work to do */
 	if (to_free.head)
 		free_all(&to_free, NULL);
 	srcu_read_unlock(remove_cache_srcu, srcu_idx);
@@ -257,6 +320,8 @@ static int quarantine_enable(const u64 *values)
 	int ret;
 
 	params = values;
+	reductions = 0;
+	reduce_max_bytes = 0;
 	kmem_kprobe_init(&redirect_kp, "kasan_quarantine_reduce", redirect_pre);
 	redirect_kp.post_handler = redirect_post;
 	ret = register_kprobe(&redirect_kp);
@@ -283,12 +348,16 @@ static int quarantine_disable(void)
 	return 0;
 }
 
+/* oldest_batch_bytes: what the kernel's own next reduction would free. */
 static ssize_t quarantine_stats(char *buf, ssize_t len)
 {
 	return len + sysfs_emit_at(buf, len,
-				   "held_bytes %lu\nmax_bytes %lu\nbatch_bytes %lu\nmissed %lu\n",
+				   "held_bytes %lu\nmax_bytes %lu\nbatch_bytes %lu\noldest_batch_bytes %zu\nreductions %lu\nreduce_max_bytes %lu\nmissed %lu\n",
 				   READ_ONCE(*held_bytes), READ_ONCE(*max_bytes),
-				   READ_ONCE(*batch_bytes), redirect_kp.nmissed);
+				   READ_ONCE(*batch_bytes),
+				   READ_ONCE(batches[READ_ONCE(*batch_head)].bytes),
+				   READ_ONCE(reductions), READ_ONCE(reduce_max_bytes),
+				   redirect_kp.nmissed);
 }
 
 const struct kmem_direct_fix kmem_kasan_quarantine = {

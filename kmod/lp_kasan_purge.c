@@ -48,26 +48,42 @@ static void (*release_shadow)(unsigned long start, unsigned long end,
 static pte_fn_t depopulate_pte;
 static bool batch_on;
 
+/* kmemctl-copy: kasan-flush-batch mm/vmalloc.c va_size */
 static __always_inline unsigned long va_size(struct vmap_area *va)
 {
+	/* kmemctl-differs: without the parentheses around the difference */
 	return va->va_end - va->va_start;
 }
 
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c
+ *   RB_DECLARE_CALLBACKS_MAX(free_vmap_area_rb_augment_cb)
+ * rename: free_vmap_area_rb_augment_cb -> free_area_augment_cb
+ */
 RB_DECLARE_CALLBACKS_MAX(static, free_area_augment_cb, struct vmap_area, rb_node,
 			 unsigned long, subtree_max_size, va_size)
 
+/* kmemctl-copy: kasan-flush-batch mm/vmalloc.c find_va_links */
+/*
+ * kmemctl-differs-begin: not __always_inline (no caller's constant to fold);
+ * without "from": the purge always walks the free tree from its root
+ */
 static struct rb_node **find_va_links(struct vmap_area *va, struct rb_root *root,
 				      struct rb_node **parent)
 {
 	struct vmap_area *tmp_va;
 	struct rb_node **link = &root->rb_node;
+	/* kmemctl-differs-end */
 
+	/* kmemctl-differs-begin: a root, always */
 	if (unlikely(!*link)) {
 		*parent = NULL;
 		return link;
 	}
+	/* kmemctl-differs-end */
 	do {
 		tmp_va = rb_entry(*link, struct vmap_area, rb_node);
+		/* kmemctl-differs-begin: braces on every branch, as checkpatch wants */
 		if (va->va_end <= tmp_va->va_start) {
 			link = &(*link)->rb_left;
 		} else if (va->va_start >= tmp_va->va_end) {
@@ -77,11 +93,14 @@ static struct rb_node **find_va_links(struct vmap_area *va, struct rb_root *root
 			     va->va_start, va->va_end, tmp_va->va_start, tmp_va->va_end);
 			return NULL;
 		}
+		/* kmemctl-differs-end */
 	} while (*link);
 	*parent = &tmp_va->rb_node;
 	return link;
 }
 
+/* kmemctl-copy: kasan-flush-batch mm/vmalloc.c get_va_next_sibling */
+/* kmemctl-differs: not __always_inline, as find_va_links() */
 static struct list_head *get_va_next_sibling(struct rb_node *parent, struct rb_node **link)
 {
 	struct list_head *list;
@@ -89,11 +108,21 @@ static struct list_head *get_va_next_sibling(struct rb_node *parent, struct rb_n
 	if (unlikely(!parent))
 		return NULL;
 	list = &rb_entry(parent, struct vmap_area, rb_node)->list;
+	/* kmemctl-differs: without the parentheses around the result */
 	return &parent->rb_right == link ? list->next : list;
 }
 
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c __link_va
+ * rename: __link_va -> link_va, free_vmap_area_rb_augment_cb -> free_area_augment_cb
+ */
+/*
+ * kmemctl-differs-begin: __link_va() with augment true, the only way the
+ * free tree is linked
+ */
 static void link_va(struct vmap_area *va, struct rb_root *root, struct rb_node *parent,
 		    struct rb_node **link, struct list_head *head)
+		    /* kmemctl-differs-end */
 {
 	if (likely(parent)) {
 		head = &rb_entry(parent, struct vmap_area, rb_node)->list;
@@ -101,24 +130,43 @@ static void link_va(struct vmap_area *va, struct rb_root *root, struct rb_node *
 			head = head->prev;
 	}
 	rb_link_node(&va->rb_node, parent, link);
+	/* kmemctl-differs-begin: the augment branch alone */
 	/* propagation from the merged area fills it in */
 	rb_insert_augmented(&va->rb_node, root, &free_area_augment_cb);
 	va->subtree_max_size = 0;
+	/* kmemctl-differs-end */
 	list_add(&va->list, head);
 }
 
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c __unlink_va
+ * rename: __unlink_va -> unlink_va, free_vmap_area_rb_augment_cb -> free_area_augment_cb
+ */
+/* kmemctl-differs: __unlink_va() with augment true, as link_va() */
 static void unlink_va(struct vmap_area *va, struct rb_root *root)
 {
 	if (WARN_ON(RB_EMPTY_NODE(&va->rb_node)))
 		return;
+	/* kmemctl-differs: the augment branch alone */
 	rb_erase_augmented(&va->rb_node, root, &free_area_augment_cb);
 	list_del_init(&va->list);
 	RB_CLEAR_NODE(&va->rb_node);
 }
 
 /* 6.1's merge_or_add_vmap_area_augment(), for the free tree. */
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c __merge_or_add_vmap_area
+ * rename: __merge_or_add_vmap_area -> merge_or_add, __unlink_va -> unlink_va,
+ *   __link_va -> link_va
+ * replace: "find_va_links(va, root, NULL, &parent)" -> "find_va_links(va, root, &parent)":
+ *   no "from", as find_va_links() above
+ * replace: "vmap_area_cachep" -> "*area_cache": found through kallsyms
+ * replace: "next == NULL" -> "!next": checkpatch's spelling
+ */
+/* kmemctl-differs-begin: with augment true, as link_va() */
 static struct vmap_area *merge_or_add(struct vmap_area *va, struct rb_root *root,
 				      struct list_head *head)
+/* kmemctl-differs-end */
 {
 	struct vmap_area *sibling;
 	struct list_head *next;
@@ -146,6 +194,7 @@ static struct vmap_area *merge_or_add(struct vmap_area *va, struct rb_root *root
 		if (sibling->va_end == va->va_start) {
 			/* unlink "next" before growing "previous", as 6.1 does */
 			if (merged)
+				/* kmemctl-differs: augment true */
 				unlink_va(va, root);
 			sibling->va_end = va->va_end;
 			kmem_cache_free(*area_cache, va);
@@ -155,14 +204,19 @@ static struct vmap_area *merge_or_add(struct vmap_area *va, struct rb_root *root
 	}
 insert:
 	if (!merged)
+		/* kmemctl-differs: augment true */
 		link_va(va, root, parent, link, head);
+	/* kmemctl-differs: and merge_or_add_vmap_area_augment()'s propagation */
 	free_area_augment_cb_propagate(&va->rb_node, NULL);
 	return va;
 }
 
+/* kmemctl-copy: kasan-flush-batch mm/vmalloc.c lazy_max_pages */
+/* kmemctl-differs-begin: the same product in one expression */
 static unsigned long lazy_max_pages(void)
 {
 	return fls(num_online_cpus()) * (32UL * 1024 * 1024 / PAGE_SIZE);
+	/* kmemctl-differs-end */
 }
 
 /* The shadow pages wholly inside [start, end), as upstream's page-range release. */
@@ -198,6 +252,23 @@ static void release_list_shadow(struct list_head *list, unsigned long start, uns
 				   (unsigned long)kasan_mem_to_shadow((void *)last));
 }
 
+/*
+ * kmemctl-copy: kasan-flush-batch mm/vmalloc.c __purge_vmap_area_lazy
+ * rename: __purge_vmap_area_lazy -> lp_purge_vmap_area_lazy,
+ *   merge_or_add_vmap_area_augment -> merge_or_add, flush_tlb_kernel_range -> flush_kernel_range,
+ *   is_vmalloc_or_module_addr -> vmalloc_or_module_addr, kasan_release_vmalloc -> release_shadow
+ * replace: "&purge_vmap_area_lock" -> "purge_lock": found through kallsyms, as all below
+ * replace: "purge_vmap_area_root" -> "*purge_root": kallsyms
+ * replace: "&purge_vmap_area_list" -> "purge_list": kallsyms
+ * replace: "&free_vmap_area_lock" -> "free_lock": kallsyms
+ * replace: "&free_vmap_area_root" -> "free_root": kallsyms
+ * replace: "&free_vmap_area_list" -> "free_list": kallsyms
+ * replace: "&vmap_lazy_nr" -> "lazy_nr": kallsyms
+ */
+/*
+ * kmemctl-differs-begin: the mode, read once per purge; first and last; no
+ * lockdep assertion (vmap_purge_lock is not exported to modules)
+ */
 static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
 {
 	/* pairs with purge_set() */
@@ -205,6 +276,7 @@ static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
 	unsigned long resched_threshold, first, last;
 	struct list_head local_purge_list;
 	struct vmap_area *va, *n_va;
+	/* kmemctl-differs-end */
 
 	spin_lock(purge_lock);
 	*purge_root = RB_ROOT;
@@ -214,11 +286,17 @@ static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
 	if (unlikely(list_empty(&local_purge_list)))
 		return false;
 
+	/*
+	 * kmemctl-differs-begin: the purge list's range is kept in first and last,
+	 * and with the mitigation on, every area's shadow is released here, before
+	 * the areas are merged back
+	 */
 	first = list_first_entry(&local_purge_list, struct vmap_area, list)->va_start;
 	last = list_last_entry(&local_purge_list, struct vmap_area, list)->va_end;
 	flush_kernel_range(min(start, first), max(end, last));
 	if (batch)
 		release_list_shadow(&local_purge_list, first, last);
+		/* kmemctl-differs-end */
 	resched_threshold = lazy_max_pages() << 1;
 
 	spin_lock(free_lock);
@@ -230,6 +308,7 @@ static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
 		va = merge_or_add(va, free_root, free_list);
 		if (!va)
 			continue;
+		/* kmemctl-differs: with the mitigation on, each area's shadow went above */
 		if (!batch && vmalloc_or_module_addr((void *)orig_start))
 			release_shadow(orig_start, orig_end, va->va_start, va->va_end);
 		atomic_long_sub(nr, lazy_nr);

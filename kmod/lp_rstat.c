@@ -46,11 +46,19 @@ static struct mem_cgroup **memcg_root;
 static bool yield_on;
 static const u64 *every_cpus;
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_rstat_cpu
+ * rename: cgroup_rstat_cpu -> rstatc_of
+ */
 static struct cgroup_rstat_cpu *rstatc_of(struct cgroup *cgrp, int cpu)
 {
 	return per_cpu_ptr(cgrp->rstat_cpu, cpu);
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_rstat_cpu_pop_updated
+ * rename: cgroup_rstat_cpu_pop_updated -> pop_updated, cgroup_rstat_cpu -> rstatc_of
+ */
 static struct cgroup *pop_updated(struct cgroup *pos, struct cgroup *root, int cpu)
 {
 	struct cgroup_rstat_cpu *rstatc;
@@ -73,11 +81,14 @@ static struct cgroup *pop_updated(struct cgroup *pos, struct cgroup *root, int c
 	}
 	parent = cgroup_parent(pos);
 	if (parent) {
+		/* kmemctl-differs: the parent's rstatc is not kept in a variable */
 		struct cgroup **nextp = &rstatc_of(parent, cpu)->updated_children;
 
 		while (*nextp != pos) {
+			/* kmemctl-differs-begin: nor is the next's */
 			WARN_ON_ONCE(*nextp == parent);
 			nextp = &rstatc_of(*nextp, cpu)->updated_next;
+			/* kmemctl-differs-end */
 		}
 		*nextp = rstatc->updated_next;
 	}
@@ -85,6 +96,10 @@ static struct cgroup *pop_updated(struct cgroup *pos, struct cgroup *root, int c
 	return pos;
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_base_stat_add
+ * rename: cgroup_base_stat_add -> base_stat_add, dst_bstat -> dst, src_bstat -> src
+ */
 static void base_stat_add(struct cgroup_base_stat *dst, struct cgroup_base_stat *src)
 {
 	dst->cputime.utime += src->cputime.utime;
@@ -95,6 +110,10 @@ static void base_stat_add(struct cgroup_base_stat *dst, struct cgroup_base_stat 
 #endif
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_base_stat_sub
+ * rename: cgroup_base_stat_sub -> base_stat_sub, dst_bstat -> dst, src_bstat -> src
+ */
 static void base_stat_sub(struct cgroup_base_stat *dst, struct cgroup_base_stat *src)
 {
 	dst->cputime.utime -= src->cputime.utime;
@@ -105,6 +124,12 @@ static void base_stat_sub(struct cgroup_base_stat *dst, struct cgroup_base_stat 
 #endif
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_base_stat_flush
+ * rename: cgroup_base_stat_flush -> base_stat_flush, cgroup_rstat_cpu -> rstatc_of,
+ *   cgroup_base_stat_sub -> base_stat_sub, cgroup_base_stat_add -> base_stat_add
+ * replace: "unsigned seq" -> "unsigned int seq": checkpatch's spelling
+ */
 static void base_stat_flush(struct cgroup *cgrp, int cpu)
 {
 	struct cgroup_rstat_cpu *rstatc = rstatc_of(cgrp, cpu);
@@ -129,7 +154,21 @@ static void base_stat_flush(struct cgroup *cgrp, int cpu)
 	}
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_rstat_flush_locked
+ * copy: flush_cpu, flush_cpus
+ * rename: cgroup_rstat_flush_locked -> flush_cpus,
+ *   cgroup_rstat_cpu_pop_updated -> pop_updated, cgroup_base_stat_flush -> base_stat_flush,
+ *   bpf_rstat_flush -> bpf_flush
+ * replace: "&cgroup_rstat_cpu_lock" -> "rstat_cpu_lock": found through kallsyms
+ * replace: "&cgroup_rstat_lock" -> "rstat_lock": found through kallsyms
+ */
+/*
+ * kmemctl-differs-begin: one CPU's flush is a function of its own, called
+ * by the loop, so that each caller can yield between CPUs its own way
+ */
 static void flush_cpu(struct cgroup *cgrp, int cpu)
+/* kmemctl-differs-end */
 {
 	raw_spinlock_t *cpu_lock = per_cpu_ptr(rstat_cpu_lock, cpu);
 	struct cgroup *pos = NULL;
@@ -147,12 +186,17 @@ static void flush_cpu(struct cgroup *cgrp, int cpu)
 		rcu_read_unlock();
 	}
 	raw_spin_unlock_irqrestore(cpu_lock, flags);
+	/* kmemctl-differs: the loop's body ends here, in flush_cpu() */
 }
 
 /*
  * Called with cgroup_rstat_lock held: by spin_lock_irq() when may_sleep,
  * else by spin_lock_irqsave() into *flags (NULL when the caller is 6.1's
  * own irqsafe flush, during a transition: then it never yields).
+ */
+/*
+ * kmemctl-differs-begin: the irqsafe caller's flags; the loop calls
+ * flush_cpu(), and yields every every_cpus CPUs for both callers
  */
 static void flush_cpus(struct cgroup *cgrp, bool may_sleep, unsigned long *flags)
 {
@@ -166,15 +210,18 @@ static void flush_cpus(struct cgroup *cgrp, bool may_sleep, unsigned long *flags
 		flush_cpu(cgrp, cpu);
 		yield = every && ++n % every == 0;
 		if (may_sleep && (yield || need_resched() || spin_needbreak(rstat_lock))) {
+		/* kmemctl-differs-end */
 			spin_unlock_irq(rstat_lock);
 			if (!cond_resched())
 				cpu_relax();
 			spin_lock_irq(rstat_lock);
+		/* kmemctl-differs-begin: the irqsafe yield: flags restored, no sleeping */
 		} else if (flags && yield) {
 			spin_unlock_irqrestore(rstat_lock, *flags);
 			cpu_relax();
 			spin_lock_irqsave(rstat_lock, *flags);
 		}
+		/* kmemctl-differs-end */
 	}
 }
 
@@ -183,33 +230,62 @@ static void lp_cgroup_rstat_flush_locked(struct cgroup *cgrp, bool may_sleep)
 	flush_cpus(cgrp, may_sleep, NULL);
 }
 
+/*
+ * kmemctl-copy: rstat-yield kernel/cgroup/rstat.c cgroup_rstat_flush_irqsafe
+ * rename: cgroup_rstat_flush_irqsafe -> lp_cgroup_rstat_flush_irqsafe
+ * replace: "&cgroup_rstat_lock" -> "rstat_lock": found through kallsyms
+ */
+/* kmemctl-differs: not static in the kernel */
 static void lp_cgroup_rstat_flush_irqsafe(struct cgroup *cgrp)
 {
 	unsigned long flags;
 
 	spin_lock_irqsave(rstat_lock, flags);
+	/* kmemctl-differs: the flush yields with the flags it was given */
 	flush_cpus(cgrp, false, &flags);
 	spin_unlock_irqrestore(rstat_lock, flags);
 }
 
+/*
+ * kmemctl-copy: rstat-yield mm/memcontrol.c FLUSH_TIME
+ * rename: FLUSH_TIME -> MEMCG_FLUSH_TIME
+ */
 #define MEMCG_FLUSH_TIME (2UL * HZ)
 
+/*
+ * kmemctl-copy: rstat-yield mm/memcontrol.c __mem_cgroup_flush_stats
+ * rename: __mem_cgroup_flush_stats -> lp_mem_cgroup_flush_stats, FLUSH_TIME -> MEMCG_FLUSH_TIME,
+ *   cgroup_rstat_flush_irqsafe -> lp_cgroup_rstat_flush_irqsafe, flag -> flags
+ * replace: "&stats_flush_lock" -> "memcg_flush_lock": found through kallsyms
+ * replace: "&stats_flush_threshold" -> "memcg_flush_threshold": found through kallsyms
+ * replace: "root_mem_cgroup" -> "(*memcg_root)": found through kallsyms
+ * replace: "flush_next_time = jiffies_64 + 2*MEMCG_FLUSH_TIME"
+ *   -> "WRITE_ONCE(*memcg_flush_next, get_jiffies_64() + 2 * MEMCG_FLUSH_TIME)":
+ *   found through kallsyms; jiffies_64 is read whole on 32-bit too
+ */
 static void lp_mem_cgroup_flush_stats(void)
 {
 	/* pairs with rstat_set(), as in flush_cpus() */
+	/*
+	 * kmemctl-differs-begin: with the mitigation on, stats_flush_lock is taken
+	 * without disabling irqs, so they come back on between CPUs (see the top)
+	 */
 	bool irqs_on = smp_load_acquire(&yield_on);
 	unsigned long flags = 0;
 
 	if (irqs_on ? !spin_trylock(memcg_flush_lock) :
 		      !spin_trylock_irqsave(memcg_flush_lock, flags))
+		      /* kmemctl-differs-end */
 		return;
 	WRITE_ONCE(*memcg_flush_next, get_jiffies_64() + 2 * MEMCG_FLUSH_TIME);
 	lp_cgroup_rstat_flush_irqsafe((*memcg_root)->css.cgroup);
 	atomic_set(memcg_flush_threshold, 0);
+	/* kmemctl-differs-begin: released as it was taken */
 	if (irqs_on)
 		spin_unlock(memcg_flush_lock);
 	else
 		spin_unlock_irqrestore(memcg_flush_lock, flags);
+		/* kmemctl-differs-end */
 }
 
 /* The replacements proper: the copies, timed for the breaker while the mitigation is on. */

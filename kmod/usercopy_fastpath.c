@@ -52,6 +52,8 @@ static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
 static bool redirected;
 
+/* kmemctl-copy: usercopy-fastpath mm/usercopy.c check_stack_object */
+/* kmemctl-differs: not noinline, which only kept it out of its one caller */
 static int check_stack_object(const void *obj, unsigned long len)
 {
 	const void *const stack = task_stack_page(current);
@@ -77,6 +79,11 @@ static int check_stack_object(const void *obj, unsigned long len)
 	return GOOD_STACK;
 }
 
+/*
+ * Not a copy: kmemctl's own helper for the offset __check_object_size()
+ * computes inside its usercopy_abort() call, an #ifdef among the call's
+ * arguments (the declared line in kmem_check_object() below).
+ */
 static unsigned long stack_offset(const void *ptr)
 {
 #ifdef CONFIG_ARCH_HAS_CURRENT_STACK_POINTER
@@ -88,14 +95,27 @@ static unsigned long stack_offset(const void *ptr)
 #endif
 }
 
+/* kmemctl-copy: usercopy-fastpath mm/usercopy.c overlaps */
+/* kmemctl-differs-begin: the same test in one expression */
 static bool overlaps(unsigned long ptr, unsigned long n, unsigned long low, unsigned long high)
 {
 	return !(ptr >= high || ptr + n <= low);
+	/* kmemctl-differs-end */
 }
 
+/*
+ * kmemctl-copy: usercopy-fastpath mm/usercopy.c check_kernel_text_object
+ * rename: usercopy_abort -> abort_copy, textlow_linear -> low_linear,
+ *   texthigh_linear -> high_linear, textlow -> text_start, texthigh -> text_end
+ */
+/*
+ * kmemctl-differs-begin: not inline, no const: a function the direct call's
+ * replacement calls; _stext and _etext are found through kallsyms at load
+ */
 static void check_kernel_text_object(unsigned long ptr, unsigned long n, bool to_user)
 {
 	unsigned long low_linear, high_linear;
+	/* kmemctl-differs-end */
 
 	if (overlaps(ptr, n, text_start, text_end))
 		abort_copy("kernel text", NULL, to_user, ptr - text_start, n);
@@ -107,6 +127,11 @@ static void check_kernel_text_object(unsigned long ptr, unsigned long n, bool to
 		abort_copy("linear kernel text", NULL, to_user, ptr - low_linear, n);
 }
 
+/*
+ * kmemctl-copy: usercopy-fastpath mm/usercopy.c check_bogus_address
+ * rename: usercopy_abort -> abort_copy
+ */
+/* kmemctl-differs: not inline, no const, as check_kernel_text_object() */
 static void check_bogus_address(unsigned long ptr, unsigned long n, bool to_user)
 {
 	if (ptr + (n - 1) < ptr)
@@ -173,19 +198,41 @@ static __always_inline bool in_vmalloc_range(const void *ptr)
 }
 
 /* 6.1's lookup. Not inlined: the usercopy-vmalloc probe knows its calls by this caller. */
+/*
+ * kmemctl-copy: usercopy-fastpath mm/usercopy.c check_heap_object
+ * rename: usercopy_abort -> abort_copy, find_vmap_area -> find_area
+ */
+/*
+ * kmemctl-differs-begin: check_heap_object()'s vmalloc branch alone, as a
+ * function of its own (the rest stays in check_heap_object() above)
+ */
 static noinline void kmem_check_vmalloc_object(unsigned long addr, unsigned long n, bool to_user)
 {
 	struct vmap_area *area;
 
 	area = find_area(addr);
+	/* kmemctl-differs-end */
+	/*
+	 * kmemctl-differs-begin: abort_copy() is a pointer the compiler cannot
+	 * know never returns
+	 */
 	if (!area) {
 		abort_copy("vmalloc", "no area", to_user, 0, n);
 		return;
 	}
+	/* kmemctl-differs-end */
 	if (n > area->va_end - addr)
+		/* kmemctl-differs: the offset computed in the call, no variable */
 		abort_copy("vmalloc", NULL, to_user, addr - area->va_start, n);
 }
 
+/*
+ * kmemctl-copy: usercopy-fastpath mm/usercopy.c check_heap_object
+ * rename: usercopy_abort -> abort_copy, is_vmalloc_addr -> in_vmalloc_range,
+ *   __check_heap_object -> check_slab_object
+ * replace: "folio_slab(folio)" -> "(const struct slab *)folio": folio_slab() is mm/slab.h's
+ */
+/* kmemctl-differs: not inline, as check_kernel_text_object() */
 static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 {
 	unsigned long addr = (unsigned long)ptr;
@@ -199,8 +246,13 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 		return;
 	}
 	if (in_vmalloc_range(ptr) && !pagefault_disabled()) {
+		/*
+		 * kmemctl-differs-begin: the mitigation: a copy within one mapped page
+		 * needs no lookup; the lookup is kmem_check_vmalloc_object()
+		 */
 		if (!within_mapped_page(addr, n))
 			kmem_check_vmalloc_object(addr, n, to_user);
+			/* kmemctl-differs-end */
 		return;
 	}
 	if (!virt_addr_valid(ptr))
@@ -215,7 +267,10 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 	}
 }
 
-/* usercopy_abort() kills the task, so its call ends here for the breaker. */
+/*
+ * Not a copy: usercopy_abort() kills the task, so the call ends here for
+ * the breaker; the copy reaches it as abort_copy().
+ */
 static void abort_untimed(const char *name, const char *detail, bool to_user,
 			  unsigned long offset, unsigned long len)
 {
@@ -223,7 +278,17 @@ static void abort_untimed(const char *name, const char *detail, bool to_user,
 	kernel_abort(name, detail, to_user, offset, len);
 }
 
-static void check_object(const void *ptr, unsigned long n, bool to_user)
+/* The copy of __check_object_size(); kmem_check_object_size() below times it. */
+void kmem_check_object(const void *ptr, unsigned long n, bool to_user);
+/*
+ * kmemctl-copy: usercopy-fastpath mm/usercopy.c __check_object_size
+ * rename: __check_object_size -> kmem_check_object, usercopy_abort -> abort_copy
+ * replace: "static_branch_unlikely(&bypass_usercopy_checks)" -> "checks_bypassed":
+ *   the static key is read-only after boot, so read once at load
+ * replace: "(const unsigned long)ptr" -> "(unsigned long)ptr": as the callees take it
+ */
+
+void kmem_check_object(const void *ptr, unsigned long n, bool to_user)
 {
 	if (checks_bypassed)
 		return;
@@ -237,13 +302,17 @@ static void check_object(const void *ptr, unsigned long n, bool to_user)
 	case GOOD_STACK:
 		return;
 	default:
+		/* kmemctl-differs: the offset's #ifdef is stack_offset()'s, above */
 		abort_copy("process stack", NULL, to_user, stack_offset(ptr), n);
 	}
 	check_heap_object(ptr, n, to_user);
 	check_kernel_text_object((unsigned long)ptr, n, to_user);
 }
 
-/* Entered from the trampoline below, in place of __check_object_size(). */
+/*
+ * Not a copy: entered from the trampoline below, in place of
+ * __check_object_size(); times the copy's call for the breaker.
+ */
 void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
 
 void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
@@ -251,7 +320,7 @@ void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
 	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_USERCOPY_FASTPATH,
 						 "__check_object_size");
 
-	check_object(ptr, n, to_user);
+	kmem_check_object(ptr, n, to_user);
 	kmem_call_end(call, KMEMCTL_MIT_USERCOPY_FASTPATH);
 }
 

@@ -236,3 +236,88 @@ out:
 	kmemctl__v1__signed_policy__free_unpacked(sp, NULL);
 	return r;
 }
+
+/* BUILD_RECORD_DOMAIN then the payload: what a record's signature covers. */
+static uint8_t *domain_message(const uint8_t *payload, size_t len, size_t *out_len)
+{
+	size_t dlen = strlen(BUILD_RECORD_DOMAIN);
+	uint8_t *m = malloc(dlen + len + 1);
+
+	if (!m)
+		return NULL;
+	memcpy(m, BUILD_RECORD_DOMAIN, dlen);
+	if (len)
+		memcpy(m + dlen, payload, len);
+	*out_len = dlen + len;
+	return m;
+}
+
+int build_record_sign(EVP_PKEY *key, const Kmemctl__V1__BuildRecordPayload *payload, uint8_t **out,
+		      size_t *out_len)
+{
+	Kmemctl__V1__SignedBuildRecord sb = KMEMCTL__V1__SIGNED_BUILD_RECORD__INIT;
+	size_t len = kmemctl__v1__build_record_payload__get_packed_size(payload), mlen;
+	_cleanup_free_ uint8_t *buf = NULL, *msg = NULL;
+	char id[SIGN_KEY_ID_LEN + 1];
+	uint8_t sig[SIGN_SIG_LEN], *enc;
+	int r;
+
+	r = sign_key_id(key, id);
+	if (r < 0)
+		return r;
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return -ENOMEM;
+	kmemctl__v1__build_record_payload__pack(payload, buf);
+	msg = domain_message(buf, len, &mlen);
+	if (!msg)
+		return -ENOMEM;
+	r = sign_data(key, msg, mlen, sig);
+	if (r < 0)
+		return r;
+	sb.payload = (ProtobufCBinaryData){ len, buf };
+	sb.signature = (ProtobufCBinaryData){ sizeof(sig), sig };
+	sb.key_id = id;
+	*out_len = kmemctl__v1__signed_build_record__get_packed_size(&sb);
+	enc = malloc(*out_len);
+	if (!enc)
+		return -ENOMEM;
+	kmemctl__v1__signed_build_record__pack(&sb, enc);
+	*out = enc;
+	return 0;
+}
+
+int build_record_verify(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
+			Kmemctl__V1__BuildRecordPayload **payload)
+{
+	Kmemctl__V1__SignedBuildRecord *sb =
+		kmemctl__v1__signed_build_record__unpack(NULL, len, buf);
+	Kmemctl__V1__BuildRecordPayload *p;
+	_cleanup_free_ uint8_t *msg = NULL;
+	size_t mlen;
+	EVP_PKEY *key;
+	int r;
+
+	if (!sb)
+		return -EBADMSG;
+	key = keyring_find(kr, sb->key_id);
+	msg = domain_message(sb->payload.data, sb->payload.len, &mlen);
+	r = !key ? -ENOKEY : !msg ? -ENOMEM : 0;
+	if (r == 0)
+		r = sign_verify(key, msg, mlen, sb->signature.data, sb->signature.len);
+	p = r == 0 ? kmemctl__v1__build_record_payload__unpack(NULL, sb->payload.len,
+							       sb->payload.data) :
+		     NULL;
+	if (r == 0 && !p)
+		r = -EBADMSG;
+	if (r == 0 && p->issued_unix > now + SIGN_MAX_SKEW_S)
+		r = -ETIME;
+	kmemctl__v1__signed_build_record__free_unpacked(sb, NULL);
+	if (r < 0) {
+		if (p)
+			kmemctl__v1__build_record_payload__free_unpacked(p, NULL);
+		return r;
+	}
+	*payload = p;
+	return 0;
+}

@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "kmemctl/v1/build.pb-c.h"
 #include "kmemctl/v1/policy.pb-c.h"
 
 #define SIGN_KEY_ID_LEN 16 /* hex characters */
@@ -55,5 +56,21 @@ int policy_sign(EVP_PKEY *key, const Kmemctl__V1__PolicyPayload *payload, uint8_
  */
 int policy_verify(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
 		  Kmemctl__V1__PolicyPayload **payload);
+
+/*
+ * Build record bundles (proto/kmemctl/v1/build.proto): the same keys, but
+ * the signature covers BUILD_RECORD_DOMAIN and then the payload, so a
+ * policy signature never verifies as a record's, nor the reverse.
+ */
+#define BUILD_RECORD_DOMAIN "kmemctl build record v1\n"
+
+int build_record_sign(EVP_PKEY *key, const Kmemctl__V1__BuildRecordPayload *payload, uint8_t **out,
+		      size_t *out_len);
+/*
+ * As policy_verify(), for an encoded SignedBuildRecord. On success
+ * *payload must be freed with kmemctl__v1__build_record_payload__free_unpacked.
+ */
+int build_record_verify(const struct keyring *kr, const uint8_t *buf, size_t len, time_t now,
+			Kmemctl__V1__BuildRecordPayload **payload);
 
 #endif

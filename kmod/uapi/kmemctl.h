@@ -42,8 +42,10 @@
  *     reset	write "1": a tripped mitigation goes back to off; in any
  *		other state the write does nothing
  *     stats	"key value" lines of counters: enables, disables (mode
- *		writes), trips, resets; kasan-quarantine adds the kernel's held_bytes, max_bytes
- *		and batch_bytes, and missed (redirects the kprobe missed)
+ *		writes), trips, resets; kasan-quarantine adds the kernel's
+ *		held_bytes, max_bytes, batch_bytes and oldest_batch_bytes,
+ *		the copy's reductions and reduce_max_bytes (since mode on),
+ *		and missed (redirects the kprobe missed)
  *
  *   probes/<id>/	one directory per probe, on every kernel:
  *     enabled	0 | 1; writing 1 to an unsupported probe fails with

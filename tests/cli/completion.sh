@@ -34,6 +34,10 @@ expect() {
 }
 
 expect "kmemctl ro" "rollout"
+expect "kmemctl bu" "build"
+expect "kmemctl build " "check help record sign verify"
+expect "kmemctl build check --s" "--source"
+expect "kmemctl build record --source-v" "--source-version"
 expect "kmemctl --j" "--json"
 expect "kmemctl -j rollout " "abort help list pause promote resume start status"
 expect "kmemctl --color " "always auto never"

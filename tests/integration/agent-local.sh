@@ -1,5 +1,7 @@
 #!/bin/bash
-# kmem-agent on its own host, with no kmemd: a signed policy from a local
+# kmem-agent on its own host, with no kmemd: a signed build record from
+# [agent] builds is written to the module at start, and a policy bundle
+# put in its place is refused on reload; a signed policy from a local
 # file is applied to kmemctl.ko's sysfs (a fixture tree), shown by
 # `kmemctl status`, and kept; a tampered bundle is refused on reload and
 # nothing changes; a local override through the control socket goes
@@ -50,6 +52,25 @@ cp op.pem keys/
 printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"}},"probes":{"vmap-purge":{"threshold_ns":5000000}}}' >doc.json
 $KMEMCTL policy sign -k op.key -n base -v 2 -o policy.bin doc.json
 
+# a build file as kmemctl.ko shows it, and a signed record for it in [agent] builds
+cat >root/sys/kernel/kmemctl/build <<BUILD
+build_id 3a1f5c9e0d7b2a4c
+release 6.1.0-57-amd64
+version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)
+func usercopy-fastpath __check_object_size 412 0123456789abcdef
+BUILD
+: >root/sys/kernel/kmemctl/records
+{
+	echo "kmemctl-build-record 1"
+	echo "kmemctl $(cat root/sys/kernel/kmemctl/version)"
+	head -n3 root/sys/kernel/kmemctl/build
+	echo "source linux-source-6.1 6.1.192-3"
+	tail -n1 root/sys/kernel/kmemctl/build
+	echo end
+} >build.rec
+mkdir builds
+$KMEMCTL build sign -k op.key -o builds/a-this.bundle build.rec
+
 cat >agent.conf <<CONF
 [agent]
 host_id = host-1
@@ -67,6 +88,7 @@ ca = $work/pki/ca.crt
 keys_dir = $work/keys
 file = $work/policy.bin
 CONF
+sed -i "s|^control = .*|&\nbuilds = $work/builds|" agent.conf
 $AGENT -n -c agent.conf || fail "the configuration does not check"
 $AGENT -h >usage.txt || fail "kmem-agent -h failed"
 grep -q "^  -h " usage.txt || fail "kmem-agent's usage omits -h: $(cat usage.txt)"
@@ -77,6 +99,9 @@ agent_pid=$!
 wait_for agent.log "policy base version 2 from file not applied: kmemctl.disable=1"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = off ] || fail "kmemctl.disable=1 applied a policy"
 wait_for agent.log "control socket at"
+grep -q "build record bundle 'a-this.bundle' admitted" agent.log || fail "the build record was not admitted"
+cmp -s build.rec root/sys/kernel/kmemctl/records || fail "the records file is not the record"
+echo "ok: a signed build record is written to the module at start"
 rc=0
 $KMEMCTL mitigation set usercopy-fastpath on >bad.txt 2>&1 || rc=$?
 [ "$rc" = 1 ] && grep -q "kmemctl.disable=1" bad.txt || fail "disable=1: set: $(cat bad.txt)"
@@ -117,8 +142,11 @@ echo "ok: kmemctl status shows the policy's states"
 # a bundle with one byte changed, then a reload: refused, nothing changes
 off=$(grep -obUa '"on"' policy.bin | head -1 | cut -d: -f1)
 printf f | dd of=policy.bin bs=1 seek=$((off + 2)) conv=notrunc status=none
+# and a policy bundle where a build record belongs
+cp policy.bin builds/b-policy.bundle
 kill -HUP "$agent_pid"
 wait_for agent.log "policy from file refused"
+wait_for agent.log "build record bundle 'b-policy.bundle' refused"
 [ "$(cat $MIT/usercopy-fastpath/mode)" = on ] || fail "a tampered policy changed the mode"
 status_until "policy-refused not a validly signed policy"
 echo "ok: a tampered bundle is refused and nothing changes"

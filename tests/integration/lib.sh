@@ -149,7 +149,7 @@ expect() {
 	shift 3
 	out=$(api "$@") || fail "$what: curl failed"
 	[ "$(echo "$out" | tail -1)" = "$code" ] || fail "$what: got $(echo "$out" | tail -1), want $code: $out"
-	echo "$out" | grep -q -- "$text" || fail "$what: '$text' not in $out"
+	grep -q -- "$text" <<<"$out" || fail "$what: '$text' not in $out"
 	echo "ok: $what"
 }
 

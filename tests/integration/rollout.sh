@@ -10,6 +10,8 @@
 #   fails its first wave on the lockup gate and is rolled back: every host
 #   runs the good policy again, usercopy-fastpath is off everywhere, and the rollout
 #   ends rolled-back.
+# - A policy whose mitigation kmemctl.ko's breaker trips fails its first
+#   wave on health (the canaries report the trip), without a lockup.
 set -euo pipefail
 
 BUILD=${1:?usage: rollout.sh BUILD_DIR SOURCE_DIR}
@@ -164,6 +166,49 @@ done
 canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1")
 grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's agent saw no lockup"
 echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
+# the lockups end here: what follows is the breaker's
+for p in "${pids[@]}"; do
+	[[ " ${agent[*]} " == *" $p "* ]] && continue
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+done
+pids=("${agent[@]}")
+
+# a policy whose mitigation the module's breaker trips (the fixture trees
+# stand in for it: usercopy-fastpath trips as soon as it is on, its record
+# lost): the canaries report the trip and the tripped state, quarantine it,
+# and the wave fails on health, no lockup needed
+breaker() { # host
+	local m=root-$1/sys/kernel/kmemctl/mitigations/usercopy-fastpath
+	while sleep 0.2; do
+		[ "$(cat $m/mode)" = on ] || continue
+		echo "tripped: slow call: 2100 ms in a replacement, over trip_call_ms" >$m/reason
+		echo tripped >$m/state
+		echo off >$m/mode
+	done
+}
+for h in "${hosts[@]}"; do
+	breaker $h &
+	pids+=($!)
+done
+sign_policy tripping '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}'
+expect 201 '"state":"pending"' "rollout tripping is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	"{\"name\":\"tripping\",\"policy\":\"tripping\",\"version\":1,\"selector\":{\"all\":true},
+	\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":6,$GATES}"
+act tripping start
+wait_for 60 in_state tripping rolled-back 1 ||
+	fail "tripping was not rolled back: $(state tripping), $(verdicts tripping)"
+[ "$(verdicts tripping)" = "1 fail health," ] || fail "tripping's verdicts: $(verdicts tripping)"
+reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'tripping'")
+echo "$reason" | grep -q "^h[0-9]*: mitigation usercopy-fastpath tripped: tripped: slow call" ||
+	fail "tripping's verdict: $reason"
+running good || fail "after the rollback: $(db 'SELECT host_id, policy_name FROM hosts')"
+canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'tripping' AND wave = 0 LIMIT 1")
+grep -q "kmemctl.ko tripped usercopy-fastpath" "agent-$canary.log" ||
+	fail "$canary's agent did not see the trip"
+[ "$(db "SELECT count(*) FROM events WHERE host_id = '$canary' AND kind = 'trip'")" = 1 ] ||
+	fail "$canary reported $(db "SELECT count(*) FROM events WHERE host_id = '$canary' AND kind = 'trip'") trips, not 1"
+echo "ok: a trip on the canaries fails the wave on health: $reason"
 
 # /metrics: each rollout's progress and the inputs of its last verdict
 api ops GET /metrics | sed '$d' >metrics.txt

@@ -131,12 +131,18 @@ static void test_records(void **state)
 	assert_string_equal(e.pbp[0]->message,
 			    "vmap-purge: 250000000 ns over the threshold of 100000000 ns");
 
+	/* a replacement call that ran past its limit: the cause in flags */
 	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_RSTAT_YIELD, 2);
-	r.value = 3;
+	r.flags = KMEMCTL_TRIP_SLOW_CALL;
+	r.value = 2100000000ULL;
+	r.threshold = 2000000000ULL;
 	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
 			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
 	assert_string_equal(e.pbp[1]->mitigation, "rstat-yield");
-	assert_int_equal(e.pbp[1]->duration_ns, 0);
+	assert_int_equal(e.pbp[1]->duration_ns, 2100000000ULL);
+	assert_string_equal(
+		e.pbp[1]->message,
+		"rstat-yield tripped: slow call, ran 2100 ms, over its limit of 2000 ms");
 	assert_int_equal(e.counters.mitigation_trips, 1);
 
 	/* seq 3 and 4 were overwritten before the agent read them */
@@ -157,13 +163,26 @@ static void test_records(void **state)
 
 	/* the module was reloaded: seq starts over, nothing counted lost */
 	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_TLB_GEN, 1);
+	r.flags = KMEMCTL_TRIP_SOFTLOCKUP;
 	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
 			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
 	assert_int_equal(e.counters.events_dropped, 2);
 	assert_int_equal(next, 2);
+	assert_string_equal(e.pbp[3]->message, "tlb-gen tripped: soft lockup");
+	/* a stalled transition the module reversed */
+	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_TLB_GEN, 2);
+	r.flags = KMEMCTL_TRIP_LIVEPATCH_STALL;
+	r.value = 30000000000ULL;
+	r.threshold = 30000000000ULL;
+	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
+			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
+	assert_string_equal(e.pbp[4]->message,
+			    "tlb-gen tripped: livepatch stall, ran 30000 ms, over its limit of "
+			    "30000 ms; the transition was reversed");
+	assert_int_equal(e.counters.mitigation_trips, 3);
 
 	/* a task names itself: what is not text is escaped, or kmemd would refuse the report */
-	r = record(KMEMCTL_EV_THRESHOLD, KMEMCTL_PROBE_VMAP_PURGE, 2);
+	r = record(KMEMCTL_EV_THRESHOLD, KMEMCTL_PROBE_VMAP_PURGE, 3);
 	memcpy(r.comm, "x\xff\n\x1b[2J", 8);
 	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
 			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD);
@@ -193,9 +212,12 @@ static void test_bad_records(void **state)
 	assert_int_equal(e.counters.events_dropped, 6);
 	/* and the stream goes on */
 	r = record(KMEMCTL_EV_TRIP, KMEMCTL_MIT_KASAN_QUARANTINE, 5);
+	r.flags = 99;
 	assert_int_equal(events_add_record(&e, &r, sizeof(r), &next),
 			 KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
 	assert_string_equal(e.pbp[0]->mitigation, "kasan-quarantine");
+	/* a cause from a newer module is named as unknown, not guessed at */
+	assert_string_equal(e.pbp[0]->message, "kasan-quarantine tripped: unknown cause");
 	assert_int_equal(e.counters.events_dropped, 6);
 }
 

@@ -122,8 +122,13 @@ static void test_write(void **state)
 	get("/sys/kernel/kmemctl/probes/vmap-purge/enabled", buf, sizeof(buf));
 	assert_string_equal(buf, "0");
 
+	assert_int_equal(kernel_reset(&rfs, "rstat-yield"), 0);
+	get("/sys/kernel/kmemctl/mitigations/rstat-yield/reset", buf, sizeof(buf));
+	assert_string_equal(buf, "1");
+
 	assert_int_equal(kernel_set_mode(&rfs, "../../../etc/passwd", true), -EINVAL);
 	assert_int_equal(kernel_set_mode(&rfs, "no-such-mitigation", true), -ENOENT);
+	assert_int_equal(kernel_reset(&rfs, "../../x"), -EINVAL);
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 0), -EINVAL);
 	strcpy(kv[0].key, "a=b");
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 1), -EINVAL);
@@ -134,6 +139,7 @@ static void test_write(void **state)
 	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", true), -EPROTO);
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 2), -EPROTO);
 	assert_int_equal(kernel_set_probe(&rfs, "vmap-purge", 1, -1), -EPROTO);
+	assert_int_equal(kernel_reset(&rfs, "rstat-yield"), -EPROTO);
 	get("/sys/kernel/kmemctl/probes/vmap-purge/enabled", buf, sizeof(buf));
 	assert_string_equal(buf, "0");
 	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", false), 0);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * agent/policy.c: signed bundles checked with real Ed25519 keys, applied
- * to a copy of the fixture tree's kmemctl.ko sysfs (test-kernel.c).
+ * agent/policy.c: signed bundles checked with real Ed25519 keys, the
+ * quarantine and the last known good bundle. Applying them is enact.c's
+ * (test-enact.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,11 +16,10 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "fixture.h"
 #include "macro.h"
 #include "policy.h"
 
-static char root[4096], statedir[4096];
+static char statedir[4096];
 static EVP_PKEY *key, *other_key;
 static struct keyring kr;
 
@@ -29,8 +29,7 @@ static int setup(void **state)
 
 	(void)state;
 	snprintf(statedir, sizeof(statedir), "%s/policy-state", getenv("KMEM_TEST_TMP"));
-	if (fixture_copy("policy-root", root, sizeof(root)) < 0 ||
-	    asprintf(&cmd, "rm -rf '%s' && mkdir '%s'", statedir, statedir) < 0 || system(cmd) != 0)
+	if (asprintf(&cmd, "rm -rf '%s' && mkdir '%s'", statedir, statedir) < 0 || system(cmd) != 0)
 		return -1;
 	if (sign_keygen(&key) < 0 || sign_keygen(&other_key) < 0 || keyring_add(&kr, key) < 0)
 		return -1;
@@ -132,160 +131,12 @@ static void test_check(void **state)
 	free(buf);
 }
 
-static void file_is(const char *rel, const char *want)
-{
-	_cleanup_free_ char *path = NULL;
-	char buf[256] = "";
-	FILE *f;
-	size_t n;
-
-	assert_true(asprintf(&path, "%s%s", root, rel) > 0);
-	f = fopen(path, "re");
-	assert_non_null(f);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	assert_string_equal(buf, want);
-}
-
 static int open_state(void)
 {
 	int fd = open(statedir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	assert_true(fd >= 0);
 	return fd;
-}
-
-static bool intent_left(int dirfd)
-{
-	return faccessat(dirfd, "intent", F_OK, 0) == 0;
-}
-
-static void test_apply(void **state)
-{
-	static const char json[] =
-		"{\"mitigations\": {"
-		"  \"rstat-yield\": {\"mode\": \"on\", \"params\": {\"every_cpus\": 2}},"
-		"  \"usercopy-fastpath\": {\"mode\": \"on\"},"
-		"  \"kasan-quarantine\": {\"mode\": \"on\"},"
-		"  \"tlb-gen\": {\"mode\": \"on\"},"
-		"  \"from-a-newer-module\": {\"mode\": \"on\"},"
-		"  \"kasan-flush-batch\": {\"params\": {\"batch\": 3}}"
-		"}, \"probes\": {"
-		"  \"vmap-purge\": {\"threshold_ns\": 5000000},"
-		"  \"kasan-reduce\": {\"enabled\": true},"
-		"  \"rstat-flush\": {\"enabled\": true}"
-		"}}";
-	static const enum policy_result want[] = {
-		POLICY_UNCHANGED, POLICY_APPLIED, POLICY_SKIPPED, POLICY_SKIPPED,   POLICY_SKIPPED,
-		POLICY_FAILED,	  POLICY_APPLIED, POLICY_SKIPPED, POLICY_UNCHANGED,
-	};
-	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
-	struct rootfs rfs;
-	struct policy_doc doc;
-	char err[256];
-	size_t n, i;
-	int dirfd = open_state();
-
-	(void)state;
-	assert_int_equal(policy_doc_parse(json, strlen(json), &doc, err, sizeof(err)), 0);
-	assert_int_equal(rootfs_open_root(&rfs, root), 0);
-	assert_int_equal(policy_apply(&rfs, dirfd, &doc, NULL, out, &n), 0);
-	assert_int_equal(n, ARRAY_SIZE(want));
-	for (i = 0; i < n; i++)
-		if (out[i].result != want[i])
-			fail_msg("%s: result %d, want %d (%s)", out[i].id, out[i].result, want[i],
-				 out[i].why);
-	assert_string_equal(out[2].why, "unsupported: CONFIG_KASAN_GENERIC is not set");
-	assert_string_equal(out[3].why, "native: fixed since 6.0");
-	assert_string_equal(out[4].why, "this kmemctl.ko has no such mitigation");
-	assert_string_equal(out[5].why, "no param \"batch\" here");
-	file_is("/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode", "on");
-	file_is("/sys/kernel/kmemctl/probes/vmap-purge/threshold_ns", "5000000");
-	assert_false(intent_left(dirfd));
-
-	/* a changed param is written; a quarantined mitigation is left alone */
-	static const char json2[] =
-		"{\"mitigations\": {\"rstat-yield\": {\"params\": {\"every_cpus\": 8}},"
-		"  \"usercopy-fastpath\": {\"mode\": \"off\"}}}";
-	static const char *const quarantined[] = { "usercopy-fastpath", NULL };
-
-	assert_int_equal(policy_doc_parse(json2, strlen(json2), &doc, err, sizeof(err)), 0);
-	assert_int_equal(policy_apply(&rfs, dirfd, &doc, quarantined, out, &n), 0);
-	assert_int_equal(out[0].result, POLICY_APPLIED);
-	assert_int_equal(out[1].result, POLICY_SKIPPED);
-	file_is("/sys/kernel/kmemctl/mitigations/rstat-yield/params", "every_cpus=8\n");
-	file_is("/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode", "on");
-	rootfs_close(&rfs);
-	close(dirfd);
-}
-
-/* A write that left the mitigation tripped did not apply. */
-static void test_verify(void **state)
-{
-	static const char on[] = "{\"mitigations\": {\"usercopy-fastpath\": {\"mode\": \"on\"}}}";
-	static const char off[] = "{\"mitigations\": {\"usercopy-fastpath\": {\"mode\": \"off\"}}}";
-	const char *mit = "/sys/kernel/kmemctl/mitigations/usercopy-fastpath";
-	struct policy_outcome out[2 * POLICY_MAX_ENTRIES];
-	char err[256], path[256];
-	struct policy_doc doc;
-	struct rootfs rfs;
-	size_t n;
-	int dirfd = open_state();
-
-	(void)state;
-	assert_int_equal(rootfs_open_root(&rfs, root), 0);
-	assert_int_equal(policy_doc_parse(off, strlen(off), &doc, err, sizeof(err)), 0);
-	assert_int_equal(policy_apply(&rfs, dirfd, &doc, NULL, out, &n), 0);
-	assert_int_not_equal(out[0].result, POLICY_FAILED);
-
-	/* the module turned it off by itself as it went on */
-	snprintf(path, sizeof(path), "%s/state", mit);
-	fixture_put(root, path, "tripped\n");
-	snprintf(path, sizeof(path), "%s/reason", mit);
-	fixture_put(root, path, "tripped: 3 faults in the fast path\n");
-	assert_int_equal(policy_doc_parse(on, strlen(on), &doc, err, sizeof(err)), 0);
-	assert_int_equal(policy_apply(&rfs, dirfd, &doc, NULL, out, &n), 0);
-	assert_int_equal(out[0].result, POLICY_FAILED);
-	assert_string_equal(out[0].why, "tripped: 3 faults in the fast path");
-
-	assert_false(intent_left(dirfd));
-	snprintf(path, sizeof(path), "%s/state", mit);
-	fixture_put(root, path, "off\n");
-	snprintf(path, sizeof(path), "%s/mode", mit);
-	fixture_put(root, path, "off\n");
-	snprintf(path, sizeof(path), "%s/reason", mit);
-	fixture_put(root, path, "off: supported on this kernel\n");
-	rootfs_close(&rfs);
-	close(dirfd);
-}
-
-/* An intent left by a run that died names the change to quarantine. */
-static void test_recover(void **state)
-{
-	char id[POLICY_ID_MAX + 1];
-	int dirfd = open_state(), fd;
-
-	(void)state;
-	assert_int_equal(policy_recover(dirfd, id, sizeof(id)), 0);
-	fd = openat(dirfd, "intent", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(write(fd, "rstat-yield mode on\n", 20), 20);
-	close(fd);
-	assert_int_equal(policy_recover(dirfd, id, sizeof(id)), 1);
-	assert_string_equal(id, "rstat-yield");
-	assert_false(intent_left(dirfd));
-	assert_int_equal(policy_recover(dirfd, id, sizeof(id)), 0);
-
-	fd = openat(dirfd, "intent", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	assert_int_equal(write(fd, "../../x mode on\n", 16), 16);
-	close(fd);
-	assert_int_equal(policy_recover(dirfd, id, sizeof(id)), -EBADMSG);
-	assert_false(intent_left(dirfd));
-	fd = openat(dirfd, "intent", O_WRONLY | O_CREAT | O_TRUNC, 0600);
-	close(fd);
-	assert_int_equal(policy_recover(dirfd, id, sizeof(id)), -EBADMSG);
-	assert_false(intent_left(dirfd));
-	close(dirfd);
 }
 
 static void test_quarantine(void **state)
@@ -351,9 +202,9 @@ static void test_store(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_check),	cmocka_unit_test(test_apply),
-		cmocka_unit_test(test_recover), cmocka_unit_test(test_quarantine),
-		cmocka_unit_test(test_store),	cmocka_unit_test(test_verify),
+		cmocka_unit_test(test_check),
+		cmocka_unit_test(test_quarantine),
+		cmocka_unit_test(test_store),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -203,6 +203,75 @@ static void test_keyring(void **state)
 	assert_int_equal(keyring_load_dir(&kr, "/nonexistent-dir"), -ENOENT);
 }
 
+static const char record[] = "kmemctl-build-record 1\nkmemctl 0.1.0\nbuild_id ab\nrelease r\n"
+			     "version v\nsource linux-source-6.1 6.1.192-3\nend\n";
+
+static int sign_record(EVP_PKEY *key, int64_t issued, uint8_t **out, size_t *len)
+{
+	Kmemctl__V1__BuildRecordPayload p = KMEMCTL__V1__BUILD_RECORD_PAYLOAD__INIT;
+
+	p.record = (char *)record;
+	p.issued_unix = issued;
+	p.signer = "ops@example";
+	return build_record_sign(key, &p, out, len);
+}
+
+static void test_build_record(void **state)
+{
+	struct fixture *f = *state;
+	Kmemctl__V1__BuildRecordPayload *p = NULL;
+	uint8_t *b, *copy;
+	size_t len;
+
+	assert_int_equal(sign_record(f->key, NOW - 60, &b, &len), 0);
+	assert_int_equal(build_record_verify(&f->kr, b, len, NOW, &p), 0);
+	assert_string_equal(p->record, record);
+	assert_string_equal(p->signer, "ops@example");
+	kmemctl__v1__build_record_payload__free_unpacked(p, NULL);
+	copy = malloc(len);
+	assert_non_null(copy);
+	for (size_t i = 0; i < len; i++)
+		for (int bit = 0; bit < 8; bit++) {
+			memcpy(copy, b, len);
+			copy[i] ^= (uint8_t)(1 << bit);
+			if (build_record_verify(&f->kr, copy, len, NOW, &p) == 0)
+				fail_msg("flipping bit %d of byte %zu was accepted", bit, i);
+		}
+	free(copy);
+	for (size_t n = 0; n < len; n++)
+		assert_int_not_equal(build_record_verify(&f->kr, b, n, NOW, &p), 0);
+	free(b);
+	assert_int_equal(sign_record(f->other, NOW - 60, &b, &len), 0);
+	assert_int_equal(build_record_verify(&f->kr, b, len, NOW, &p), -ENOKEY);
+	free(b);
+	assert_int_equal(sign_record(f->key, NOW + SIGN_MAX_SKEW_S + 10, &b, &len), 0);
+	assert_int_equal(build_record_verify(&f->kr, b, len, NOW, &p), -ETIME);
+	free(b);
+}
+
+/*
+ * The two bundles share their wire layout (payload, signature, key id),
+ * so only the signature's domain keeps one from passing as the other.
+ */
+static void test_record_and_policy_apart(void **state)
+{
+	struct fixture *f = *state;
+	Kmemctl__V1__BuildRecordPayload *rp = NULL;
+	Kmemctl__V1__PolicyPayload *pp = NULL;
+	uint8_t *b;
+	size_t len;
+
+	assert_int_equal(policy_verify(&f->kr, f->bundle, f->len, NOW, &pp), 0);
+	kmemctl__v1__policy_payload__free_unpacked(pp, NULL);
+	assert_int_equal(build_record_verify(&f->kr, f->bundle, f->len, NOW, &rp), -EBADMSG);
+	assert_null(rp);
+	assert_int_equal(sign_record(f->key, NOW - 60, &b, &len), 0);
+	pp = NULL;
+	assert_int_equal(policy_verify(&f->kr, b, len, NOW, &pp), -EBADMSG);
+	assert_null(pp);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +282,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_wrong_signer_same_id, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_time, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyring, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_build_record, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_record_and_policy_apart, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

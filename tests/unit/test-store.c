@@ -668,6 +668,21 @@ static void test_window(void **state)
 	assert_int_equal(s->ops->ingest(s, &rep, 2600000), 0);
 	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 1, &w), 0);
 	assert_string_equal(w.unhealthy, "mitigation rstat-yield tripped: tripped: flush took 2 s");
+
+	/* a trip event alone (the state reset since) is unhealthy too */
+	report_at(s, "w2", 1, 0, 2);
+	f.host_id = "w2";
+	rep.seq = 2;
+	rep.unix_ms = e.unix_ms = 1000000;
+	rep.n_mitigations = 0;
+	rep.n_events = 1;
+	e.kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP;
+	e.mitigation = "usercopy-fastpath";
+	e.message = "usercopy-fastpath tripped: hung task";
+	assert_int_equal(s->ops->ingest(s, &rep, 1000000), 0);
+	assert_int_equal(s->ops->window(s, "w2", 0, 3600001, probes, 1, &w), 0);
+	assert_string_equal(w.unhealthy,
+			    "trip: usercopy-fastpath: usercopy-fastpath tripped: hung task");
 	s->ops->close(s);
 }
 

@@ -26,7 +26,7 @@ debian_apt_update() {
 	[ "$debian_apt_updated" = 0 ] || return 1
 	need_root "apt-get update"
 	msg "apt-get update"
-	apt-get update -qq || die "apt-get update failed"
+	"$SRC/scripts/apt-get" update -qq || die "apt-get update failed"
 	debian_apt_updated=1
 }
 
@@ -61,9 +61,9 @@ debian_download() {
 	local opts=()
 
 	[ "$(id -u)" != 0 ] || opts=(-o APT::Sandbox::User=root)
-	(cd "$dir" && apt-get -qq "${opts[@]}" download "$pkg=$version") && return 0
+	(cd "$dir" && "$SRC/scripts/apt-get" -qq "${opts[@]}" download "$pkg=$version") && return 0
 	debian_apt_update || return 1
-	(cd "$dir" && apt-get -qq "${opts[@]}" download "$pkg=$version")
+	(cd "$dir" && "$SRC/scripts/apt-get" -qq "${opts[@]}" download "$pkg=$version")
 }
 
 # debian_fetch_image PKG VERSION DIR: unpack PKG into DIR, once per version.
@@ -99,7 +99,7 @@ debian_install_headers() {
 	need_root "apt-get install $pkg"
 	debian_require_known "$pkg"
 	msg "installing $pkg"
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null ||
+	DEBIAN_FRONTEND=noninteractive "$SRC/scripts/apt-get" install -y -qq --no-install-recommends "$pkg" >/dev/null ||
 		die "apt-get install '$pkg' failed"
 }
 

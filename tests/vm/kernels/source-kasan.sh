@@ -62,7 +62,7 @@ kernel_source_kasan() {
 	[ -f "$fragment" ] || die "$KERNEL_CONF: no fragment $fragment"
 	if [ ! -f "$kasan_tarball" ]; then
 		need_root "apt-get install linux-source-6.1"
-		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		DEBIAN_FRONTEND=noninteractive "$SRC/scripts/apt-get" install -y -qq --no-install-recommends \
 			linux-source-6.1 >/dev/null || die "apt-get install linux-source-6.1 failed"
 	fi
 	version=$(dpkg-query -W -f='${Version}' linux-source-6.1)

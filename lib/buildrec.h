@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Kernel builds as kmemctl.ko describes them, and build records
+ * (docs/kmod.md, "Verified builds").
+ *
+ * The module's build file, /sys/kernel/kmemctl/build:
+ *   build_id <hex>
+ *   release <uname -r>
+ *   version <uname -v>
+ *   func <mitigation> <symbol> <size> <fingerprint>	(any number)
+ *
+ * A build record, at most BUILDREC_MAX bytes:
+ *   kmemctl-build-record 1
+ *   kmemctl <module version>
+ *   build_id, release, version as above
+ *   source <package name> <package version>
+ *   func lines as above
+ *   end
+ */
+#ifndef KMEMCTL_BUILDREC_H
+#define KMEMCTL_BUILDREC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BUILDREC_MAX (16 << 10)
+#define BUILDREC_ERR_MAX 256
+
+struct build_func {
+	char mitigation[33];
+	char symbol[129];
+	uint64_t size;
+	char fingerprint[17];
+};
+
+struct build_info {
+	char build_id[129];
+	char release[129];
+	char version[257];
+	struct build_func *funcs;
+	size_t nfuncs;
+	/* records only */
+	char kmemctl[33];
+	char source_name[129];
+	char source_version[129];
+};
+
+/* -EBADMSG with err saying which line and why, -ENOMEM. */
+int build_parse(const char *text, size_t len, struct build_info *b, char err[BUILDREC_ERR_MAX]);
+int build_parse_record(const char *text, size_t len, struct build_info *b,
+		       char err[BUILDREC_ERR_MAX]);
+/* The record of b, malloc'ed and NUL-terminated; -EFBIG beyond BUILDREC_MAX. */
+int build_write_record(const struct build_info *b, char **out, size_t *len);
+void build_info_free(struct build_info *b);
+
+#endif

@@ -1,0 +1,130 @@
+#!/bin/bash
+# `kmemctl build` against Debian's real kernel source: every declared copy
+# in kmod/ matches linux-source-6.1 (the tarball, and the few files it
+# names unpacked); a one-line change inside a copied function fails naming
+# it; records are made for a Debian build and a self-built one (fixture
+# build files) and refused when the build is not of that source; records
+# are signed and verified, and never pass as policies or the reverse.
+#
+#   tests/integration/build-record.sh BUILD_DIR SOURCE_DIR
+set -euo pipefail
+
+BUILD=${1:?usage: build-record.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: build-record.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+TARBALL=/usr/src/linux-source-6.1.tar.xz
+BUILDS=$SRC/tests/fixtures/builds
+
+# scripts/install-deps kernel (make check-deps) installs linux-source-6.1
+[ -r "$TARBALL" ] || { echo "FAIL: $TARBALL missing: run scripts/install-deps kernel" >&2; exit 1; }
+
+work=$(mktemp -d "$BUILD/build-record.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+cd "$work"
+
+fail() {
+	echo "FAIL: $*" >&2
+	cat out >&2 || true
+	exit 1
+}
+
+# expect_rc RC TEXT WHAT CMD...: exit code RC and TEXT in its output
+expect_rc() {
+	local want=$1 text=$2 what=$3 rc=0
+	shift 3
+	"$@" >out 2>&1 || rc=$?
+	[ "$rc" = "$want" ] || fail "$what: exit $rc, expected $want"
+	[ -z "$text" ] || grep -qF -- "$text" out || fail "$what: '$text' not in the output"
+	echo "ok: $what"
+}
+
+copies=$(grep -c 'kmemctl-copy:' "$SRC"/kmod/*.c | awk -F: '{ n += $2 } END { print n }')
+expect_rc 0 "$copies copies of 4 mitigations: all match the source" "check the tarball" \
+	"$KMEMCTL" build check --source "$TARBALL" --kmod "$SRC/kmod"
+[ "$(grep -c '^ok ' out)" = "$copies" ] || fail "not $copies ok lines"
+
+# just the files the declarations name, and the top Makefile
+files=$(sed -n 's/.*kmemctl-copy: [a-z-]* \([^ ]*\).*/linux-source-6.1\/\1/p' "$SRC"/kmod/*.c |
+	sort -u)
+# shellcheck disable=SC2086
+tar -xJf "$TARBALL" linux-source-6.1/Makefile $files
+expect_rc 0 "all match the source" "check the unpacked files" \
+	"$KMEMCTL" build check --source linux-source-6.1 --kmod "$SRC/kmod"
+
+# record: Debian's build names its package version
+expect_rc 0 "left out func tlb-gen flush_tlb_kernel_range: kmod/ declares no copy" \
+	"record a Debian build" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build "$BUILDS/debian-6.1" -o debian.rec
+grep -qx 'source linux-source-6.1 6.1.192-3' debian.rec || fail "debian.rec: source line"
+grep -qx 'kmemctl 0.1.0' debian.rec || fail "debian.rec: kmemctl line"
+[ "$(grep -c '^func ' debian.rec)" = 4 ] || fail "debian.rec: not 4 func lines"
+grep -q '^func tlb-gen' debian.rec && fail "debian.rec vouches for tlb-gen"
+[ "$(tail -n1 debian.rec)" = end ] || fail "debian.rec does not end with 'end'"
+expect_rc 1 "names package version '6.1.192-3', not --source-version '6.1.192-4'" \
+	"a Debian build is not of another package version" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build "$BUILDS/debian-6.1" --source-version 6.1.192-4 -o x.rec
+sed 's/Debian 6.1.192-3/Debian 6.1.190-1/' "$BUILDS/debian-6.1" >debian-6.1.190
+expect_rc 1 "source version '6.1.190-1' is upstream 6.1.190, but 'linux-source-6.1' is 6.1.192" \
+	"a build of another upstream version" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build debian-6.1.190 -o x.rec
+[ ! -e x.rec ] || fail "a refused record was written"
+
+# record: a self-built kernel names no package: the operator's word, with a warning
+expect_rc 1 "names no Debian package version: a self-built kernel; give --source-version" \
+	"a self-built kernel without --source-version" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build "$BUILDS/kasan-6.1" -o kasan.rec
+expect_rc 0 "on the word of whoever runs this" "record a self-built kernel" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build "$BUILDS/kasan-6.1" --source-version 6.1.192-3 -o kasan.rec
+grep -qx 'source linux-source-6.1 6.1.192-3' kasan.rec || fail "kasan.rec: source line"
+
+# a one-line change inside a copied function
+cp -r linux-source-6.1 changed
+sed -i 's/bpf_rstat_flush(pos, cgroup_parent(pos), cpu);/bpf_rstat_flush(pos, NULL, cpu);/' \
+	changed/kernel/cgroup/rstat.c
+cmp -s linux-source-6.1/kernel/cgroup/rstat.c changed/kernel/cgroup/rstat.c &&
+	fail "sed changed nothing in rstat.c"
+expect_rc 1 "FAIL rstat-yield kernel/cgroup/rstat.c cgroup_rstat_flush_locked" \
+	"check a changed copied function" \
+	"$KMEMCTL" build check --source changed --kmod "$SRC/kmod"
+grep -q "undeclared difference from kernel/cgroup/rstat.c:213 (cgroup_rstat_flush_locked)" out ||
+	fail "the difference is not named at rstat.c:213"
+[ "$(grep -c '^FAIL ' out)" = 1 ] || fail "not exactly one copy fails"
+grep -q 'some differ from the source' out || fail "no summary of the failure"
+expect_rc 0 "left out func rstat-yield cgroup_rstat_flush_locked.constprop.0" \
+	"record leaves out the mitigation whose copy differs" \
+	"$KMEMCTL" build record --source changed --kmod "$SRC/kmod" \
+	--build "$BUILDS/kasan-6.1" --source-package linux-source-6.1 \
+	--source-version 6.1.192-3 -o changed.rec
+grep -q '^func rstat-yield' changed.rec && fail "changed.rec vouches for rstat-yield"
+[ "$(grep -c '^func ' changed.rec)" = 2 ] || fail "changed.rec: not 2 func lines"
+
+# sign and verify, and neither kind of bundle passes as the other
+expect_rc 0 "" "policy keygen" "$KMEMCTL" policy keygen op
+expect_rc 0 "" "policy keygen (another key)" "$KMEMCTL" policy keygen stranger
+mkdir keys
+cp op.pem keys/
+expect_rc 0 "" "sign the record" "$KMEMCTL" build sign -k op.key -s ops -o debian.bundle debian.rec
+expect_rc 0 "signer ops" "verify the record bundle" "$KMEMCTL" build verify -K keys debian.bundle
+tail -n +3 out | cmp -s - debian.rec || fail "verify does not print the record as signed"
+expect_rc 0 "" "sign with a key the hosts do not pin" \
+	"$KMEMCTL" build sign -k stranger.key -o stranger.bundle debian.rec
+expect_rc 1 "does not verify as a build record" "a record signed by an unpinned key" \
+	"$KMEMCTL" build verify -K keys stranger.bundle
+cp debian.bundle tampered.bundle
+printf 'X' | dd of=tampered.bundle bs=1 seek=40 conv=notrunc status=none
+expect_rc 1 "does not verify as a build record" "a tampered bundle" \
+	"$KMEMCTL" build verify -K keys tampered.bundle
+echo '{"mitigations":{"rstat-yield":{"mode":"on"}}}' >p.json
+expect_rc 0 "" "sign a policy" "$KMEMCTL" policy sign -k op.key -n base -v 1 -o p.bundle p.json
+expect_rc 0 "" "the policy verifies as a policy" "$KMEMCTL" policy verify -K keys p.bundle
+expect_rc 1 "does not verify as a build record" "a policy bundle is no record" \
+	"$KMEMCTL" build verify -K keys p.bundle
+expect_rc 1 "" "a record bundle is no policy" "$KMEMCTL" policy verify -K keys debian.bundle
+expect_rc 1 "is not a build record: line 1" "sign refuses what is not a record" \
+	"$KMEMCTL" build sign -k op.key -o x.bundle p.json
+echo "ok: all"
