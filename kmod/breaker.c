@@ -6,7 +6,9 @@
  * What trips a mitigation while it is armed (mode on, transition included):
  * - one call of its replacement running longer than its trip_call_ms,
  *   seen when the call returns or, for a call still running, by a timer
- *   every CHECK_PERIOD;
+ *   every CHECK_PERIOD_MS, a hard-irq hrtimer as the soft-lockup watchdog's:
+ *   a timer softirq deferred to ksoftirqd waits out a CPU spinning with
+ *   preemption off;
  * - a soft or hard lockup, RCU stall or hung task the kernel reports
  *   (watchdog.c): on a task inside its replacement, at once; on any other
  *   task, when it went on within breaker_window_s;
@@ -22,6 +24,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/jiffies.h>
 #include <linux/module.h>
@@ -30,7 +33,6 @@
 #include <linux/preempt.h>
 #include <linux/sched.h>
 #include <linux/string.h>
-#include <linux/timer.h>
 #include <linux/workqueue.h>
 
 #include "kmem.h"
@@ -46,7 +48,7 @@ MODULE_PARM_DESC(breaker_window_s,
 		 "a lockup, stall or hung task outside any replacement trips the mitigations that went on this recently (default 600)");
 
 /* Well under a quarter of a second, so a call that never returns is off within one. */
-#define CHECK_PERIOD msecs_to_jiffies(200)
+#define CHECK_PERIOD_MS 200
 
 DEFINE_PER_CPU(struct kmem_call[KMEMCTL_MIT_COUNT], kmem_calls);
 bool kmem_breaker_armed[KMEMCTL_MIT_COUNT];
@@ -62,7 +64,7 @@ static struct {
 } requests[KMEMCTL_MIT_COUNT];
 
 static struct workqueue_struct *trip_wq;
-static struct timer_list check_timer;
+static struct hrtimer check_timer;
 static struct irq_work nmi_kick;
 
 static const char *const cause_names[] = {
@@ -147,7 +149,7 @@ void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned lo
 }
 
 /* Calls still running past their limit: on a healthy kernel, none. */
-static void check_fn(struct timer_list *timer)
+static enum hrtimer_restart check_fn(struct hrtimer *timer)
 {
 	unsigned long now = jiffies, start, limit;
 	bool armed = false, queued = false;
@@ -191,8 +193,10 @@ static void check_fn(struct timer_list *timer)
 	}
 	if (queued)
 		queue_work(trip_wq, &trip_work);
-	if (armed)
-		mod_timer(&check_timer, jiffies + CHECK_PERIOD);
+	if (!armed)
+		return HRTIMER_NORESTART;
+	hrtimer_forward_now(timer, ms_to_ktime(CHECK_PERIOD_MS));
+	return HRTIMER_RESTART;
 }
 
 /* The replaced function task is inside for mitigation id, or NULL. */
@@ -338,8 +342,8 @@ void kmem_breaker_arm(enum kmemctl_mitigation id, u64 limit_ms)
 	kmem_breaker_set_limit(id, limit_ms);
 	WRITE_ONCE(armed_at[id], jiffies);
 	WRITE_ONCE(kmem_breaker_armed[id], true);
-	if (!timer_pending(&check_timer))
-		mod_timer(&check_timer, jiffies + CHECK_PERIOD);
+	/* also when its callback is about to stop it: the new start stands */
+	hrtimer_start(&check_timer, ms_to_ktime(CHECK_PERIOD_MS), HRTIMER_MODE_REL_HARD);
 }
 
 void kmem_breaker_disarm(enum kmemctl_mitigation id)
@@ -353,7 +357,8 @@ int kmem_breaker_init(void)
 	trip_wq = alloc_workqueue("kmemctl_breaker", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!trip_wq)
 		return -ENOMEM;
-	timer_setup(&check_timer, check_fn, 0);
+	hrtimer_init(&check_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
+	check_timer.function = check_fn;
 	init_irq_work(&nmi_kick, nmi_kick_fn);
 	return 0;
 }
@@ -361,7 +366,7 @@ int kmem_breaker_init(void)
 /* After the mitigations are off and the kernel's reports are unhooked. */
 void kmem_breaker_exit(void)
 {
-	del_timer_sync(&check_timer);
+	hrtimer_cancel(&check_timer);
 	irq_work_sync(&nmi_kick);
 	destroy_workqueue(trip_wq);
 	trip_wq = NULL;
