@@ -4,8 +4,9 @@
 # kthread doing vmalloc()/vfree() and purges meanwhile, and KEEP one-page
 # areas held (the vmap stacks of a host's threads). In a boot with
 # hardened_usercopy=off there is one variant, "ceiling"; otherwise, per
-# round and in the same boot: "check" (the kernel's own check) and
-# "fastpath" (usercopy-fastpath on).
+# round and in the same boot: "check" (the kernel's own check), "fastpath"
+# (usercopy-fastpath on) and "untimed" (on, with kmemctl's breaker=0, so its
+# calls are not timed: what the breaker costs the fast path).
 # One line per measurement: USERCOPY <variant> <size> <copies> <elapsed_ns>
 . /tests/lib.sh
 
@@ -55,6 +56,9 @@ else
 		measure check
 		write_ok $K/usercopy-fastpath/mode on
 		measure fastpath
+		echo 0 >/sys/module/kmemctl/parameters/breaker
+		measure untimed
+		echo 1 >/sys/module/kmemctl/parameters/breaker
 		write_ok $K/usercopy-fastpath/mode off
 	done
 fi

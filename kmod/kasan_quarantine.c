@@ -274,9 +274,19 @@ static void kmem_quarantine_reduce(void)
 	srcu_read_unlock(remove_cache_srcu, srcu_idx);
 }
 
+/* What the kprobe sends the CPU to: the copy, timed for the breaker. */
+static void kmem_quarantine_reduce_timed(void)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_KASAN_QUARANTINE,
+						 "kasan_quarantine_reduce");
+
+	kmem_quarantine_reduce();
+	kmem_call_end(call, KMEMCTL_MIT_KASAN_QUARANTINE);
+}
+
 static int redirect_pre(struct kprobe *kp, struct pt_regs *regs)
 {
-	instruction_pointer_set(regs, (unsigned long)kmem_quarantine_reduce);
+	instruction_pointer_set(regs, (unsigned long)kmem_quarantine_reduce_timed);
 	/* resume at the new ip, skipping the probed instruction */
 	return 1;
 }

@@ -8,6 +8,7 @@
 #include <linux/kobject.h>
 #include <linux/kprobes.h>
 #include <linux/mutex.h>
+#include <linux/percpu.h>
 #include <linux/sched.h>
 #include <linux/types.h>
 
@@ -69,9 +70,83 @@ void kmem_event_queue(u16 type, u16 source, u64 value, u64 threshold);
 void kmem_event_queue_task(u16 type, u16 source, u64 value, u64 threshold, u32 flags,
 			   pid_t pid, const char *comm);
 
-/* watchdog.c: soft-lockup and RCU-stall notices. */
+/* watchdog.c: the kernel's lockup, stall and hung-task reports. */
 void kmem_watchdog_init(void);
 void kmem_watchdog_exit(void);
+
+/*
+ * breaker.c: the module's own brake (docs/kmod.md, Breaker). While its
+ * mitigation is armed (mode on), each call of a replacement is bracketed
+ * by kmem_call_begin() and kmem_call_end(): one slot per CPU and
+ * mitigation holds the call's start and task, which a timer checks against
+ * trip_call_ms. A task may migrate inside the call, so the slot stays with
+ * the CPU it began on and only its owner frees it; a call that finds its
+ * CPU's slot taken is not timed.
+ */
+struct kmem_call {
+	unsigned long start;		/* jiffies */
+	struct task_struct *owner;	/* compared with tasks, never dereferenced */
+	const char *func;		/* the function replaced */
+};
+
+DECLARE_PER_CPU(struct kmem_call[KMEMCTL_MIT_COUNT], kmem_calls);
+extern bool kmem_breaker_enabled;	/* module param breaker */
+extern bool kmem_breaker_armed[KMEMCTL_MIT_COUNT];
+extern unsigned long kmem_breaker_limit[KMEMCTL_MIT_COUNT];	/* jiffies */
+
+int kmem_breaker_init(void);
+void kmem_breaker_exit(void);
+/* mitigation.c, under the mitigation's lock: mode on and off, trip_call_ms */
+void kmem_breaker_arm(enum kmemctl_mitigation id, u64 limit_ms);
+void kmem_breaker_disarm(enum kmemctl_mitigation id);
+void kmem_breaker_set_limit(enum kmemctl_mitigation id, u64 limit_ms);
+void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned long ran);
+/* A call that will not return (the task is about to die): frees its slot. */
+void kmem_call_abandon(enum kmemctl_mitigation id);
+/*
+ * A kernel report (cause: KMEMCTL_TRIP_*) about cpu (-1: unknown) and the
+ * task it names (NULL: unknown). Safe in NMI.
+ */
+void kmem_breaker_report(u32 cause, int cpu, struct task_struct *task);
+/* livepatch.c: the patching transition was stalled past livepatch_reverse_ms. */
+void kmem_breaker_livepatch_stall(u64 busy_ms, u64 limit_ms, const char *why, pid_t pid,
+				  const char *comm);
+
+/* Returns the slot, or NULL when the call is not timed. */
+static __always_inline struct kmem_call *kmem_call_begin(enum kmemctl_mitigation id,
+							 const char *func)
+{
+	struct kmem_call *c;
+
+	if (!READ_ONCE(kmem_breaker_armed[id]) || !READ_ONCE(kmem_breaker_enabled))
+		return NULL;
+	preempt_disable();
+	c = this_cpu_ptr(&kmem_calls[id]);
+	if (READ_ONCE(c->owner)) {
+		c = NULL;
+	} else {
+		c->func = func;
+		WRITE_ONCE(c->start, jiffies);
+		/* pairs with the checker's acquire: an owner comes with its start */
+		smp_store_release(&c->owner, current);
+	}
+	preempt_enable();
+	return c;
+}
+
+static __always_inline void kmem_call_end(struct kmem_call *c, enum kmemctl_mitigation id)
+{
+	unsigned long ran;
+	const char *func;
+
+	if (!c)
+		return;
+	ran = jiffies - c->start;
+	func = c->func;
+	WRITE_ONCE(c->owner, NULL);
+	if (unlikely(ran > READ_ONCE(kmem_breaker_limit[id])))
+		kmem_breaker_slow(id, func, ran);
+}
 
 /* Log2 histogram buckets, shared with userspace lib/hist.h. */
 #define KMEM_HIST_BUCKETS 64
@@ -226,7 +301,19 @@ extern const struct kmem_direct_fix kmem_kasan_quarantine;
 /* mitigation.c */
 int kmem_mitigations_init(struct kobject *parent);
 void kmem_mitigations_exit(void);
-const char *kmem_mitigation_name(enum kmemctl_mitigation id);
 void kmem_mitigations_regate(void);
+bool kmem_mitigation_livepatched(enum kmemctl_mitigation id);
+const char *kmem_mitigation_name(enum kmemctl_mitigation id);
+
+/* A trip the breaker asks mitigation.c to carry out, from its workqueue. */
+struct kmem_trip {
+	u32 cause;		/* enum kmemctl_trip_cause */
+	u64 value, threshold;	/* as in the KMEMCTL_EV_TRIP record */
+	pid_t pid;
+	char comm[TASK_COMM_LEN];
+	char reason[160];	/* "tripped: ..." */
+};
+
+void kmem_mitigation_trip(enum kmemctl_mitigation id, const struct kmem_trip *trip);
 
 #endif

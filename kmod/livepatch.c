@@ -17,6 +17,10 @@
  * kernel. A watcher follows each transition through the patch's sysfs
  * files, says how far it got, and reports one that takes longer than
  * livepatch_stall_ms in dmesg and as a KMEMCTL_EV_LIVEPATCH_STALL event.
+ * A patching transition still under way after livepatch_reverse_ms is
+ * reversed, as kpatch does: the breaker trips every livepatched mitigation
+ * that is on, and the last one off writes 0 to "enabled", which turns the
+ * transition back. A removal cannot be turned back; it is only reported.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -43,6 +47,11 @@ static unsigned int livepatch_stall_ms = 10000;
 module_param(livepatch_stall_ms, uint, 0644);
 MODULE_PARM_DESC(livepatch_stall_ms,
 		 "report a livepatch transition still under way after this long (default 10000)");
+
+static unsigned int livepatch_reverse_ms = 60000;
+module_param(livepatch_reverse_ms, uint, 0644);
+MODULE_PARM_DESC(livepatch_reverse_ms,
+		 "reverse a patching transition still under way after this long, 0: never (default 60000)");
 
 /* One enable's worth of structures; livepatch may use them until rmmod. */
 struct lp_instance {
@@ -78,6 +87,7 @@ static struct {
 	bool busy;
 	bool patching;
 	bool reported;
+	bool reversing;		/* the breaker was asked to turn it back */
 	u16 source;		/* the mitigation whose mode write started it */
 	unsigned long start;	/* jiffies */
 	unsigned int waiting;
@@ -178,8 +188,25 @@ static bool transition_done(void)
 	return true;
 }
 
+/* Under lp_lock, after find_waiting(): asks the breaker to turn the patching back. */
+static void reverse(unsigned long busy_ms, unsigned int limit_ms)
+{
+	char why[80];
+
+	watch.reversing = true;
+	if (watch.waiting)
+		snprintf(why, sizeof(why), "%u tasks not switched, first %s:%d", watch.waiting,
+			 watch.comm, watch.pid);
+	else
+		snprintf(why, sizeof(why), "every task switched, waiting for RCU tasks");
+	pr_warn("livepatch: patching stalled for %lu ms, past livepatch_reverse_ms %u: reversing it (%s)\n",
+		busy_ms, limit_ms, why);
+	kmem_breaker_livepatch_stall(busy_ms, limit_ms, why, watch.pid, watch.comm);
+}
+
 static void watch_fn(struct work_struct *work)
 {
+	unsigned int reverse_ms = READ_ONCE(livepatch_reverse_ms);
 	unsigned long busy_ms;
 
 	mutex_lock(&lp_lock);
@@ -187,10 +214,13 @@ static void watch_fn(struct work_struct *work)
 		goto out;
 	busy_ms = jiffies_to_msecs(jiffies - watch.start);
 	/* Walking every task is for a stall's report, not for every tick. */
-	if (busy_ms < READ_ONCE(livepatch_stall_ms))
+	if (busy_ms < READ_ONCE(livepatch_stall_ms) &&
+	    (!watch.patching || !reverse_ms || busy_ms < reverse_ms))
 		goto again;
 	find_waiting();
-	if (!watch.reported) {
+	if (watch.patching && reverse_ms && busy_ms >= reverse_ms && !watch.reversing)
+		reverse(busy_ms, reverse_ms);
+	if (busy_ms >= READ_ONCE(livepatch_stall_ms) && !watch.reported) {
 		watch.reported = true;
 		if (watch.waiting)
 			pr_warn("livepatch: %s stalled for %lu ms: %u tasks not switched, first %s:%d\n",
@@ -215,6 +245,7 @@ static void watch_start(u16 source, bool patching)
 	watch.busy = true;
 	watch.patching = patching;
 	watch.reported = false;
+	watch.reversing = false;
 	watch.source = source;
 	watch.start = jiffies;
 	/*

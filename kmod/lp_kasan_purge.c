@@ -319,8 +319,20 @@ static bool lp_purge_vmap_area_lazy(unsigned long start, unsigned long end)
 	return true;
 }
 
+/* The replacement proper: the copy, timed for the breaker while the mitigation is on. */
+static bool lp_purge_vmap_area_lazy_timed(unsigned long start, unsigned long end)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_KASAN_FLUSH_BATCH,
+						 "__purge_vmap_area_lazy");
+	bool ret;
+
+	ret = lp_purge_vmap_area_lazy(start, end);
+	kmem_call_end(call, KMEMCTL_MIT_KASAN_FLUSH_BATCH);
+	return ret;
+}
+
 static const struct kmem_lp_func purge_funcs[] = {
-	{ "__purge_vmap_area_lazy", lp_purge_vmap_area_lazy },
+	{ "__purge_vmap_area_lazy", lp_purge_vmap_area_lazy_timed },
 	{}
 };
 

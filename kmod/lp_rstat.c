@@ -288,10 +288,38 @@ static void lp_mem_cgroup_flush_stats(void)
 		/* kmemctl-differs-end */
 }
 
+/* The replacements proper: the copies, timed for the breaker while the mitigation is on. */
+static void lp_cgroup_rstat_flush_locked_timed(struct cgroup *cgrp, bool may_sleep)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_RSTAT_YIELD,
+						 "cgroup_rstat_flush_locked");
+
+	lp_cgroup_rstat_flush_locked(cgrp, may_sleep);
+	kmem_call_end(call, KMEMCTL_MIT_RSTAT_YIELD);
+}
+
+static void lp_cgroup_rstat_flush_irqsafe_timed(struct cgroup *cgrp)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_RSTAT_YIELD,
+						 "cgroup_rstat_flush_irqsafe");
+
+	lp_cgroup_rstat_flush_irqsafe(cgrp);
+	kmem_call_end(call, KMEMCTL_MIT_RSTAT_YIELD);
+}
+
+static void lp_mem_cgroup_flush_stats_timed(void)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_RSTAT_YIELD,
+						 "__mem_cgroup_flush_stats");
+
+	lp_mem_cgroup_flush_stats();
+	kmem_call_end(call, KMEMCTL_MIT_RSTAT_YIELD);
+}
+
 static const struct kmem_lp_func rstat_funcs[] = {
-	{ "cgroup_rstat_flush_locked", lp_cgroup_rstat_flush_locked },
-	{ "cgroup_rstat_flush_irqsafe", lp_cgroup_rstat_flush_irqsafe },
-	{ "__mem_cgroup_flush_stats", lp_mem_cgroup_flush_stats },
+	{ "cgroup_rstat_flush_locked", lp_cgroup_rstat_flush_locked_timed },
+	{ "cgroup_rstat_flush_irqsafe", lp_cgroup_rstat_flush_irqsafe_timed },
+	{ "__mem_cgroup_flush_stats", lp_mem_cgroup_flush_stats_timed },
 	{}
 };
 

@@ -64,9 +64,12 @@ static int __init kmemctl_init(void)
 	ret = sysfs_create_group(kmemctl_kobj, &kmemctl_group);
 	if (ret)
 		goto err_kobj;
-	ret = kmem_mitigations_init(kmemctl_kobj);
+	ret = kmem_breaker_init();
 	if (ret)
 		goto err_kobj;
+	ret = kmem_mitigations_init(kmemctl_kobj);
+	if (ret)
+		goto err_breaker;
 	/* a record written re-gates the mitigations, so they come first */
 	ret = sysfs_create_group(kmemctl_kobj, &kmem_verify_group);
 	if (ret)
@@ -82,6 +85,8 @@ err_verify:
 	sysfs_remove_group(kmemctl_kobj, &kmem_verify_group);
 err_mitigations:
 	kmem_mitigations_exit();
+err_breaker:
+	kmem_breaker_exit();
 err_kobj:
 	kobject_put(kmemctl_kobj);
 err_events:
@@ -96,6 +101,7 @@ static void __exit kmemctl_exit(void)
 	kmem_probes_exit();
 	sysfs_remove_group(kmemctl_kobj, &kmem_verify_group);
 	kmem_mitigations_exit();
+	kmem_breaker_exit();
 	kobject_put(kmemctl_kobj);
 	kmem_events_exit();
 	kmem_livepatch_exit();

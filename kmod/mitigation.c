@@ -14,6 +14,10 @@
  * Livepatched mitigations are on only once livepatch has switched every
  * task: until then their state is "transition", and the reason says how
  * long it has taken and which task holds it up.
+ *
+ * The breaker (breaker.c) is armed while the mode is on; when it trips a
+ * mitigation, kmem_mitigation_trip() turns it off and leaves it "tripped"
+ * until "1" is written to reset.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -71,7 +75,7 @@ struct kmem_mitigation {
 	enum kmem_state state;
 	bool on;
 	u64 values[MAX_PARAMS];
-	u64 enables, disables, trips;
+	u64 enables, disables, trips, resets;
 	/* unsupported for want of a record: re-gated when one is admitted */
 	bool awaiting_record;
 	char reason[256];
@@ -105,10 +109,26 @@ static const char *const quarantine_symbols[] = {
 
 static const struct kmem_param no_params[] = { {} };
 
+#define TRIP_CALL_MS "trip_call_ms"
+#define TRIP_CALL_PARAM(ms) \
+	{ .key = TRIP_CALL_MS, .def = (ms), \
+	  .min = KMEMCTL_TRIP_CALL_MS_MIN, .max = KMEMCTL_TRIP_CALL_MS_MAX }
+
+static const struct kmem_param flush_batch_params[] = {
+	TRIP_CALL_PARAM(KMEMCTL_FLUSH_BATCH_TRIP_CALL_MS_DEF),
+	{}
+};
+
 /* Upstream's fix yields after every CPU; larger values trade latency for throughput. */
 static const struct kmem_param rstat_params[] = {
 	{ .key = "every_cpus", .def = KMEMCTL_RSTAT_EVERY_CPUS_DEF,
 	  .min = KMEMCTL_RSTAT_EVERY_CPUS_MIN, .max = KMEMCTL_RSTAT_EVERY_CPUS_MAX },
+	TRIP_CALL_PARAM(KMEMCTL_RSTAT_TRIP_CALL_MS_DEF),
+	{}
+};
+
+static const struct kmem_param usercopy_params[] = {
+	TRIP_CALL_PARAM(KMEMCTL_USERCOPY_TRIP_CALL_MS_DEF),
 	{}
 };
 
@@ -118,6 +138,7 @@ static const struct kmem_param quarantine_params[] = {
 	  .min = KMEMCTL_QUARANTINE_BATCH_BYTES_MIN, .max = KMEMCTL_QUARANTINE_BATCH_BYTES_MAX },
 	{ .key = "max_fraction", .def = KMEMCTL_QUARANTINE_MAX_FRACTION_DEF,
 	  .min = KMEMCTL_QUARANTINE_MAX_FRACTION_MIN, .max = KMEMCTL_QUARANTINE_MAX_FRACTION_MAX },
+	TRIP_CALL_PARAM(KMEMCTL_QUARANTINE_TRIP_CALL_MS_DEF),
 	{}
 };
 
@@ -131,7 +152,7 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 		.native = HAVE_NATIVE_KASAN_FLUSH_BATCH,
 #endif
 		.symbols = flush_batch_symbols,
-		.params = no_params,
+		.params = flush_batch_params,
 #ifdef HAVE_LP_KASAN_PURGE_6_1
 		.fix = &kmem_lp_kasan_purge,
 #endif
@@ -168,7 +189,7 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 		.kconfig_missing = "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS is not set",
 #endif
 		.symbols = usercopy_symbols,
-		.params = no_params,
+		.params = usercopy_params,
 #ifdef HAVE_USERCOPY_FASTPATH_6_1
 		.direct = &kmem_usercopy_fastpath,
 #endif
@@ -314,26 +335,36 @@ static ssize_t mode_show(struct kobject *kobj, struct kobj_attribute *attr, char
 	return text_show(kobj, buf, TEXT_MODE);
 }
 
-static int mitigation_set(struct kmem_mitigation *m, bool on)
+/* trip_call_ms, for a mitigation with a replacement; 0 otherwise. */
+static u64 trip_call_ms(struct kmem_mitigation *m)
 {
-	int ret;
+	int i;
 
-	if (on == m->on)
-		return 0;
-	if (m->state == STATE_UNSUPPORTED || m->state == STATE_NATIVE) {
-		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
-		return -EOPNOTSUPP;
-	}
-	ret = 0;
+	for (i = 0; m->params[i].key; i++)
+		if (!strcmp(m->params[i].key, TRIP_CALL_MS))
+			return m->values[i];
+	return 0;
+}
+
+/* Enacts on or off; the caller updates state, reason and counters. */
+static int mitigation_switch(struct kmem_mitigation *m, bool on)
+{
+	int ret = 0;
+
+	if (on)
+		kmem_breaker_arm(m->id, trip_call_ms(m));
+	else
+		kmem_breaker_disarm(m->id);
 	if (m->direct && on) {
 		/* the module stays while the kernel may enter it */
 		if (!try_module_get(THIS_MODULE))
-			return -ENODEV;
-		ret = m->direct->enable(m->values);
-		if (ret)
-			module_put(THIS_MODULE);
+			ret = -ENODEV;
 		else
+			ret = m->direct->enable(m->values);
+		if (!ret)
 			direct_used = true;
+		else if (ret != -ENODEV)
+			module_put(THIS_MODULE);
 	} else if (m->direct) {
 		ret = m->direct->disable();
 		if (!ret)
@@ -346,6 +377,28 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 		m->fix->set(false, m->values);
 		kmem_livepatch_put(m->id);
 	}
+	if (ret && on)
+		kmem_breaker_disarm(m->id);
+	else if (ret)
+		kmem_breaker_arm(m->id, trip_call_ms(m));
+	return ret;
+}
+
+static int mitigation_set(struct kmem_mitigation *m, bool on)
+{
+	int ret;
+
+	if (on == m->on)
+		return 0;
+	if (m->state == STATE_UNSUPPORTED || m->state == STATE_NATIVE) {
+		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
+		return -EOPNOTSUPP;
+	}
+	if (m->state == STATE_TRIPPED) {
+		pr_info("%s: mode on refused: %s; write 1 to reset first\n", m->name, m->reason);
+		return -EBUSY;
+	}
+	ret = mitigation_switch(m, on);
 	if (ret) {
 		pr_warn("%s: mode %s failed (%d)\n", m->name, mode_names[on], ret);
 		return ret;
@@ -360,6 +413,46 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 	else
 		m->disables++;
 	return 0;
+}
+
+/*
+ * The breaker's verdict. The record and the log line go first: if the
+ * switch-off waits on the very task that is stuck, the agent still hears.
+ */
+void kmem_mitigation_trip(enum kmemctl_mitigation id, const struct kmem_trip *trip)
+{
+	struct kmem_mitigation *m = &mitigations[id];
+	int ret;
+
+	mutex_lock(&m->lock);
+	if (!m->on)
+		goto out;
+	pr_warn("%s: %s\n", m->name, trip->reason);
+	kmem_event_queue_task(KMEMCTL_EV_TRIP, id, trip->value, trip->threshold, trip->cause,
+			      trip->pid, trip->comm);
+	m->trips++;
+	ret = mitigation_switch(m, false);
+	if (ret) {
+		pr_err("%s: turning it off failed (%d); it stays on\n", m->name, ret);
+		snprintf(m->reason, sizeof(m->reason), "on: %s, but turning it off failed (%d)",
+			 trip->reason, ret);
+		goto out;
+	}
+	m->on = false;
+	m->state = STATE_TRIPPED;
+	strscpy(m->reason, trip->reason, sizeof(m->reason));
+out:
+	mutex_unlock(&m->lock);
+}
+
+bool kmem_mitigation_livepatched(enum kmemctl_mitigation id)
+{
+	return mitigations[id].fix;
+}
+
+const char *kmem_mitigation_name(enum kmemctl_mitigation id)
+{
+	return mitigations[id].name;
 }
 
 static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
@@ -468,6 +561,7 @@ static ssize_t params_store(struct kobject *kobj, struct kobj_attribute *attr,
 		memcpy(old, m->values, sizeof(old));
 		memcpy(m->values, values, sizeof(values));
 		params_log(m, old);
+		kmem_breaker_set_limit(m->id, trip_call_ms(m));
 	}
 	mutex_unlock(&m->lock);
 	kfree(text);
@@ -480,12 +574,33 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	ssize_t len;
 
 	mutex_lock(&m->lock);
-	len = sysfs_emit(buf, "enables %llu\ndisables %llu\ntrips %llu\n", m->enables,
-			 m->disables, m->trips);
+	len = sysfs_emit(buf, "enables %llu\ndisables %llu\ntrips %llu\nresets %llu\n", m->enables,
+			 m->disables, m->trips, m->resets);
 	if (m->direct && m->direct->stats && m->state != STATE_UNSUPPORTED)
 		len = m->direct->stats(buf, len);
 	mutex_unlock(&m->lock);
 	return len;
+}
+
+/* "1": a tripped mitigation goes back to off, and may be turned on again. */
+static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
+			   const char *buf, size_t count)
+{
+	struct kmem_mitigation *m = to_mitigation(kobj);
+
+	if (!sysfs_streq(buf, "1")) {
+		pr_info("%s: reset: want \"1\"\n", m->name);
+		return -EINVAL;
+	}
+	mutex_lock(&m->lock);
+	if (m->state == STATE_TRIPPED) {
+		pr_info("%s: reset after %s\n", m->name, m->reason);
+		m->state = STATE_OFF;
+		snprintf(m->reason, sizeof(m->reason), "off: reset after a trip");
+		m->resets++;
+	}
+	mutex_unlock(&m->lock);
+	return count;
 }
 
 static struct kobj_attribute state_attr = __ATTR_RO(state);
@@ -493,6 +608,7 @@ static struct kobj_attribute reason_attr = __ATTR_RO(reason);
 static struct kobj_attribute mode_attr = __ATTR_RW_MODE(mode, 0644);
 static struct kobj_attribute params_attr = __ATTR_RW_MODE(params, 0644);
 static struct kobj_attribute stats_attr = __ATTR_RO(stats);
+static struct kobj_attribute reset_attr = __ATTR_WO(reset);
 
 static struct attribute *mitigation_attrs[] = {
 	&state_attr.attr,
@@ -500,6 +616,7 @@ static struct attribute *mitigation_attrs[] = {
 	&mode_attr.attr,
 	&params_attr.attr,
 	&stats_attr.attr,
+	&reset_attr.attr,
 	NULL,
 };
 

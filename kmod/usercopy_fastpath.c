@@ -45,6 +45,8 @@ static void (*check_slab_object)(const void *ptr, unsigned long n, const struct 
 /* usercopy_abort() never returns; objtool cannot know that of a pointer. */
 static void (*abort_copy)(const char *name, const char *detail, bool to_user, unsigned long offset,
 			  unsigned long len);
+static void (*kernel_abort)(const char *name, const char *detail, bool to_user,
+			    unsigned long offset, unsigned long len);
 static unsigned long text_start, text_end;
 static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
@@ -80,7 +82,7 @@ static int check_stack_object(const void *obj, unsigned long len)
 /*
  * Not a copy: kmemctl's own helper for the offset __check_object_size()
  * computes inside its usercopy_abort() call, an #ifdef among the call's
- * arguments (the declared line in kmem_check_object_size() below).
+ * arguments (the declared line in kmem_check_object() below).
  */
 static unsigned long stack_offset(const void *ptr)
 {
@@ -265,17 +267,28 @@ static void check_heap_object(const void *ptr, unsigned long n, bool to_user)
 	}
 }
 
-/* Entered from the trampoline below, in place of __check_object_size(). */
-void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
+/*
+ * Not a copy: usercopy_abort() kills the task, so the call ends here for
+ * the breaker; the copy reaches it as abort_copy().
+ */
+static void abort_untimed(const char *name, const char *detail, bool to_user,
+			  unsigned long offset, unsigned long len)
+{
+	kmem_call_abandon(KMEMCTL_MIT_USERCOPY_FASTPATH);
+	kernel_abort(name, detail, to_user, offset, len);
+}
+
+/* The copy of __check_object_size(); kmem_check_object_size() below times it. */
+void kmem_check_object(const void *ptr, unsigned long n, bool to_user);
 /*
  * kmemctl-copy: usercopy-fastpath mm/usercopy.c __check_object_size
- * rename: __check_object_size -> kmem_check_object_size, usercopy_abort -> abort_copy
+ * rename: __check_object_size -> kmem_check_object, usercopy_abort -> abort_copy
  * replace: "static_branch_unlikely(&bypass_usercopy_checks)" -> "checks_bypassed":
  *   the static key is read-only after boot, so read once at load
  * replace: "(const unsigned long)ptr" -> "(unsigned long)ptr": as the callees take it
  */
 
-void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
+void kmem_check_object(const void *ptr, unsigned long n, bool to_user)
 {
 	if (checks_bypassed)
 		return;
@@ -294,6 +307,21 @@ void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
 	}
 	check_heap_object(ptr, n, to_user);
 	check_kernel_text_object((unsigned long)ptr, n, to_user);
+}
+
+/*
+ * Not a copy: entered from the trampoline below, in place of
+ * __check_object_size(); times the copy's call for the breaker.
+ */
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user);
+
+void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
+{
+	struct kmem_call *call = kmem_call_begin(KMEMCTL_MIT_USERCOPY_FASTPATH,
+						 "__check_object_size");
+
+	kmem_check_object(ptr, n, to_user);
+	kmem_call_end(call, KMEMCTL_MIT_USERCOPY_FASTPATH);
 }
 
 /*
@@ -334,12 +362,13 @@ static int usercopy_prepare(void)
 	bypass_key = (struct static_key_false *)kmem_symbol("bypass_usercopy_checks");
 	find_area = (void *)kmem_symbol("find_vmap_area");
 	check_slab_object = (void *)kmem_symbol("__check_heap_object");
-	abort_copy = (void *)kmem_symbol("usercopy_abort");
+	kernel_abort = (void *)kmem_symbol("usercopy_abort");
+	abort_copy = abort_untimed;
 	text_start = kmem_symbol("_stext");
 	text_end = kmem_symbol("_etext");
 	kernel_mm = (struct mm_struct *)kmem_symbol("init_mm");
 	if (!check_object_size_addr || !bypass_key || !find_area || !check_slab_object ||
-	    !abort_copy || !text_start || !text_end || !kernel_mm)
+	    !kernel_abort || !text_start || !text_end || !kernel_mm)
 		return -ENOENT;
 	kernel_pgd = kernel_mm->pgd;
 	checks_bypassed = static_key_enabled(&bypass_key->key);

@@ -42,6 +42,14 @@ static inline const struct kmemctl_param *kmemctl_param_find(const char *mitigat
 		  KMEMCTL_QUARANTINE_BATCH_BYTES_MAX },
 		{ "kasan-quarantine", "max_fraction", KMEMCTL_QUARANTINE_MAX_FRACTION_MIN,
 		  KMEMCTL_QUARANTINE_MAX_FRACTION_MAX },
+		{ "kasan-flush-batch", "trip_call_ms", KMEMCTL_TRIP_CALL_MS_MIN,
+		  KMEMCTL_TRIP_CALL_MS_MAX },
+		{ "rstat-yield", "trip_call_ms", KMEMCTL_TRIP_CALL_MS_MIN,
+		  KMEMCTL_TRIP_CALL_MS_MAX },
+		{ "usercopy-fastpath", "trip_call_ms", KMEMCTL_TRIP_CALL_MS_MIN,
+		  KMEMCTL_TRIP_CALL_MS_MAX },
+		{ "kasan-quarantine", "trip_call_ms", KMEMCTL_TRIP_CALL_MS_MIN,
+		  KMEMCTL_TRIP_CALL_MS_MAX },
 	};
 
 	for (unsigned int i = 0; i < sizeof(params) / sizeof(params[0]); i++)

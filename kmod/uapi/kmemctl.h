@@ -43,11 +43,11 @@
  *		every old value and says why in dmesg.
  *     reset	write "1": a tripped mitigation goes back to off; in any
  *		other state the write does nothing
- *     stats	"key value" lines of counters: enables, disables, trips;
- *		kasan-quarantine adds the kernel's held_bytes, max_bytes,
- *		batch_bytes and oldest_batch_bytes, the copy's reductions
- *		and reduce_max_bytes (since mode on), and missed (redirects
- *		the kprobe missed)
+ *     stats	"key value" lines of counters: enables, disables (mode
+ *		writes), trips, resets; kasan-quarantine adds the kernel's
+ *		held_bytes, max_bytes, batch_bytes and oldest_batch_bytes,
+ *		the copy's reductions and reduce_max_bytes (since mode on),
+ *		and missed (redirects the kprobe missed)
  *
  *   probes/<id>/	one directory per probe, on every kernel:
  *     enabled	0 | 1; writing 1 to an unsupported probe fails with
@@ -110,6 +110,18 @@ enum kmemctl_mitigation {
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_DEF	32
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_MIN	4
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_MAX	4096
+/*
+ * trip_call_ms, on every mitigation with a replacement: the breaker trips
+ * it when one call of its replacement runs longer (docs/kmod.md, Breaker).
+ * The defaults are far above what a healthy KASAN kernel under emulation
+ * takes; usercopy's check is a lookup on every copy, so its bound is lower.
+ */
+#define KMEMCTL_TRIP_CALL_MS_MIN		1
+#define KMEMCTL_TRIP_CALL_MS_MAX		600000
+#define KMEMCTL_FLUSH_BATCH_TRIP_CALL_MS_DEF	5000
+#define KMEMCTL_RSTAT_TRIP_CALL_MS_DEF		5000
+#define KMEMCTL_USERCOPY_TRIP_CALL_MS_DEF	1000
+#define KMEMCTL_QUARANTINE_TRIP_CALL_MS_DEF	2000
 
 /*
  * Why the breaker tripped a mitigation: the flags of a KMEMCTL_EV_TRIP

@@ -153,15 +153,25 @@ static void test_known(void **state)
 		{ "{\"mitigations\": {\"kasan-quarantine\": {\"params\": {\"batch_bytes\": 4095}}}}",
 		  "mitigations.kasan-quarantine.params.batch_bytes: 4095 is out of range [4096, "
 		  "1073741824]" },
+		{ "{\"mitigations\": {\"usercopy-fastpath\": {\"params\": {\"trip_call_ms\": 0}}}}",
+		  "mitigations.usercopy-fastpath.params.trip_call_ms: 0 is out of range [1, 600000]" },
+		{ "{\"mitigations\": {\"kasan-flush-batch\": {\"params\": {\"trip_call_ms\": 600001}}}}",
+		  "mitigations.kasan-flush-batch.params.trip_call_ms: 600001 is out of range [1, "
+		  "600000]" },
+		{ "{\"mitigations\": {\"tlb-gen\": {\"params\": {\"trip_call_ms\": 100}}}}",
+		  "mitigations.tlb-gen.params: unknown param \"trip_call_ms\"" },
 		{ "{\"probes\": {\"vmap-purge-flushes\": {\"enabled\": true}}}",
 		  "probes: unknown probe \"vmap-purge-flushes\" (known: rstat-flush, "
 		  "usercopy-vmalloc, vmap-purge, kasan-reduce, tlb-shootdown)" },
 	};
 	static const char good[] =
 		"{\"mitigations\": {"
-		"  \"rstat-yield\": {\"mode\": \"on\", \"params\": {\"every_cpus\": 4096}},"
-		"  \"kasan-quarantine\": {\"params\": {\"batch_bytes\": 4096, \"max_fraction\": 4}},"
-		"  \"usercopy-fastpath\": {\"mode\": \"off\"}"
+		"  \"rstat-yield\": {\"mode\": \"on\","
+		"    \"params\": {\"every_cpus\": 4096, \"trip_call_ms\": 5000}},"
+		"  \"kasan-quarantine\": {\"params\": {\"batch_bytes\": 4096, \"max_fraction\": 4,"
+		"    \"trip_call_ms\": 600000}},"
+		"  \"usercopy-fastpath\": {\"mode\": \"off\", \"params\": {\"trip_call_ms\": 1}},"
+		"  \"kasan-flush-batch\": {\"params\": {\"trip_call_ms\": 1}}"
 		"}, \"probes\": {\"vmap-purge\": {\"threshold_ns\": 1000000}}}";
 	struct policy_doc doc;
 	char err[512];

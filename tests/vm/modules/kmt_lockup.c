@@ -7,12 +7,16 @@
  * kernel.watchdog_thresh=1 that gives "BUG: soft lockup" after ~2 s.
  * /sys/kernel/kmt_lockup/spin_irqoff (write-only): the same with interrupts
  * disabled, S in 0..5.
- * The write returns when the spin is over. Time is measured with
+ * /sys/kernel/kmt_lockup/sleep_d (write-only): writing S (0..60) sleeps S
+ * seconds uninterruptibly (D state), which the hung-task detector reports
+ * after kernel.hung_task_timeout_secs.
+ * The write returns when the spin or sleep is over. Time is measured with
  * ktime_get_ns(), not jiffies, which need not advance while this CPU has
  * interrupts off.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/delay.h>
 #include <linux/irqflags.h>
 #include <linux/kobject.h>
 #include <linux/ktime.h>
@@ -93,12 +97,28 @@ static ssize_t spin_irqoff_store(struct kobject *kobj, struct kobj_attribute *at
 	return count;
 }
 
+static ssize_t sleep_d_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			     size_t count)
+{
+	unsigned int secs;
+	int ret;
+
+	ret = kmt_parse(buf, KMT_SPIN_MAX, &secs);
+	if (ret)
+		return ret;
+	pr_info("sleeping %u s in D state\n", secs);
+	msleep(secs * MSEC_PER_SEC);
+	return count;
+}
+
 static struct kobj_attribute spin_attr = __ATTR_WO(spin);
 static struct kobj_attribute spin_irqoff_attr = __ATTR_WO(spin_irqoff);
+static struct kobj_attribute sleep_d_attr = __ATTR_WO(sleep_d);
 
 static struct attribute *kmt_attrs[] = {
 	&spin_attr.attr,
 	&spin_irqoff_attr.attr,
+	&sleep_d_attr.attr,
 	NULL,
 };
 
@@ -132,4 +152,4 @@ module_init(kmt_lockup_init);
 module_exit(kmt_lockup_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("kmemctl VM tests: spin with preemption or interrupts disabled");
+MODULE_DESCRIPTION("kmemctl VM tests: spin with preemption or interrupts disabled, sleep in D state");

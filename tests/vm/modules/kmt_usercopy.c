@@ -30,11 +30,22 @@
  * Such a read needs a user buffer of the copy's length (else EINVAL).
  *
  * Contention on the vmap locks comes from kmt_vmalloc's `churn`.
+ *
+ * stall_ms > 0 makes every usercopy check's lookup slow, for the breaker's
+ * tests: a kprobe on find_vmap_area() sends each call made from a read()
+ * to stalled_find_vmap_area(), which spins stall_ms with preemption off,
+ * as a vmap_area_lock held that long would, then looks the area up. The
+ * spin runs outside the kprobe handler, where the kernel's own kprobes
+ * (add_taint()'s, on a soft lockup) could not fire. Only copies that cross
+ * a page boundary (offset, size) look their area up when
+ * usercopy-fastpath is on.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
 #include <linux/fs.h>
+#include <linux/kprobes.h>
+#include <linux/ktime.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
 #include <linux/moduleparam.h>
@@ -78,6 +89,91 @@ MODULE_PARM_DESC(bad_from, "source of the bad_size copy: vmalloc (default), slab
 static bool freed;
 module_param(freed, bool, 0644);
 MODULE_PARM_DESC(freed, "1: each read copies from a buffer it has just vfree()d");
+
+static unsigned int stall_ms;
+static struct task_struct *stall_task;	/* the task in kmt_read(), compared only */
+static struct task_struct *stall_inner;	/* the task back in find_vmap_area() */
+static bool stall_registered;
+static DEFINE_MUTEX(stall_lock);
+
+/*
+ * Spins on ktime_get_ns(), as kmt_lockup does: mdelay() counts TSC cycles,
+ * which under QEMU's TCG need not keep pace with the kernel's clocks.
+ */
+static void stall(unsigned int ms)
+{
+	u64 limit = (u64)ms * NSEC_PER_MSEC;
+	u64 prev = ktime_get_ns();
+	u64 spun = 0;
+
+	while (spun < limit) {
+		u64 now;
+
+		cpu_relax();
+		now = ktime_get_ns();
+		if (now > prev)
+			spun += now - prev;
+		prev = now;
+	}
+}
+
+static struct kprobe stall_kp = {
+	.symbol_name = "find_vmap_area",
+};
+
+static noinline struct vmap_area *stalled_find_vmap_area(unsigned long addr)
+{
+	struct vmap_area *(*find)(unsigned long addr) = (void *)stall_kp.addr;
+	struct vmap_area *va;
+
+	preempt_disable();
+	stall(READ_ONCE(stall_ms));
+	preempt_enable();
+	WRITE_ONCE(stall_inner, current);
+	va = find(addr);
+	WRITE_ONCE(stall_inner, NULL);
+	return va;
+}
+
+/* No post handler: the kprobe may then move the instruction pointer. */
+static int stall_pre(struct kprobe *kp, struct pt_regs *regs)
+{
+	if (!READ_ONCE(stall_ms) || READ_ONCE(stall_task) != current ||
+	    READ_ONCE(stall_inner) == current)
+		return 0;
+	instruction_pointer_set(regs, (unsigned long)stalled_find_vmap_area);
+	return 1;
+}
+
+/* The kprobe goes in on the first non-zero value, so other tests never meet it. */
+static int stall_set(const char *val, const struct kernel_param *kp)
+{
+	unsigned int ms;
+	int ret;
+
+	ret = kstrtouint(val, 0, &ms);
+	if (ret)
+		return ret;
+	if (ms > 60000)
+		return -EINVAL;
+	mutex_lock(&stall_lock);
+	if (ms && !stall_registered) {
+		stall_kp.pre_handler = stall_pre;
+		ret = register_kprobe(&stall_kp);
+		stall_registered = !ret;
+	}
+	if (!ret)
+		WRITE_ONCE(stall_ms, ms);
+	mutex_unlock(&stall_lock);
+	return ret;
+}
+
+static const struct kernel_param_ops stall_ops = {
+	.set = stall_set,
+	.get = param_get_uint,
+};
+module_param_cb(stall_ms, &stall_ops, &stall_ms, 0644);
+MODULE_PARM_DESC(stall_ms, "> 0: each find_vmap_area() call from a read() takes this long (ms)");
 
 static atomic_long_t kmt_total = ATOMIC_LONG_INIT(0);
 static void *kmt_buf;
@@ -173,8 +269,10 @@ static ssize_t kmt_read(struct file *file, char __user *ubuf, size_t len, loff_t
 	if (n == 0)
 		return 0;
 
+	WRITE_ONCE(stall_task, current);
 	for (i = 0; i < n; i++) {
 		if (copy_to_user(ubuf, kmt_buf + off, sz)) {
+			WRITE_ONCE(stall_task, NULL);
 			atomic_long_add(i, &kmt_total);
 			return -EFAULT;
 		}
@@ -184,11 +282,13 @@ static ssize_t kmt_read(struct file *file, char __user *ubuf, size_t len, loff_t
 				off = 0;
 		}
 		if (fatal_signal_pending(current)) {
+			WRITE_ONCE(stall_task, NULL);
 			atomic_long_add(i + 1, &kmt_total);
 			return -EINTR;
 		}
 		cond_resched();
 	}
+	WRITE_ONCE(stall_task, NULL);
 	atomic_long_add(n, &kmt_total);
 	return sz;
 }
@@ -235,6 +335,8 @@ err_buf:
 
 static void __exit kmt_usercopy_exit(void)
 {
+	if (stall_registered)
+		unregister_kprobe(&stall_kp);
 	misc_deregister(&kmt_misc);
 	vfree(kmt_buf);
 }

@@ -46,7 +46,10 @@ for id in $MITIGATIONS; do
 	*) die "$id: reason '$reason' does not start with its state '$state'" ;;
 	esac
 	assert_eq "$(read_file $d/mode)" off "$id: mode at load"
-	grep -qx "enables 0" $d/stats || die "$id: stats lack 'enables 0'"
+	for counter in enables disables trips resets; do
+		grep -qx "$counter 0" $d/stats || die "$id: stats lack '$counter 0'"
+	done
+	[ -f $d/reset ] && [ "$(stat -c %a $d/reset)" = 200 ] || die "$id: no write-only reset file"
 	dmesg_since_mark | grep -qxF "kmemctl: $id: $reason" || die "$id: dmesg lacks '$reason'"
 	log "$id: $reason"
 done
@@ -88,6 +91,16 @@ for pair in ${EXPECT_PROBES:-}; do
 	*) die "probe $id: got '$got', expected '$want'" ;;
 	esac
 done
+
+# Every mitigation with a replacement has trip_call_ms, at its default.
+for pair in kasan-flush-batch=5000 rstat-yield=5000 usercopy-fastpath=1000 kasan-quarantine=2000; do
+	grep -qx "trip_call_ms=${pair#*=}" $K/mitigations/${pair%%=*}/params ||
+		die "${pair%%=*}: params lack trip_call_ms=${pair#*=}: $(cat $K/mitigations/${pair%%=*}/params)"
+done
+assert_eq "$(cat $K/mitigations/tlb-gen/params)" "" "tlb-gen params"
+P=/sys/module/kmemctl/parameters
+assert_eq "$(cat $P/breaker) $(cat $P/breaker_window_s) $(cat $P/livepatch_reverse_ms)" \
+	"Y 600 60000" "breaker, breaker_window_s, livepatch_reverse_ms"
 
 [ -c /dev/kmemctl ] || die "/dev/kmemctl is not a character device"
 unload_mod kmemctl

@@ -4,10 +4,14 @@
 # mode on returns at once, state says "transition", and after
 # livepatch_stall_ms the reason names the task and /dev/kmemctl carries a
 # livepatch-stall event. When the task lets go the mitigation is on. The
-# same for the removal.
+# same for the removal. A patching transition still stalled after
+# livepatch_reverse_ms is reversed: every livepatched mitigation that is on
+# is tripped (the one that started it, and kasan-flush-batch, which shares
+# the patch, where this kernel has it) and the patch goes away.
 . /tests/lib.sh
 
 M=/sys/kernel/kmemctl/mitigations/rstat-yield
+F=/sys/kernel/kmemctl/mitigations/kasan-flush-batch
 LP=/sys/kernel/livepatch/kmemctl
 SPIN=/sys/kernel/kmt_lockup/spin
 
@@ -62,6 +66,45 @@ grep -q "type=livepatch-stall source=rstat-yield .*flags=0 pid=$spinner" /tmp/ev
 wait $spinner
 wait_for 30 sh -c "[ ! -d $LP ]"
 assert_eq "$(cat $M/reason)" "off: supported on this kernel" "reason after the removal"
+
+# Reversal: the default waits a minute; 3 s here, and the spinner outlasts it.
+assert_eq "$(cat /sys/module/kmemctl/parameters/livepatch_reverse_ms)" 60000 "livepatch_reverse_ms"
+echo 3000 >/sys/module/kmemctl/parameters/livepatch_reverse_ms
+flush=0
+[ "$(cat $F/state)" = off ] && flush=1
+spin 15
+write_ok $M/mode on
+assert_eq "$(cat $M/state)" transition "state while tasks are switched"
+[ $flush = 1 ] && write_ok $F/mode on
+wait_for 30 sh -c "[ \"\$(cat $M/state)\" = tripped ]"
+reason=$(cat $M/reason)
+log "reason: $reason"
+case "$reason" in
+"tripped: livepatch patching stalled for "*" ms, limit 3000 ms, reversed: "*" tasks not switched, first sh:$spinner") ;;
+*) die "reason after the reversal: $reason" ;;
+esac
+assert_eq "$(cat $M/mode)" off "mode after the reversal"
+grep -qx "trips 1" $M/stats || die "stats: $(cat $M/stats)"
+dmesg_since_mark | grep -q "livepatch: patching stalled for .* ms, past livepatch_reverse_ms 3000: reversing it" ||
+	die "no dmesg line for the reversal"
+evread -N -n 100 >/tmp/ev.rev
+grep -q "type=trip source=rstat-yield .*threshold=3000000000 flags=6 pid=$spinner comm=sh" /tmp/ev.rev ||
+	die "TRIP record: $(cat /tmp/ev.rev)"
+if [ $flush = 1 ]; then
+	wait_for 30 sh -c "[ \"\$(cat $F/state)\" = tripped ]"
+	log "kasan-flush-batch: $(cat $F/reason)"
+	grep -q "type=trip source=kasan-flush-batch .*flags=6 " /tmp/ev.rev ||
+		die "no TRIP record for kasan-flush-batch: $(cat /tmp/ev.rev)"
+fi
+write_fails $M/mode on "Device or resource busy"
+wait $spinner
+wait_for 30 sh -c "[ ! -d $LP ]"
+write_ok $M/reset 1
+[ $flush = 1 ] && write_ok $F/reset 1
+write_ok $M/mode on
+wait_for 30 sh -c "[ \"\$(cat $M/state)\" = on ]"
+write_ok $M/mode off
+wait_for 30 sh -c "[ ! -d $LP ]"
 
 unload_mod kmt_lockup
 unload_mod kmemctl
