@@ -692,11 +692,6 @@ void kmem_mitigations_exit(void)
 		synchronize_rcu_tasks();
 }
 
-const char *kmem_mitigation_name(enum kmemctl_mitigation id)
-{
-	return mitigations[id].name;
-}
-
 /* A record was admitted: the mitigations waiting for one try their gate again. */
 void kmem_mitigations_regate(void)
 {
