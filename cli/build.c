@@ -711,28 +711,15 @@ static int build_verify(int argc, char **argv)
 	_cleanup_free_ char *buf = NULL;
 	char err[BUILDREC_ERR_MAX];
 	struct build_info b;
-	const char *dir = NULL;
 	size_t len;
-	int c, r;
+	int r;
 
-	optind = 0;
-	while ((c = getopt(argc, argv, "K:")) != -1) {
-		if (c != 'K')
-			goto usage;
-		dir = optarg;
-	}
-	if (!dir || optind != argc - 1)
+	r = read_signed(argc, argv, &kr, &buf, &len);
+	if (r == -EINVAL)
 		goto usage;
-	r = keyring_load_dir(&kr, dir);
-	if (r == 0 && kr.n == 0)
-		r = -ENOKEY;
-	if (r < 0) {
-		keyring_free(&kr);
-		return log_error_errno(r, "loading the keys in '%s' failed: %m", dir), EXIT_ERROR;
-	}
-	r = read_file_max(argv[optind], BUNDLE_MAX, &buf, &len);
-	if (r == 0)
-		r = build_record_verify(&kr, (const uint8_t *)buf, len, time(NULL), &p);
+	if (r < 0)
+		return EXIT_ERROR;
+	r = build_record_verify(&kr, (const uint8_t *)buf, len, time(NULL), &p);
 	keyring_free(&kr);
 	if (r < 0)
 		return log_error_errno(r, "'%s' does not verify as a build record: %m",

@@ -7,6 +7,8 @@
 
 #include "exit-codes.h"
 
+struct keyring;
+
 /* The options before the object, for every object. */
 struct cli_options {
 	bool json, pretty; /* -j, -p (implies -j) */
@@ -54,5 +56,11 @@ int do_build(int argc, char **argv);
  * over it, so readers never see half of it.
  */
 int write_out(const char *path, const void *data, size_t len);
+/*
+ * `-K KEYS_DIR BUNDLE` of the verify verbs: the keys (at least one) into kr
+ * and the bundle into buf; -EINVAL for a usage error, another error once
+ * logged (kr then freed).
+ */
+int read_signed(int argc, char **argv, struct keyring *kr, char **buf, size_t *len);
 
 #endif

@@ -186,33 +186,48 @@ static int policy_sign_cmd(int argc, char **argv)
 	return EXIT_OK;
 }
 
-static int policy_verify_cmd(int argc, char **argv)
+int read_signed(int argc, char **argv, struct keyring *kr, char **buf, size_t *len)
 {
-	Kmemctl__V1__PolicyPayload *p = NULL;
-	struct keyring kr = { 0 };
-	_cleanup_free_ char *buf = NULL;
 	const char *dir = NULL;
-	size_t len;
 	int c, r;
 
 	optind = 0;
 	while ((c = getopt(argc, argv, "K:")) != -1) {
 		if (c != 'K')
-			goto usage;
+			return -EINVAL;
 		dir = optarg;
 	}
 	if (!dir || optind != argc - 1)
-		goto usage;
-	r = keyring_load_dir(&kr, dir);
-	if (r == 0 && kr.n == 0)
+		return -EINVAL;
+	r = keyring_load_dir(kr, dir);
+	if (r == 0 && kr->n == 0)
 		r = -ENOKEY;
 	if (r < 0) {
-		keyring_free(&kr);
-		return log_error_errno(r, "loading the keys in '%s' failed: %m", dir), EXIT_ERROR;
+		keyring_free(kr);
+		return log_error_errno(r, "loading the keys in '%s' failed: %m", dir), -EIO;
 	}
-	r = read_file_max(argv[optind], BUNDLE_MAX, &buf, &len);
-	if (r == 0)
-		r = policy_verify(&kr, (const uint8_t *)buf, len, time(NULL), &p);
+	r = read_file_max(argv[optind], BUNDLE_MAX, buf, len);
+	if (r < 0) {
+		keyring_free(kr);
+		return log_error_errno(r, "reading '%s' failed: %m", argv[optind]), -EIO;
+	}
+	return 0;
+}
+
+static int policy_verify_cmd(int argc, char **argv)
+{
+	Kmemctl__V1__PolicyPayload *p = NULL;
+	struct keyring kr = { 0 };
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	r = read_signed(argc, argv, &kr, &buf, &len);
+	if (r == -EINVAL)
+		goto usage;
+	if (r < 0)
+		return EXIT_ERROR;
+	r = policy_verify(&kr, (const uint8_t *)buf, len, time(NULL), &p);
 	keyring_free(&kr);
 	if (r < 0)
 		return log_error_errno(r, "'%s' does not verify: %m", argv[optind]), EXIT_ERROR;
