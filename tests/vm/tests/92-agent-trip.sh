@@ -50,9 +50,10 @@ log "with the agent stopped: $(cat $M/reason)"
 grep -q "$UC tripped" agent.log && agent_fail "the stopped agent handled the trip"
 
 kill -CONT "$agent"
-await 30 grep -q "$UC quarantined under policy trip/1" agent.log ||
-	agent_fail "the agent did not quarantine $UC after its trip"
-await 30 status_has "^$UC  *off  *off  *quarantine" || agent_fail "status: $(cat status.txt)"
+await 30 grep -q "kmemctl.ko tripped $UC: slow call" agent.log ||
+	agent_fail "the agent did not see the trip of $UC"
+await 30 grep -qx "$UC trip 1" $W/state/quarantine || agent_fail "$UC is not in the quarantine"
+await 30 status_has "^$UC  *tripped  *off  *quarantine" || agent_fail "status: $(cat status.txt)"
 grep -q "^trip .*$UC tripped: slow call" status.txt ||
 	agent_fail "the trip and its cause are not in a report: $(cat status.txt)"
 log "after the agent resumed: $(grep "^$UC " status.txt)"
