@@ -136,7 +136,7 @@ printf '131072 7\n1048576 6\n4194304 1\n' >$P/hist.new && mv $P/hist.new $P/hist
 echo 14 >$P/count
 echo 9000000 >$P/sum_ns
 purges() {
-	"$KMEMCTL" -j telemetry query vmap-purge host=h1 | grep -q '"count":10,'
+	grep -q '"count":10,' <<<"$("$KMEMCTL" -j telemetry query vmap-purge host=h1)"
 }
 wait_for 20 purges || fail "h1's purges did not reach kmemd"
 run telemetry-query telemetry query vmap-purge host=h1

@@ -121,7 +121,7 @@ owns() {
 	shift
 	list=$(in_root dpkg -L "$pkg")
 	for path in "$@"; do
-		echo "$list" | grep -qx "$path" || fail "$pkg does not install $path"
+		grep -qx "$path" <<<"$list" || fail "$pkg does not install $path"
 		[ -e "$root$path" ] || fail "$path of $pkg is not on disk"
 	done
 }
@@ -137,7 +137,7 @@ owns kmemd /usr/sbin/kmemd /usr/share/man/man8/kmemd.8.gz /lib/systemd/system/km
 	/usr/share/doc/kmemd/examples/kmemd.conf /usr/share/doc/kmemd/examples/kmemd.yml
 owns kmemctl-dkms "/usr/src/kmemctl-$version/dkms.conf" "/usr/src/kmemctl-$version/Kbuild" \
 	"/usr/src/kmemctl-$version/main.c" "/usr/src/kmemctl-$version/uapi/kmemctl.h"
-in_root kmemctl version | grep -q "$version" || fail "kmemctl version: $(in_root kmemctl version)"
+grep -q "$version" <<<"$(in_root kmemctl version)" || fail "kmemctl version: $(in_root kmemctl version)"
 for m in kmemctl kmemd kmem-agent; do
 	in_root man -w 8 "$m" >/dev/null 2>&1 || [ -f "$root/usr/share/man/man8/$m.8.gz" ] ||
 		fail "no man page for $m"
@@ -162,12 +162,12 @@ verify=$(in_root systemd-analyze verify --man=no kmemd.service kmem-agent.servic
 echo "ok: users kmemd and kmem-agent, group kmemctl, /var/lib/kmemd 0700; units enabled and verified"
 
 dkms_status=$(in_root dkms status kmemctl)
-echo "$dkms_status" | grep -q "^kmemctl/$version, $kver, x86_64: installed" ||
+grep -q "^kmemctl/$version, $kver, x86_64: installed" <<<"$dkms_status" ||
 	{ tail -30 "$out/apt-install.log"; fail "DKMS did not install kmemctl for $kver: $dkms_status"; }
 ko=$(in_root modinfo -k "$kver" -F filename kmemctl)
 [ "$ko" = "/lib/modules/$kver/updates/dkms/kmemctl.ko" ] || fail "modprobe would load $ko"
 [ "$(in_root modinfo -k "$kver" -F version kmemctl)" = "$version" ] || fail "kmemctl.ko's version"
-in_root modinfo -k "$kver" -F vermagic kmemctl | grep -q "^$kver " || fail "kmemctl.ko's vermagic"
+grep -q "^$kver " <<<"$(in_root modinfo -k "$kver" -F vermagic kmemctl)" || fail "kmemctl.ko's vermagic"
 echo "ok: DKMS built kmemctl.ko $version for $kver against /usr/src/linux-headers-$kver"
 
 # 3. configure the host as an operator would, then boot it

@@ -51,7 +51,7 @@ for v in $(grep -o '\$[a-z_]*' "$D" | sort -u | tr -d '$'); do
 	case $v in
 	__*) continue ;; # Grafana's own, such as $__rate_interval
 	esac
-	echo "$defined" | grep -qx "$v" || fail "\$$v is used but not a dashboard variable"
+	grep -qx "$v" <<<"$defined" || fail "\$$v is used but not a dashboard variable"
 done
 echo "ok: deploy/grafana/kmemctl.json: $(q "count(*)") panels, each complete; variables defined"
 echo PASS

@@ -53,7 +53,7 @@ $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n db-1 -o enrolled >
 	fail "enrollment of db-1 failed: $(cat enroll.out)"
 [ "$(stat -c %a enrolled/db-1.key)" = 600 ] || fail "the enrolled key is not 0600"
 openssl verify -CAfile pki/ca.crt enrolled/db-1.crt >/dev/null || fail "db-1's cert does not verify"
-openssl x509 -in enrolled/db-1.crt -noout -subject | grep -q "OU = host, CN = db-1" ||
+grep -q "OU = host, CN = db-1" <<<"$(openssl x509 -in enrolled/db-1.crt -noout -subject)" ||
 	fail "db-1's cert subject: $(openssl x509 -in enrolled/db-1.crt -noout -subject)"
 cp enrolled/db-1.key enrolled/db-1.crt pki/
 echo "ok: db-1 enrolled with a secret; the secret routes refuse what is not JSON"
@@ -64,7 +64,7 @@ $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S bad-secret -n db-2 -o enroll
 [ "$rc" = 4 ] && grep -q "unknown enrollment secret" enroll.out ||
 	fail "a bad secret: exit $rc, $(cat enroll.out)"
 [ ! -e enrolled/db-2.key ] || fail "a refused enrollment left a key"
-"${ops_cli[@]}" secret revoke "$secret_id" | grep -q "^secret $secret_id revoked" ||
+grep -q "^secret $secret_id revoked" <<<"$("${ops_cli[@]}" secret revoke "$secret_id")" ||
 	fail "revoking the secret"
 rc=0
 $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n db-3 -o enrolled \
@@ -160,7 +160,7 @@ grep -q "from kmemd" agent-db-1.log && fail "db-1 was sent a policy"
 echo "ok: the assignment reaches role=web and only it"
 
 state_back() {
-	api ops GET /v1/hosts | grep -q "\"host_id\":\"$1\".*\"policy\":{\"name\":\"web\",\"version\":1}.*\"id\":\"usercopy-fastpath\",\"state\":\"off\",\"mode\":\"on\",\"source\":\"policy\""
+	grep -q "\"host_id\":\"$1\".*\"policy\":{\"name\":\"web\",\"version\":1}.*\"id\":\"usercopy-fastpath\",\"state\":\"off\",\"mode\":\"on\",\"source\":\"policy\"" <<<"$(api ops GET /v1/hosts)"
 }
 for h in web-1 web-2; do
 	wait_for 20 state_back $h || fail "$h's state did not come back: $(api ops GET /v1/hosts)"
@@ -177,19 +177,19 @@ printf '131072 7\n1048576 6\n4194304 1\n' >$P/hist.new && mv $P/hist.new $P/hist
 echo 14 >$P/count
 echo 9000000 >$P/sum_ns
 telemetry() {
-	api ops GET "/v1/telemetry?probe=vmap-purge&$1" | head -1
+	head -1 <<<"$(api ops GET "/v1/telemetry?probe=vmap-purge&$1")"
 }
 has_purges() {
-	telemetry "label=role:web" | grep -q '"count":10,'
+	grep -q '"count":10,' <<<"$(telemetry "label=role:web")"
 }
 wait_for 20 has_purges || fail "web-1's purges did not reach kmemd: $(telemetry label=role:web)"
 out=$(telemetry "label=role:web")
-echo "$out" | grep -q '"hosts":2,' || fail "role=web telemetry: $out"
-echo "$out" | grep -q '"buckets":\[\[131072,4\],\[1048576,6\]\]' || fail "buckets: $out"
+grep -q '"hosts":2,' <<<"$out" || fail "role=web telemetry: $out"
+grep -q '"buckets":\[\[131072,4\],\[1048576,6\]\]' <<<"$out" || fail "buckets: $out"
 p90=$(echo "$out" | sed -n 's/.*"p90_ns":\([0-9]*\),.*/\1/p')
 [ "$p90" -gt 524288 ] && [ "$p90" -le 1048576 ] || fail "p90 is not in (0.5, 1] ms: $out"
-telemetry "label=role:db" | grep -q '"count":0,' || fail "role=db: $(telemetry label=role:db)"
-telemetry "host=web-2" | grep -q '"count":0,' || fail "web-2: $(telemetry host=web-2)"
+grep -q '"count":0,' <<<"$(telemetry "label=role:db")" || fail "role=db: $(telemetry label=role:db)"
+grep -q '"count":0,' <<<"$(telemetry "host=web-2")" || fail "web-2: $(telemetry host=web-2)"
 expect 400 "probe is required" "a telemetry query without a probe" ops GET "/v1/telemetry?host=web-1"
 expect 400 "KEY:VALUE" "a telemetry query with a bad label" ops GET "/v1/telemetry?probe=x&label=role"
 expect 400 "unix milliseconds" "a telemetry query with a bad time" \
@@ -202,10 +202,10 @@ expect 200 '^\[{"host_id":"web-1"' "a page of hosts" ops GET "/v1/hosts?limit=1&
 [ "$(api ops GET "/v1/hosts?match=web" | grep -o '"host_id"' | wc -l)" = 2 ] ||
 	fail "hosts matching web: $(api ops GET "/v1/hosts?match=web")"
 detail() {
-	api ops GET "/v1/hosts/detail?id=web-1&$1" | head -1
+	head -1 <<<"$(api ops GET "/v1/hosts/detail?id=web-1&$1")"
 }
 out=$(detail "step=1000")
-echo "$out" | grep -q '^{"host":{"host_id":"web-1"' || fail "host detail: $out"
+grep -q '^{"host":{"host_id":"web-1"' <<<"$out" || fail "host detail: $out"
 # the 10 purges are in one step of web-1's vmap-purge series
 sum=$(echo "$out" | sed 's/.*"vmap-purge":{"count":\[\([0-9,]*\)\].*/\1/' | tr , '\n' |
 	awk '{ s += $1 } END { print s }')
@@ -318,7 +318,7 @@ web_run() { # policy why
 waves=$(sqlite3 kmemd.sqlite "SELECT group_concat(n) FROM (SELECT count(*) AS n
 	FROM rollout_hosts WHERE rollout = 'rstat-on' GROUP BY wave ORDER BY wave)")
 [ "$waves" = 1,1 ] || fail "rollout members per wave: $waves"
-api ops GET /v1/rollouts | head -1 | grep -q '"members":\[1,1\]' ||
+head -1 <<<"$(api ops GET /v1/rollouts)" | grep -q '"members":\[1,1\]' ||
 	fail "GET /v1/rollouts: $(api ops GET /v1/rollouts)"
 wait_for 30 sh -c "grep -q 'policy rstat version 1 from kmemd accepted' agent-web-1.log agent-web-2.log" ||
 	fail "wave 1 reached no host"

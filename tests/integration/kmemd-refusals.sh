@@ -133,7 +133,7 @@ echo "ok: an expired certificate: TLS refused (curl exit $rc)"
 # a revoked host
 out=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
 	-H 'Content-Type: application/json' --data '{"host":"h3"}' "$URL/v1/hosts/revoke")
-echo "$out" | grep -q '"revoked":true' || fail "revoke: $out"
+grep -q '"revoked":true' <<<"$out" || fail "revoke: $out"
 agent_conf h3 pki h3 >h3.conf
 rc=0
 $AGENT -o -r "$FIXTURE" -c h3.conf >h3.log 2>&1 || rc=$?

@@ -107,10 +107,10 @@ echo "ok: $n samples of 60 hosts over 3 days: the old ones now $rollups hourly r
 
 out=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
 	"https://127.0.0.1:$port/v1/telemetry?probe=vmap-purge")
-echo "$out" | grep -q "\"samples\":$n," || fail "telemetry lost samples: $out"
-echo "$out" | grep -q "\"count\":$((n * 3))," || fail "telemetry lost counts: $out"
-echo "$out" | grep -q "\"max_ns\":$((2000000 + rows - 1))," || fail "telemetry lost the max: $out"
-echo "$out" | grep -q "\"hosts\":60," || fail "telemetry lost hosts: $out"
+grep -q "\"samples\":$n," <<<"$out" || fail "telemetry lost samples: $out"
+grep -q "\"count\":$((n * 3))," <<<"$out" || fail "telemetry lost counts: $out"
+grep -q "\"max_ns\":$((2000000 + rows - 1))," <<<"$out" || fail "telemetry lost the max: $out"
+grep -q "\"hosts\":60," <<<"$out" || fail "telemetry lost hosts: $out"
 echo "ok: /v1/telemetry over raw and hourly rows: every sample, count and the max"
 
 kept=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters")

@@ -94,7 +94,7 @@ for i in $silent; do
 done
 wait_for 30 in_state good holding 1 || fail "good was not held: $(state good)"
 [ "$(verdicts good)" = "1 inconclusive baselines," ] || fail "verdicts while held: $(verdicts good)"
-db "SELECT reason FROM rollouts WHERE name = 'good'" | grep -q "matched baselines reported, fewer than 3" ||
+grep -q "matched baselines reported, fewer than 3" <<<"$(db "SELECT reason FROM rollouts WHERE name = 'good'")" ||
 	fail "hold reason: $(db "SELECT reason FROM rollouts WHERE name = 'good'")"
 echo "ok: missing telemetry holds the wave"
 
@@ -128,7 +128,7 @@ for h in "${hosts[@]}"; do
 done
 # the verdicts keep their numbers: wave 2 compared 6 canaries with 6 baselines
 out=$(api ops GET "/v1/rollouts/status?name=good")
-echo "$out" | head -1 | grep -q '"strata":{"[^"]*":{"canaries":6,"baselines":6}}' ||
+head -1 <<<"$out" | grep -q '"strata":{"[^"]*":{"canaries":6,"baselines":6}}' ||
 	fail "wave 2's verdict: $out"
 grep -q "rollout good wave 3: pass" kmemd.log || fail "no verdict in kmemd's log"
 echo "ok: the good policy passes every wave and reaches every host"
@@ -154,7 +154,7 @@ act bad start
 wait_for 60 in_state bad rolled-back 1 || fail "bad was not rolled back: $(state bad), $(verdicts bad)"
 [ "$(verdicts bad)" = "1 fail lockups," ] || fail "bad's verdicts: $(verdicts bad)"
 reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'bad'")
-echo "$reason" | grep -q "^lockups: [0-9]* in [0-9.e-]* canary host-hours against 0 in" ||
+grep -q "^lockups: [0-9]* in [0-9.e-]* canary host-hours against 0 in" <<<"$reason" ||
 	fail "bad's verdict: $reason"
 canaries=$(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0")
 [ "$canaries" = 3 ] || fail "bad's first wave had $canaries hosts"
@@ -200,7 +200,7 @@ wait_for 60 in_state tripping rolled-back 1 ||
 	fail "tripping was not rolled back: $(state tripping), $(verdicts tripping)"
 [ "$(verdicts tripping)" = "1 fail health," ] || fail "tripping's verdicts: $(verdicts tripping)"
 reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'tripping'")
-echo "$reason" | grep -q "^h[0-9]*: mitigation usercopy-fastpath tripped: tripped: slow call" ||
+grep -q "^h[0-9]*: mitigation usercopy-fastpath tripped: tripped: slow call" <<<"$reason" ||
 	fail "tripping's verdict: $reason"
 running good || fail "after the rollback: $(db 'SELECT host_id, policy_name FROM hosts')"
 canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'tripping' AND wave = 0 LIMIT 1")
@@ -244,7 +244,7 @@ echo "ok: /metrics counts $soft soft lockups since start, and the stored events 
 # every metric the Grafana dashboard queries is one kmemd serves
 families=$(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' metrics.txt)
 for m in $(grep -o '\(kmemd\|process\)_[a-z_]*' "$SRC/deploy/grafana/kmemctl.json" | sort -u); do
-	echo "$families" | grep -qx "$m\|${m%_bucket}\|${m%_count}\|${m%_sum}" ||
+	grep -qx "$m\|${m%_bucket}\|${m%_count}\|${m%_sum}" <<<"$families" ||
 		fail "deploy/grafana/kmemctl.json queries $m, which /metrics does not have"
 done
 echo "ok: the Grafana dashboard queries only metrics kmemd serves"
