@@ -152,4 +152,4 @@ module_init(kmt_lockup_init);
 module_exit(kmt_lockup_exit);
 
 MODULE_LICENSE("GPL");
-MODULE_DESCRIPTION("kmemctl VM tests: spin with preemption or interrupts disabled, sleep in D state");
+MODULE_DESCRIPTION("kmemctl VM tests: spin with preemption or irqs off, sleep in D state");

@@ -91,8 +91,9 @@ module_param(freed, bool, 0644);
 MODULE_PARM_DESC(freed, "1: each read copies from a buffer it has just vfree()d");
 
 static unsigned int stall_ms;
-static struct task_struct *stall_task;	/* the task in kmt_read(), compared only */
-static struct task_struct *stall_inner;	/* the task back in find_vmap_area() */
+/* the task in kmt_read(), compared only, and that task back in find_vmap_area() */
+static struct task_struct *stall_task;
+static struct task_struct *stall_inner;
 static bool stall_registered;
 static DEFINE_MUTEX(stall_lock);
 
