@@ -5,10 +5,12 @@
  *
  * What trips a mitigation while it is armed (mode on, transition included):
  * - one call of its replacement running longer than its trip_call_ms,
- *   seen when the call returns or, for a call still running, by a timer
- *   every CHECK_PERIOD_MS, a hard-irq hrtimer as the soft-lockup watchdog's:
- *   a timer softirq deferred to ksoftirqd waits out a CPU spinning with
- *   preemption off;
+ *   counting only the time it ran (kmem_call_ran()), seen when the call
+ *   returns or, for a call still running, by a timer on each CPU every
+ *   CHECK_PERIOD_MS that looks at the task it interrupted: a hard-irq
+ *   hrtimer as the soft-lockup watchdog's, since a timer softirq deferred
+ *   to ksoftirqd waits out a CPU spinning with preemption off, and local,
+ *   since only there is the task's own accounting safe to read and fresh;
  * - a soft or hard lockup, RCU stall or hung task the kernel reports
  *   (watchdog.c): on a task inside its replacement, at once; on any other
  *   task, when it went on within breaker_window_s;
@@ -24,6 +26,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/cpuhotplug.h>
 #include <linux/hrtimer.h>
 #include <linux/irq_work.h>
 #include <linux/jiffies.h>
@@ -52,7 +55,8 @@ MODULE_PARM_DESC(breaker_window_s,
 
 DEFINE_PER_CPU(struct kmem_call[KMEMCTL_MIT_COUNT], kmem_calls);
 bool kmem_breaker_armed[KMEMCTL_MIT_COUNT];
-unsigned long kmem_breaker_limit[KMEMCTL_MIT_COUNT];
+u64 kmem_breaker_limit[KMEMCTL_MIT_COUNT];
+u64 kmem_call_max[KMEMCTL_MIT_COUNT];
 static unsigned long armed_at[KMEMCTL_MIT_COUNT];
 
 enum { REQ_FREE, REQ_FILLING, REQ_READY };
@@ -64,7 +68,8 @@ static struct {
 } requests[KMEMCTL_MIT_COUNT];
 
 static struct workqueue_struct *trip_wq;
-static struct hrtimer check_timer;
+static DEFINE_PER_CPU(struct hrtimer, check_timers);
+static int online_state;
 static struct irq_work nmi_kick;
 
 static const char *const cause_names[] = {
@@ -128,8 +133,9 @@ static void request_task(struct kmem_trip *t, struct task_struct *task)
 		t->comm[0] = '\0';
 }
 
-void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned long ran)
+void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, u64 ran, int cpu)
 {
+	u64 limit = READ_ONCE(kmem_breaker_limit[id]);
 	struct kmem_trip *t;
 
 	if (!READ_ONCE(kmem_breaker_enabled))
@@ -138,24 +144,47 @@ void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned lo
 	if (!t)
 		return;
 	t->cause = KMEMCTL_TRIP_SLOW_CALL;
-	t->value = (u64)jiffies_to_msecs(ran) * NSEC_PER_MSEC;
-	t->threshold = (u64)jiffies_to_msecs(READ_ONCE(kmem_breaker_limit[id])) * NSEC_PER_MSEC;
+	t->value = ran;
+	t->threshold = limit;
 	request_task(t, current);
-	snprintf(t->reason, sizeof(t->reason),
-		 "tripped: a %s replacement call ran %u ms, limit %u ms", func,
-		 jiffies_to_msecs(ran), jiffies_to_msecs(READ_ONCE(kmem_breaker_limit[id])));
+	if (cpu < 0)
+		snprintf(t->reason, sizeof(t->reason),
+			 "tripped: a %s replacement call ran %llu ms, limit %llu ms", func,
+			 div_u64(ran, NSEC_PER_MSEC), div_u64(limit, NSEC_PER_MSEC));
+	else
+		snprintf(t->reason, sizeof(t->reason),
+			 "tripped: a %s replacement call on CPU %d has run %llu ms, limit %llu ms",
+			 func, cpu, div_u64(ran, NSEC_PER_MSEC), div_u64(limit, NSEC_PER_MSEC));
 	request_done(id);
 	kick();
 }
 
-/* Calls still running past their limit: on a healthy kernel, none. */
+/* The longest call yet; a race between CPUs may keep the other's. */
+void kmem_call_max_seen(enum kmemctl_mitigation id, u64 ran)
+{
+	u64 max = READ_ONCE(kmem_call_max[id]);
+
+	while (ran > max) {
+		u64 was = cmpxchg64(&kmem_call_max[id], max, ran);
+
+		if (was == max)
+			break;
+		max = was;
+	}
+}
+
+/*
+ * The call the interrupted task is inside, if it began on this CPU. A
+ * call that migrated is measured when it returns; a lockup it causes
+ * where it moved is the kernel's report to make (kmem_breaker_report()).
+ * On a healthy kernel, nothing is past its limit.
+ */
 static enum hrtimer_restart check_fn(struct hrtimer *timer)
 {
-	unsigned long now = jiffies, start, limit;
+	int id, cpu = smp_processor_id();
 	bool armed = false, queued = false;
 	struct kmem_call *c;
-	struct kmem_trip *t;
-	int id, cpu;
+	u64 ran;
 
 	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
 		if (!READ_ONCE(kmem_breaker_armed[id]))
@@ -166,30 +195,13 @@ static enum hrtimer_restart check_fn(struct hrtimer *timer)
 			queued = true;
 			continue;
 		}
-		limit = READ_ONCE(kmem_breaker_limit[id]);
-		for_each_possible_cpu(cpu) {
-			c = per_cpu_ptr(&kmem_calls[id], cpu);
-			/* pairs with kmem_call_begin(): the start is the owner's */
-			if (!smp_load_acquire(&c->owner))
-				continue;
-			start = READ_ONCE(c->start);
-			if (!time_after(now, start + limit) || !READ_ONCE(kmem_breaker_enabled))
-				continue;
-			t = request_claim(id);
-			if (!t)
-				break;
-			t->cause = KMEMCTL_TRIP_SLOW_CALL;
-			t->value = (u64)jiffies_to_msecs(now - start) * NSEC_PER_MSEC;
-			t->threshold = (u64)jiffies_to_msecs(limit) * NSEC_PER_MSEC;
-			request_task(t, NULL);
-			snprintf(t->reason, sizeof(t->reason),
-				 "tripped: a %s replacement call on CPU %d has run %u ms, limit %u ms",
-				 READ_ONCE(c->func), cpu, jiffies_to_msecs(now - start),
-				 jiffies_to_msecs(limit));
-			request_done(id);
-			queued = true;
-			break;
-		}
+		c = this_cpu_ptr(&kmem_calls[id]);
+		/* pairs with kmem_call_begin(): the owner's fields come first */
+		if (smp_load_acquire(&c->owner) != current || c->owner_start != current->start_time)
+			continue;
+		ran = kmem_call_ran(c);
+		if (ran > READ_ONCE(kmem_breaker_limit[id]))
+			kmem_breaker_slow(id, c->func, ran, cpu);
 	}
 	if (queued)
 		queue_work(trip_wq, &trip_work);
@@ -197,6 +209,37 @@ static enum hrtimer_restart check_fn(struct hrtimer *timer)
 		return HRTIMER_NORESTART;
 	hrtimer_forward_now(timer, ms_to_ktime(CHECK_PERIOD_MS));
 	return HRTIMER_RESTART;
+}
+
+static void check_start(void *unused)
+{
+	hrtimer_start(this_cpu_ptr(&check_timers), ms_to_ktime(CHECK_PERIOD_MS),
+		      HRTIMER_MODE_REL_PINNED_HARD);
+}
+
+static bool any_armed(void)
+{
+	int id;
+
+	for (id = 0; id < KMEMCTL_MIT_COUNT; id++)
+		if (READ_ONCE(kmem_breaker_armed[id]))
+			return true;
+	return false;
+}
+
+/* A CPU that comes online while a mitigation is armed is checked too. */
+static int check_online(unsigned int cpu)
+{
+	if (any_armed())
+		check_start(NULL);
+	return 0;
+}
+
+/* Else the timer would move to another CPU and check its tasks twice. */
+static int check_offline(unsigned int cpu)
+{
+	hrtimer_cancel(this_cpu_ptr(&check_timers));
+	return 0;
 }
 
 /* The replaced function task is inside for mitigation id, or NULL. */
@@ -329,7 +372,7 @@ void kmem_call_abandon(enum kmemctl_mitigation id)
 
 void kmem_breaker_set_limit(enum kmemctl_mitigation id, u64 limit_ms)
 {
-	WRITE_ONCE(kmem_breaker_limit[id], msecs_to_jiffies(limit_ms));
+	WRITE_ONCE(kmem_breaker_limit[id], limit_ms * NSEC_PER_MSEC);
 }
 
 void kmem_breaker_arm(enum kmemctl_mitigation id, u64 limit_ms)
@@ -340,10 +383,15 @@ void kmem_breaker_arm(enum kmemctl_mitigation id, u64 limit_ms)
 	for_each_possible_cpu(cpu)
 		WRITE_ONCE(per_cpu_ptr(&kmem_calls[id], cpu)->owner, NULL);
 	kmem_breaker_set_limit(id, limit_ms);
+	WRITE_ONCE(kmem_call_max[id], 0);
 	WRITE_ONCE(armed_at[id], jiffies);
 	WRITE_ONCE(kmem_breaker_armed[id], true);
-	/* also when its callback is about to stop it: the new start stands */
-	hrtimer_start(&check_timer, ms_to_ktime(CHECK_PERIOD_MS), HRTIMER_MODE_REL_HARD);
+	/*
+	 * Each CPU starts its own timer, as pinned timers start where they
+	 * are started; one coming online after the flag is set starts its own
+	 * in check_online().
+	 */
+	on_each_cpu(check_start, NULL, 1);
 }
 
 void kmem_breaker_disarm(enum kmemctl_mitigation id)
@@ -353,20 +401,37 @@ void kmem_breaker_disarm(enum kmemctl_mitigation id)
 
 int kmem_breaker_init(void)
 {
+	int cpu;
+
 	/* not WQ_MEM_RECLAIM: a trip flushes livepatch's and ftrace's own work */
 	trip_wq = alloc_workqueue("kmemctl_breaker", WQ_UNBOUND | WQ_HIGHPRI, 0);
 	if (!trip_wq)
 		return -ENOMEM;
-	hrtimer_init(&check_timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_HARD);
-	check_timer.function = check_fn;
+	for_each_possible_cpu(cpu) {
+		struct hrtimer *timer = per_cpu_ptr(&check_timers, cpu);
+
+		hrtimer_init(timer, CLOCK_MONOTONIC, HRTIMER_MODE_REL_PINNED_HARD);
+		timer->function = check_fn;
+	}
 	init_irq_work(&nmi_kick, nmi_kick_fn);
+	online_state = cpuhp_setup_state_nocalls(CPUHP_AP_ONLINE_DYN, "kmemctl/breaker:online",
+						 check_online, check_offline);
+	if (online_state < 0) {
+		destroy_workqueue(trip_wq);
+		trip_wq = NULL;
+		return online_state;
+	}
 	return 0;
 }
 
 /* After the mitigations are off and the kernel's reports are unhooked. */
 void kmem_breaker_exit(void)
 {
-	hrtimer_cancel(&check_timer);
+	int cpu;
+
+	cpuhp_remove_state_nocalls(online_state);
+	for_each_possible_cpu(cpu)
+		hrtimer_cancel(per_cpu_ptr(&check_timers, cpu));
 	irq_work_sync(&nmi_kick);
 	destroy_workqueue(trip_wq);
 	trip_wq = NULL;

@@ -10,6 +10,7 @@
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
+#include <linux/sched/clock.h>
 #include <linux/types.h>
 
 #include "compat.h"
@@ -78,21 +79,26 @@ void kmem_watchdog_exit(void);
  * breaker.c: the module's own brake (docs/kmod.md, Breaker). While its
  * mitigation is armed (mode on), each call of a replacement is bracketed
  * by kmem_call_begin() and kmem_call_end(): one slot per CPU and
- * mitigation holds the call's start and task, which a timer checks against
- * trip_call_ms. A task may migrate inside the call, so the slot stays with
- * the CPU it began on and only its owner frees it; a call that finds its
- * CPU's slot taken is not timed.
+ * mitigation holds what the call's running time is measured from, and its
+ * task. Only running time counts against trip_call_ms: a call preempted by
+ * a busy CPU, or sleeping, is not slow. A task may migrate inside the
+ * call, so the slot stays with the CPU it began on and only its owner frees
+ * it; a call that finds its CPU's slot taken is not timed.
  */
 struct kmem_call {
-	unsigned long start;		/* jiffies */
-	struct task_struct *owner;	/* compared with tasks, never dereferenced */
+	u64 start;			/* local_clock() */
+	u64 start_runtime;		/* the owner's se.sum_exec_runtime */
+	u64 owner_start;		/* its start_time: a reused task_struct is not the owner */
+	unsigned long switches;		/* its nvcsw + nivcsw */
+	struct task_struct *owner;	/* compared with current only */
 	const char *func;		/* the function replaced */
 };
 
 DECLARE_PER_CPU(struct kmem_call[KMEMCTL_MIT_COUNT], kmem_calls);
 extern bool kmem_breaker_enabled;	/* module param breaker */
 extern bool kmem_breaker_armed[KMEMCTL_MIT_COUNT];
-extern unsigned long kmem_breaker_limit[KMEMCTL_MIT_COUNT];	/* jiffies */
+extern u64 kmem_breaker_limit[KMEMCTL_MIT_COUNT];	/* ns */
+extern u64 kmem_call_max[KMEMCTL_MIT_COUNT];		/* ns since mode on: call_max_us */
 
 int kmem_breaker_init(void);
 void kmem_breaker_exit(void);
@@ -100,7 +106,9 @@ void kmem_breaker_exit(void);
 void kmem_breaker_arm(enum kmemctl_mitigation id, u64 limit_ms);
 void kmem_breaker_disarm(enum kmemctl_mitigation id);
 void kmem_breaker_set_limit(enum kmemctl_mitigation id, u64 limit_ms);
-void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, unsigned long ran);
+/* A call of current ran ns; cpu: the CPU it still runs on, or -1 if it returned. */
+void kmem_breaker_slow(enum kmemctl_mitigation id, const char *func, u64 ran, int cpu);
+void kmem_call_max_seen(enum kmemctl_mitigation id, u64 ran);
 /* A call that will not return (the task is about to die): frees its slot. */
 void kmem_call_abandon(enum kmemctl_mitigation id);
 /*
@@ -126,26 +134,45 @@ static __always_inline struct kmem_call *kmem_call_begin(enum kmemctl_mitigation
 		c = NULL;
 	} else {
 		c->func = func;
-		WRITE_ONCE(c->start, jiffies);
-		/* pairs with the checker's acquire: an owner comes with its start */
+		c->switches = current->nvcsw + current->nivcsw;
+		c->start_runtime = current->se.sum_exec_runtime;
+		c->owner_start = current->start_time;
+		c->start = local_clock();
+		/* the checker runs in an interrupt: the owner comes last */
 		smp_store_release(&c->owner, current);
 	}
 	preempt_enable();
 	return c;
 }
 
+/*
+ * How long current has run inside its call c. While it has not left its
+ * CPU since the call began, that is the time since, exact even with irqs
+ * off throughout. Once it has, it is the CPU time the scheduler charged it,
+ * as of the last tick or switch: time off its CPU, preempted or asleep,
+ * does not count.
+ */
+static __always_inline u64 kmem_call_ran(const struct kmem_call *c)
+{
+	if (current->nvcsw + current->nivcsw == c->switches)
+		return local_clock() - c->start;
+	return current->se.sum_exec_runtime - c->start_runtime;
+}
+
 static __always_inline void kmem_call_end(struct kmem_call *c, enum kmemctl_mitigation id)
 {
-	unsigned long ran;
 	const char *func;
+	u64 ran;
 
 	if (!c)
 		return;
-	ran = jiffies - c->start;
+	ran = kmem_call_ran(c);
 	func = c->func;
 	WRITE_ONCE(c->owner, NULL);
+	if (unlikely(ran > READ_ONCE(kmem_call_max[id])))
+		kmem_call_max_seen(id, ran);
 	if (unlikely(ran > READ_ONCE(kmem_breaker_limit[id])))
-		kmem_breaker_slow(id, func, ran);
+		kmem_breaker_slow(id, func, ran, -1);
 }
 
 /* Log2 histogram buckets, shared with userspace lib/hist.h. */

@@ -576,6 +576,10 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	mutex_lock(&m->lock);
 	len = sysfs_emit(buf, "enables %llu\ndisables %llu\ntrips %llu\nresets %llu\n", m->enables,
 			 m->disables, m->trips, m->resets);
+	/* the longest running time of one timed call since mode on, for sizing trip_call_ms */
+	if (trip_call_ms(m))
+		len += sysfs_emit_at(buf, len, "call_max_us %llu\n",
+				     div_u64(READ_ONCE(kmem_call_max[m->id]), NSEC_PER_USEC));
 	if (m->direct && m->direct->stats && m->state != STATE_UNSUPPORTED)
 		len = m->direct->stats(buf, len);
 	mutex_unlock(&m->lock);

@@ -112,9 +112,10 @@ enum kmemctl_mitigation {
 #define KMEMCTL_QUARANTINE_MAX_FRACTION_MAX	4096
 /*
  * trip_call_ms, on every mitigation with a replacement: the breaker trips
- * it when one call of its replacement runs longer (docs/kmod.md, Breaker).
- * The defaults are far above what a healthy KASAN kernel under emulation
- * takes; usercopy's check is a lookup on every copy, so its bound is lower.
+ * it when one call of its replacement runs longer, counting only the time
+ * the call ran (docs/kmod.md, Breaker). The defaults are far above what a
+ * healthy KASAN kernel under emulation runs; usercopy's check is a lookup
+ * on every copy, so its bound is lower.
  */
 #define KMEMCTL_TRIP_CALL_MS_MIN		1
 #define KMEMCTL_TRIP_CALL_MS_MAX		600000

@@ -33,8 +33,12 @@
  *
  * stall_ms > 0 makes every usercopy check's lookup slow, for the breaker's
  * tests: a kprobe on find_vmap_area() sends each call made from a read()
- * to stalled_find_vmap_area(), which spins stall_ms with preemption off,
- * as a vmap_area_lock held that long would, then looks the area up. The
+ * to stalled_find_vmap_area(), which stalls stall_ms, then looks the area
+ * up. How, by stall_how: "spin" (default) spins with preemption off, as a
+ * vmap_area_lock held that long would; "yield" spins until the task has
+ * run stall_ms of CPU time, giving its CPU to any other task that wants it;
+ * "sleep" sleeps. stalled_wall_ms and stalled_run_ms read back how long the
+ * last stall took and how much of it the task ran. The
  * spin runs outside the kprobe handler, where the kernel's own kprobes
  * (add_taint()'s, on a soft lockup) could not fire. Only copies that cross
  * a page boundary (offset, size) look their area up when
@@ -43,6 +47,7 @@
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
 #include <linux/atomic.h>
+#include <linux/delay.h>
 #include <linux/fs.h>
 #include <linux/kprobes.h>
 #include <linux/ktime.h>
@@ -91,6 +96,42 @@ module_param(freed, bool, 0644);
 MODULE_PARM_DESC(freed, "1: each read copies from a buffer it has just vfree()d");
 
 static unsigned int stall_ms;
+
+enum { STALL_SPIN, STALL_YIELD, STALL_SLEEP };
+static const char *const stall_hows[] = { "spin", "yield", "sleep" };
+static int stall_how;
+
+static int stall_how_set(const char *val, const struct kernel_param *kp)
+{
+	int how = sysfs_match_string(stall_hows, val);
+
+	if (how < 0)
+		return how;
+	WRITE_ONCE(stall_how, how);
+	return 0;
+}
+
+static int stall_how_get(char *buf, const struct kernel_param *kp)
+{
+	return sysfs_emit(buf, "%s\n", stall_hows[READ_ONCE(stall_how)]);
+}
+
+static const struct kernel_param_ops stall_how_ops = {
+	.set = stall_how_set,
+	.get = stall_how_get,
+};
+module_param_cb(stall_how, &stall_how_ops, NULL, 0644);
+MODULE_PARM_DESC(stall_how,
+		 "spin (preemption off, default), yield (run stall_ms, preemptible) or sleep");
+
+static unsigned int stalled_wall_ms;
+module_param(stalled_wall_ms, uint, 0444);
+MODULE_PARM_DESC(stalled_wall_ms, "how long the last stall took (ms)");
+
+static unsigned int stalled_run_ms;
+module_param(stalled_run_ms, uint, 0444);
+MODULE_PARM_DESC(stalled_run_ms, "how much of the last stall the task ran (ms)");
+
 /* the task in kmt_read(), compared only, and that task back in find_vmap_area() */
 static struct task_struct *stall_task;
 static struct task_struct *stall_inner;
@@ -118,6 +159,17 @@ static void stall(unsigned int ms)
 	}
 }
 
+/* Runs ms of CPU time, rescheduling whenever another task is due the CPU. */
+static void stall_yielding(unsigned int ms)
+{
+	u64 start = current->se.sum_exec_runtime;
+
+	while (current->se.sum_exec_runtime - start < (u64)ms * NSEC_PER_MSEC) {
+		cpu_relax();
+		cond_resched();
+	}
+}
+
 static struct kprobe stall_kp = {
 	.symbol_name = "find_vmap_area",
 };
@@ -127,9 +179,23 @@ static noinline struct vmap_area *stalled_find_vmap_area(unsigned long addr)
 	struct vmap_area *(*find)(unsigned long addr) = (void *)stall_kp.addr;
 	struct vmap_area *va;
 
-	preempt_disable();
-	stall(READ_ONCE(stall_ms));
-	preempt_enable();
+	unsigned int ms = READ_ONCE(stall_ms);
+	u64 wall = ktime_get_ns(), run = current->se.sum_exec_runtime;
+
+	switch (READ_ONCE(stall_how)) {
+	case STALL_YIELD:
+		stall_yielding(ms);
+		break;
+	case STALL_SLEEP:
+		msleep(ms);
+		break;
+	default:
+		preempt_disable();
+		stall(ms);
+		preempt_enable();
+	}
+	WRITE_ONCE(stalled_wall_ms, div_u64(ktime_get_ns() - wall, NSEC_PER_MSEC));
+	WRITE_ONCE(stalled_run_ms, div_u64(current->se.sum_exec_runtime - run, NSEC_PER_MSEC));
 	WRITE_ONCE(stall_inner, current);
 	va = find(addr);
 	WRITE_ONCE(stall_inner, NULL);

@@ -1,7 +1,8 @@
 #!/bin/sh
 # The breaker: with a mitigation on and no agent running, the module turns
 # it off by itself on each cause it can be shown here: a replacement call
-# longer than trip_call_ms (returned, and still running), a soft lockup
+# longer than trip_call_ms (returned, and still running; only the time it
+# ran counts, not time preempted or asleep), a soft lockup
 # inside a replacement (that mitigation alone) and outside one (every
 # mitigation that went on within breaker_window_s), an RCU stall and a hung
 # task. Each time: state tripped, mode off, the cause in reason and dmesg,
@@ -140,6 +141,41 @@ echo 0 >$U/stall_ms
 reset $UC
 write_ok $K/$UC/params trip_call_ms=1000
 
+# Only the time a call ran counts: on CPU 0 shared with two CPU hogs, a
+# call that runs 700 ms takes about three times as long and does not trip;
+# neither does one asleep for 1500 ms; one that runs 1300 ms does.
+on $UC
+taskset -c 0 sh -c 'while :; do :; done' &
+hog1=$!
+taskset -c 0 sh -c 'while :; do :; done' &
+hog2=$!
+echo yield >$U/stall_how
+echo 700 >$U/stall_ms
+taskset -c 0 ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null
+log "preempted: ran $(cat $U/stalled_run_ms) ms in $(cat $U/stalled_wall_ms) ms"
+assert_ge "$(cat $U/stalled_wall_ms)" 1001 "the preempted call's wall time (it must pass trip_call_ms)"
+assert_eq "$(cat $K/$UC/state)" on "$UC after a call preempted past trip_call_ms"
+max=$(sed -n 's/^call_max_us //p' $K/$UC/stats)
+assert_ge "$max" 700000 "call_max_us after the preempted call"
+[ "$max" -lt 1000000 ] || die "call_max_us $max: it counted time the call was preempted"
+echo sleep >$U/stall_how
+echo 1500 >$U/stall_ms
+taskset -c 0 ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null
+assert_ge "$(cat $U/stalled_wall_ms)" 1500 "the sleeping call's wall time"
+assert_eq "$(cat $K/$UC/state)" on "$UC after a call asleep past trip_call_ms"
+dmesg_mark
+echo yield >$U/stall_how
+echo 1300 >$U/stall_ms
+taskset -c 0 ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null
+kill $hog1 $hog2
+wait $hog1 $hog2 2>/dev/null || true
+tripped $UC 3 5 "tripped: a __check_object_size replacement call * ms, limit 1000 ms"
+value=$(echo "$record" | sed 's/.* value=\([0-9]*\) .*/\1/')
+assert_ge "$value" 1000000000 "the record's value"
+echo spin >$U/stall_how
+echo 0 >$U/stall_ms
+reset $UC
+
 if [ ! -e /proc/sys/kernel/watchdog_thresh ]; then
 	log "no soft-lockup watchdog in this kernel: soft lockups not provoked"
 else
@@ -158,7 +194,7 @@ else
 	wait_for 30 state_is $UC tripped
 	expect_splat_end
 	echo 0 >$U/stall_ms
-	tripped $UC 3 1 "tripped: soft lockup on CPU * (ioloop) inside a __check_object_size replacement call"
+	tripped $UC 4 1 "tripped: soft lockup on CPU * (ioloop) inside a __check_object_size replacement call"
 	if [ $rstat = 1 ]; then
 		assert_eq "$(cat $K/$RS/state)" on "$RS after a lockup inside $UC's replacement"
 		write_ok $K/$RS/mode off
@@ -175,7 +211,7 @@ else
 	echo 5 >/sys/kernel/kmt_lockup/spin
 	wait_for 30 state_is $UC tripped
 	expect_splat_end
-	tripped $UC 4 1 "tripped: soft lockup on CPU * (sh) within 600 s of mode on"
+	tripped $UC 5 1 "tripped: soft lockup on CPU * (sh) within 600 s of mode on"
 	if [ $rstat = 1 ]; then
 		tripped $RS 1 1 "tripped: soft lockup on CPU * (sh) within 600 s of mode on"
 		reset $RS
@@ -204,7 +240,7 @@ else
 	expect_splat_end
 	echo "$rcu_timeout" >$R
 	if dmesg_since_mark | grep -q "rcu: INFO: .* detected stalls\|rcu: INFO: .* self-detected stall"; then
-		tripped $UC 5 3 "tripped: RCU stall* within 600 s of mode on"
+		tripped $UC 6 3 "tripped: RCU stall* within 600 s of mode on"
 		reset $UC
 	else
 		assert_eq "$(cat $K/$UC/state)" on "$UC with no RCU stall reported"

@@ -70,6 +70,7 @@ assert_ge $((off + 65)) "$once" "holds with one yield per flush"
 
 rmmod kmemctl 2>/dev/null && die "rmmod succeeded with rstat-yield on"
 
+log "longest timed call: $(sed -n 's/^call_max_us //p' $M/stats) us of running time"
 write_ok $M/mode off
 assert_eq "$(cat $M/state)" off "state after mode off"
 wait_for 60 sh -c "[ ! -d $LP ]"

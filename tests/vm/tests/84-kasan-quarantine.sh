@@ -84,6 +84,7 @@ expect_splat_end
 dmesg_since_mark | grep -q "BUG: KASAN: use-after-free in uaf_store" ||
 	die "no KASAN use-after-free report with kasan-quarantine on"
 
+log "longest timed call: $(sed -n 's/^call_max_us //p' $M/stats) us of running time"
 write_ok $M/mode off
 assert_eq "$(stat max_bytes)" "$off_limit" "the kernel's limit after mode off"
 assert_eq "$(stat batch_bytes)" "$off_batch" "the kernel's batch size after mode off"

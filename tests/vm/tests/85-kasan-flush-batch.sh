@@ -67,6 +67,7 @@ all_results() {
 }
 
 all_results >/tmp/all.on
+log "longest timed call: $(sed -n 's/^call_max_us //p' $M/stats) us of running time"
 write_ok $M/mode off
 wait_for 120 sh -c "[ ! -d /sys/kernel/livepatch/kmemctl ]"
 all_results >/tmp/all.off
@@ -82,6 +83,7 @@ if [ "$(cat $Q/state)" = off ]; then
 	write_ok $Q/params "batch_bytes=16384 max_fraction=128"
 	write_ok $Q/mode on
 	all_results >/tmp/all.quarantine
+	log "longest timed call: $(sed -n 's/^call_max_us //p' $Q/stats) us of running time"
 	write_ok $Q/mode off
 	if ! cmp -s /tmp/all.off /tmp/all.quarantine; then
 		diff /tmp/all.off /tmp/all.quarantine || true
