@@ -6,11 +6,11 @@
 #define _KMEM_H
 
 #include <linux/kobject.h>
+#include <linux/jiffies.h>
 #include <linux/kprobes.h>
 #include <linux/mutex.h>
 #include <linux/percpu.h>
 #include <linux/sched.h>
-#include <linux/sched/clock.h>
 #include <linux/types.h>
 
 #include "compat.h"
@@ -86,7 +86,7 @@ void kmem_watchdog_exit(void);
  * it; a call that finds its CPU's slot taken is not timed.
  */
 struct kmem_call {
-	u64 start;			/* local_clock() */
+	unsigned long start;		/* jiffies */
 	u64 start_runtime;		/* the owner's se.sum_exec_runtime */
 	u64 owner_start;		/* its start_time: a reused task_struct is not the owner */
 	unsigned long switches;		/* its nvcsw + nivcsw */
@@ -137,7 +137,7 @@ static __always_inline struct kmem_call *kmem_call_begin(enum kmemctl_mitigation
 		c->switches = current->nvcsw + current->nivcsw;
 		c->start_runtime = current->se.sum_exec_runtime;
 		c->owner_start = current->start_time;
-		c->start = local_clock();
+		c->start = jiffies;
 		/* the checker runs in an interrupt: the owner comes last */
 		smp_store_release(&c->owner, current);
 	}
@@ -146,17 +146,21 @@ static __always_inline struct kmem_call *kmem_call_begin(enum kmemctl_mitigation
 }
 
 /*
- * How long current has run inside its call c. While it has not left its
- * CPU since the call began, that is the time since, exact even with irqs
- * off throughout. Once it has, it is the CPU time the scheduler charged it,
- * as of the last tick or switch: time off its CPU, preempted or asleep,
- * does not count.
+ * How long, in ns, current has run inside its call c. While it has not
+ * left its CPU since the call began, that is the time since, even with
+ * irqs off throughout: the whole ticks since, as jiffies cost a load where
+ * a clock read costs more on the usercopy hot path. Once it has, it is the
+ * CPU time the scheduler charged it, as of the last tick or switch: time
+ * off its CPU, preempted or asleep, does not count.
  */
 static __always_inline u64 kmem_call_ran(const struct kmem_call *c)
 {
-	if (current->nvcsw + current->nivcsw == c->switches)
-		return local_clock() - c->start;
-	return current->se.sum_exec_runtime - c->start_runtime;
+	unsigned long ticks;
+
+	if (current->nvcsw + current->nivcsw != c->switches)
+		return current->se.sum_exec_runtime - c->start_runtime;
+	ticks = jiffies - c->start;
+	return ticks ? jiffies_to_nsecs(ticks - 1) : 0;
 }
 
 static __always_inline void kmem_call_end(struct kmem_call *c, enum kmemctl_mitigation id)

@@ -1,13 +1,14 @@
 #!/bin/sh
 # The breaker: with a mitigation on and no agent running, the module turns
 # it off by itself on each cause it can be shown here: a replacement call
-# longer than trip_call_ms (returned, and still running; only the time it
-# ran counts, not time preempted or asleep), a soft lockup
-# inside a replacement (that mitigation alone) and outside one (every
-# mitigation that went on within breaker_window_s), an RCU stall and a hung
-# task. Each time: state tripped, mode off, the cause in reason and dmesg,
-# stats trips + 1, a TRIP record with the cause in flags; mode on refused
-# with EBUSY until "1" is written to reset. breaker=0 trips nothing.
+# longer than trip_call_ms (returned, and still running, also on a CPU that
+# came online while the mitigation was on; only the time it ran counts, not
+# time preempted or asleep), a soft lockup inside a replacement (that
+# mitigation alone) and outside one (every mitigation that went on within
+# breaker_window_s), an RCU stall and a hung task. Each time: state
+# tripped, mode off, the cause in reason and dmesg, stats trips + 1, a TRIP
+# record with the cause in flags; mode on refused with EBUSY until "1" is
+# written to reset. breaker=0 trips nothing.
 # Hard lockups need the NMI watchdog, which QEMU's TCG cannot drive.
 . /tests/lib.sh
 
@@ -287,6 +288,32 @@ else
 	echo "$thresh" >/proc/sys/kernel/watchdog_thresh
 	tripped $UC $((n + 1)) 2 "tripped: hard lockup on CPU * within 600 s of mode on"
 	reset $UC
+fi
+
+# A CPU that comes online while a mitigation is on starts its own check
+# timer: a call that does not return there trips while it runs.
+C1=/sys/devices/system/cpu/cpu1/online
+if [ ! -w $C1 ]; then
+	log "CPU 1 cannot go offline in this boot: CPU hotplug not tested"
+else
+	n=$(trips $UC)
+	on $UC
+	write_ok $K/$UC/params trip_call_ms=300
+	echo 0 >$C1
+	echo 1 >$C1
+	dmesg_mark
+	echo 6000 >$U/stall_ms
+	taskset -c 1 ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null &
+	reader=$!
+	evread -t 30000 -n 1000 >/tmp/ev.out &
+	evr=$!
+	wait_for 30 grep -q " type=trip source=$UC " /tmp/ev.out
+	kill -0 $reader 2>/dev/null || die "the call on CPU 1 had returned before its trip record came"
+	kill $evr 2>/dev/null || true
+	wait $reader
+	tripped $UC $((n + 1)) 5 "tripped: a __check_object_size replacement call on CPU 1 has run * ms, limit 300 ms"
+	reset $UC
+	write_ok $K/$UC/params trip_call_ms=1000
 fi
 
 echo 0 >$U/stall_ms
