@@ -125,22 +125,30 @@ write_ok $K/$UC/reset 1
 assert_eq "$(sed -n 's/^resets //p' $K/$UC/stats)" 1 "a reset of an untripped mitigation counts nothing"
 on $UC
 
+# running_trip CPUS TRIPS CPU: a call on CPUS (a taskset list) that does
+# not return is tripped by the timer on CPU while it runs, for the
+# TRIPS-th time.
+running_trip() {
+	local reader evr
+	write_ok $K/$UC/params trip_call_ms=300
+	dmesg_mark
+	echo 6000 >$U/stall_ms
+	taskset -c "$1" ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null &
+	reader=$!
+	evread -t 30000 -n 1000 >/tmp/ev.out &
+	evr=$!
+	wait_for 30 grep -q " type=trip source=$UC " /tmp/ev.out
+	kill -0 $reader 2>/dev/null || die "the call had returned before its trip record came"
+	kill $evr 2>/dev/null || true
+	wait $reader
+	tripped $UC "$2" 5 "tripped: a __check_object_size replacement call on CPU $3 has run * ms, limit 300 ms"
+	echo 0 >$U/stall_ms
+	reset $UC
+	write_ok $K/$UC/params trip_call_ms=1000
+}
+
 # A call that does not return: the timer trips it while it runs.
-write_ok $K/$UC/params trip_call_ms=300
-dmesg_mark
-echo 6000 >$U/stall_ms
-ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null &
-reader=$!
-evread -t 30000 -n 1000 >/tmp/ev.out &
-evr=$!
-wait_for 30 grep -q " type=trip source=$UC " /tmp/ev.out
-kill -0 $reader 2>/dev/null || die "the call had returned before its trip record came"
-kill $evr 2>/dev/null || true
-wait $reader
-tripped $UC 2 5 "tripped: a __check_object_size replacement call on CPU * has run * ms, limit 300 ms"
-echo 0 >$U/stall_ms
-reset $UC
-write_ok $K/$UC/params trip_call_ms=1000
+running_trip 0-1 2 "*"
 
 # Only the time a call ran counts: on CPU 0 shared with two CPU hogs, a
 # call that runs 700 ms takes about three times as long and does not trip;
@@ -298,22 +306,9 @@ if [ ! -w $C1 ]; then
 else
 	n=$(trips $UC)
 	on $UC
-	write_ok $K/$UC/params trip_call_ms=300
 	echo 0 >$C1
 	echo 1 >$C1
-	dmesg_mark
-	echo 6000 >$U/stall_ms
-	taskset -c 1 ioloop -n 1 -b 256 /dev/kmt_usercopy >/dev/null &
-	reader=$!
-	evread -t 30000 -n 1000 >/tmp/ev.out &
-	evr=$!
-	wait_for 30 grep -q " type=trip source=$UC " /tmp/ev.out
-	kill -0 $reader 2>/dev/null || die "the call on CPU 1 had returned before its trip record came"
-	kill $evr 2>/dev/null || true
-	wait $reader
-	tripped $UC $((n + 1)) 5 "tripped: a __check_object_size replacement call on CPU 1 has run * ms, limit 300 ms"
-	reset $UC
-	write_ok $K/$UC/params trip_call_ms=1000
+	running_trip 1 $((n + 1)) 1
 fi
 
 echo 0 >$U/stall_ms
