@@ -93,7 +93,9 @@ int main(int argc, char **argv)
 		" \"bake_s\": 3600, \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3,"
 		" \"latency_probes\": [\"vmap-purge\"]}}";
 	static const char *const builds[] = { "b1", "b2" }, *const roles[] = { "web", "db" };
-	struct store_rollout ro = { .name = "bench", .state = "running", .wave_started_ms = T0 };
+	struct store_rollout ro = { .name = "bench",
+				    .state = ROLLOUT_RUNNING,
+				    .wave_started_ms = T0 };
 	char dir[4096] = "", path[4200], err[256], cmdline[1024] = "build/bench/rollout-engine";
 	struct rollout_member *m;
 	struct store_member *sm;
@@ -215,7 +217,8 @@ int main(int argc, char **argv)
 	printf("%-36s %12.1f\n", "tick at the end of the bake (ms)", full_s * 1000);
 	printf("%-36s %12.1f\n", "  per host judged (us)",
 	       full_s * 1e6 / (double)(canaries + baselines));
-	printf("%-36s %10s %u\n", "after it the rollout is", ro.state, ro.wave + 1);
+	printf("%-36s %10s %u\n", "after it the rollout is", rollout_state_name(ro.state),
+	       ro.wave + 1);
 	printf("%-36s %12.1f\n", "dashboard: wave 1 series (ms)", series_s * 1000);
 	printf("%-36s %12.1f\n", "dashboard: a host's page (ms)", host_s * 1000);
 	store_rollout_clear(&ro);

@@ -11,6 +11,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "conf.h"
+#include "desired.h"
 #include "evloop.h"
 #include "kmemd.h"
 #include "log.h"
@@ -253,6 +254,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		log_error_errno(r, "loading the names hosts brought in failed: %s",
 				k.store->ops->error(k.store));
 	if (r == 0)
+		r = desired_new(&k.desired);
+	/* a kmemd that cannot say which policy hosts run must not answer them */
+	if (r == 0 && kmemd_desired_refresh(&k) < 0)
+		r = -EIO;
+	if (r == 0)
 		r = shutdown_signals_add(base, &sigs);
 	if (r == 0)
 		r = batch_new(&k);
@@ -301,6 +307,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
 	names_free(k.names);
+	desired_free(k.desired);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);

@@ -81,6 +81,7 @@ struct kmemd_stats {
 };
 
 struct batch;
+struct desired;
 struct names;
 
 /* Reports per commit at most; see report.c's batch. */
@@ -95,6 +96,7 @@ struct kmemd {
 	struct keyring *keys;
 	struct kmemd_stats stats;
 	struct names *names;
+	struct desired *desired; /* which policy each host is to run */
 };
 
 struct event_base;
@@ -119,6 +121,8 @@ void batch_free(struct kmemd *k);
 void batch_commit(struct kmemd *k);
 /* rollouts.c: judges and moves every unfinished rollout now. */
 void rollouts_tick(struct kmemd *k);
+/* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */
+int kmemd_desired_refresh(struct kmemd *k);
 /* New TLS context and limits from cfg for new connections; the old stay as they are. */
 int server_reload(struct server *s, const struct kmemd_config *cfg);
 /* Port actually bound (useful with port 0 in tests). */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "desired.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
 #include "names.h"
@@ -62,9 +63,7 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
 	char name[STORE_ID_MAX];
 	uint64_t version;
 
-	/* a rollout that reached the host has the say over direct assignments */
-	if (k->store->ops->rollout_desired(k->store, rep->facts->host_id, name, &version) < 0 &&
-	    desired_policy(k, rep->facts, name, sizeof(name), &version) < 0)
+	if (desired_policy(k->desired, rep->facts, name, &version) < 0)
 		return NULL;
 	if (!strcmp(name, rep->policy_name) && version <= rep->policy_version)
 		return NULL;

@@ -136,7 +136,8 @@ enum stmt {
 	ST_ROLLOUT_UPDATE,
 	ST_MEMBER_ADD,
 	ST_MEMBERS,
-	ST_ROLLOUT_DESIRED,
+	ST_ROLLOUTS_STARTED,
+	ST_CHANGES,
 	ST_ROLLOUTS_ACTIVE,
 	ST_ROLLOUT_GAUGES,
 	ST_VERDICT_ADD,
@@ -277,7 +278,7 @@ static const char *const sql[ST_N] = {
 			  " online_cpus, mem_total, kasan, labels, policy_name, policy_version"
 			  " FROM hosts WHERE revoked = 0 AND last_seq > 0 ORDER BY host_id",
 	[ST_ROLLOUT_ADD] = "INSERT INTO rollouts (name, spec, state, created_ms, updated_ms)"
-			   " VALUES (?1, ?2, 'pending', ?3, ?3)",
+			   " VALUES (?1, ?2, ?4, ?3, ?3)",
 	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason FROM rollouts"
 			   " WHERE name = ?1",
 	[ST_ROLLOUTS] = "SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
@@ -292,17 +293,12 @@ static const char *const sql[ST_N] = {
 	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_MEMBERS] = "SELECT host_id, stratum, position, wave, prev_policy, prev_version"
 		       " FROM rollout_hosts WHERE rollout = ?1 ORDER BY wave, position, host_id",
-	/* a rollout that never reached the host has no say there */
-	[ST_ROLLOUT_DESIRED] =
-		"SELECT CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
-		" coalesce(json_extract(r.spec, '$.rollback.policy'), m.prev_policy)"
-		" ELSE json_extract(r.spec, '$.policy') END,"
-		" CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
-		" coalesce(json_extract(r.spec, '$.rollback.version'), m.prev_version)"
-		" ELSE json_extract(r.spec, '$.version') END"
-		" FROM rollout_hosts m JOIN rollouts r ON r.name = m.rollout"
-		" WHERE m.host_id = ?1 AND r.state != 'pending' AND m.wave <= r.wave"
-		" ORDER BY r.created_ms DESC LIMIT 1",
+	[ST_ROLLOUTS_STARTED] = "SELECT name, spec, state, wave, wave_started_ms, reason"
+				" FROM rollouts WHERE state != ?1 ORDER BY created_ms DESC, name",
+	[ST_CHANGES] = "SELECT (SELECT count(*) FROM assignments),"
+		       " (SELECT coalesce(max(id), 0) FROM assignments),"
+		       " (SELECT count(*) FROM rollouts),"
+		       " (SELECT coalesce(sum(updated_ms), 0) FROM rollouts)",
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
 			       " ('running', 'holding', 'paused', 'rolling-back')"
 			       " ORDER BY created_ms, name",
@@ -442,7 +438,7 @@ static const bool one_row[ST_N] = {
 	[ST_ROLLOUT_STATUS] = true,
 	[ST_VERDICT_LAST] = true,
 	[ST_ROLLBACK_PENDING] = true,
-	[ST_ROLLOUT_DESIRED] = true,
+	[ST_CHANGES] = true,
 	[ST_WINDOW_REPORTS] = true,
 	[ST_WINDOW_TRIPPED] = true,
 };
@@ -1407,10 +1403,25 @@ static int sq_rollout_add(struct store *s, const char *name, const char *spec_js
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, now_ms);
+	sqlite3_bind_text(st, 4, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT)
 		return -EEXIST;
 	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The state, wave, wave start and reason columns from col on; -EINVAL: a state kmemd does not know. */
+static int column_rollout(sqlite3_stmt *st, int col, struct store_rollout *r)
+{
+	int state = rollout_state_parse(text_or_empty(st, col));
+
+	if (state < 0)
+		return state;
+	r->state = (enum rollout_state)state;
+	r->wave = (unsigned)sqlite3_column_int(st, col + 1);
+	r->wave_started_ms = sqlite3_column_int64(st, col + 2);
+	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, col + 3));
+	return 0;
 }
 
 static int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
@@ -1426,12 +1437,44 @@ static int sq_rollout_get(struct store *s, const char *name, struct store_rollou
 	if (rc != SQLITE_ROW)
 		return -EIO;
 	snprintf(r->name, sizeof(r->name), "%s", name);
+	if (column_rollout(st, 1, r) < 0)
+		return -EIO;
 	r->spec_json = strdup(text_or_empty(st, 0));
-	snprintf(r->state, sizeof(r->state), "%s", text_or_empty(st, 1));
-	r->wave = (unsigned)sqlite3_column_int(st, 2);
-	r->wave_started_ms = sqlite3_column_int64(st, 3);
-	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, 4));
 	return r->spec_json ? 0 : -ENOMEM;
+}
+
+static int sq_rollouts_started(struct store *s, int (*cb)(void *arg, const struct store_rollout *r),
+			       void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS_STARTED);
+	struct store_rollout r;
+	int rc, ret = 0;
+
+	sqlite3_bind_text(st, 1, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "%s", text_or_empty(st, 0));
+		r.spec_json = (char *)text_or_empty(st, 1);
+		if (column_rollout(st, 2, &r) < 0)
+			return -EIO;
+		ret = cb(arg, &r);
+	}
+	if (ret)
+		return ret;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_changes(struct store *s, struct store_changes *c)
+{
+	sqlite3_stmt *st = stmt(s, ST_CHANGES);
+
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	c->assignments = sqlite3_column_int64(st, 0);
+	c->assignment_last = sqlite3_column_int64(st, 1);
+	c->rollouts = sqlite3_column_int64(st, 2);
+	c->rollouts_updated = sqlite3_column_int64(st, 3);
+	return 0;
 }
 
 static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
@@ -1449,14 +1492,17 @@ static int sq_rollout_gauges(struct store *s, int64_t since_ms,
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
 	struct store_rollout_gauges g;
-	int rc, r = 0;
+	int rc, r = 0, state;
 
 	sqlite3_bind_int64(st, 1, since_ms);
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		state = rollout_state_parse(text_or_empty(st, 2));
+		if (state < 0)
+			return -EIO;
 		g = (struct store_rollout_gauges){
 			.name = text_or_empty(st, 0),
 			.policy = text_or_empty(st, 1),
-			.state = text_or_empty(st, 2),
+			.state = (enum rollout_state)state,
 			.wave = (unsigned)sqlite3_column_int(st, 3),
 			.nwaves = (unsigned)sqlite3_column_int(st, 4),
 			.members = (uint64_t)sqlite3_column_int64(st, 5),
@@ -1484,7 +1530,7 @@ static int update(struct store *s, const struct store_rollout *r, int64_t now_ms
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
 
 	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, r->state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rollout_state_name(r->state), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, (int)r->wave);
 	sqlite3_bind_int64(st, 4, r->wave_started_ms);
 	sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
@@ -1607,26 +1653,6 @@ static int sq_members(struct store *s, const char *rollout,
 	if (r)
 		return r;
 	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-static int sq_rollout_desired(struct store *s, const char *host, char name[STORE_ID_MAX],
-			      uint64_t *version)
-{
-	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_DESIRED);
-	int rc;
-
-	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
-	/* rolled back to nothing: no rollout has a say */
-	if (!sqlite3_column_text(st, 0))
-		return -ENOENT;
-	snprintf(name, STORE_ID_MAX, "%s", sqlite3_column_text(st, 0));
-	*version = (uint64_t)sqlite3_column_int64(st, 1);
-	return 0;
 }
 
 static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
@@ -1783,7 +1809,8 @@ static const struct store_ops sqlite_ops = {
 	.rollout_update = sq_rollout_update,
 	.rollout_start = sq_rollout_start,
 	.members = sq_members,
-	.rollout_desired = sq_rollout_desired,
+	.rollouts_started = sq_rollouts_started,
+	.changes = sq_changes,
 	.rollouts_active = sq_rollouts_active,
 	.rollout_gauges = sq_rollout_gauges,
 	.verdict_last = sq_verdict_last,

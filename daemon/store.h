@@ -18,6 +18,7 @@
 
 #include "hist.h"
 #include "kmemctl/v1/report.pb-c.h"
+#include "rollout.h"
 
 #define STORE_ID_MAX 128
 
@@ -46,6 +47,16 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
+/*
+ * What changes when an assignment is added or a rollout moves, by this
+ * kmemd or another: cheap to read, so that desired.c reads it each tick and
+ * loads assignments and rollouts again only when it changed.
+ */
+struct store_changes {
+	int64_t assignments, assignment_last; /* how many; the newest id */
+	int64_t rollouts, rollouts_updated; /* how many; the sum of their updated_ms */
+};
+
 /* An enrollment secret, kept as its SHA-256 only. */
 struct store_secret {
 	int64_t id;
@@ -60,7 +71,7 @@ struct store_secret {
 struct store_rollout {
 	char name[STORE_ID_MAX];
 	char *spec_json; /* malloc'ed by rollout_get */
-	char state[16]; /* pending running holding paused rolling-back rolled-back done aborted */
+	enum rollout_state state; /* kept by rollout_state_name() */
 	unsigned wave; /* the wave running (or last run) */
 	int64_t wave_started_ms;
 	char reason[256]; /* of the last change of state */
@@ -88,7 +99,8 @@ struct store_member {
 
 /* A rollout for /metrics: progress, and the gate inputs of its last verdict. */
 struct store_rollout_gauges {
-	const char *name, *policy, *state; /* policy: "name@version" */
+	const char *name, *policy; /* policy: "name@version" */
+	enum rollout_state state;
 	unsigned wave, nwaves; /* wave 0-based */
 	uint64_t members, reached, running; /* running: reporting the rollout's policy */
 	bool judged; /* the numbers below are from a verdict */
@@ -265,14 +277,10 @@ struct store_ops {
 	/* The members in plan order. */
 	int (*members)(struct store *s, const char *rollout,
 		       int (*cb)(void *arg, const struct store_member *m), void *arg);
-	/*
-	 * The policy the newest rollout that reached host wants there: its
-	 * policy while it runs or once done, the rollback target once rolled
-	 * back or aborted. 0 with name and version set, -ENOENT when no
-	 * rollout has a say.
-	 */
-	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
-			       uint64_t *version);
+	/* Every rollout but pending ones, newest first; r's strings last until cb returns. */
+	int (*rollouts_started)(struct store *s,
+				int (*cb)(void *arg, const struct store_rollout *r), void *arg);
+	int (*changes)(struct store *s, struct store_changes *c);
 	/* Unfinished rollouts and those finished after since_ms, oldest first. */
 	int (*rollout_gauges)(struct store *s, int64_t since_ms,
 			      int (*cb)(void *arg, const struct store_rollout_gauges *g),

@@ -435,7 +435,38 @@ static int rollouts_json(void *arg, const char *json)
 	return 0;
 }
 
-/* Rollouts kept, their members, and which policy they want where. */
+static int collect_started(void *arg, const struct store_rollout *r)
+{
+	char *out = arg;
+
+	assert_non_null(strstr(r->spec_json, r->name));
+	sprintf(out + strlen(out), "%s:%s:%u ", r->name, rollout_state_name(r->state), r->wave);
+	return 0;
+}
+
+/* The started rollouts, newest first, as "name:state:wave ". */
+static const char *started(struct store *s)
+{
+	static char list[256];
+
+	list[0] = 0;
+	assert_int_equal(s->ops->rollouts_started(s, collect_started, list), 0);
+	return list;
+}
+
+/* Whether changes() says something changed since *c, which it updates. */
+static bool changed(struct store *s, struct store_changes *c)
+{
+	struct store_changes now;
+
+	assert_int_equal(s->ops->changes(s, &now), 0);
+	if (!memcmp(&now, c, sizeof(now)))
+		return false;
+	*c = now;
+	return true;
+}
+
+/* Rollouts kept, their members, the started ones and when they changed. */
 static void test_rollouts(void **state)
 {
 	static const char spec[] = "{\"name\":\"r1\",\"policy\":\"web\",\"version\":6}";
@@ -447,9 +478,9 @@ static void test_rollouts(void **state)
 					    *lep[] = { &le };
 	struct store_member m[3];
 	struct store_rollout r;
-	char name[STORE_ID_MAX], list[256] = "", json[1024];
+	struct store_changes seen = { 0 };
+	char list[256] = "", json[1024];
 	const char *hosts[] = { "web-1", "web-2", "web-3" };
-	uint64_t version;
 	unsigned n = 0;
 	struct store *s;
 
@@ -475,7 +506,7 @@ static void test_rollouts(void **state)
 	assert_int_equal(s->ops->rollout_add(s, "r1", spec, 2001), -EEXIST);
 	assert_int_equal(s->ops->rollout_get(s, "r9", &r), -ENOENT);
 	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
-	assert_string_equal(r.state, "pending");
+	assert_int_equal(r.state, ROLLOUT_PENDING);
 	assert_string_equal(r.spec_json, spec);
 	store_rollout_clear(&r);
 	/* web-1 in wave 0; web-2 (ran base/4) and web-3 (ran nothing) in wave 1 */
@@ -487,7 +518,8 @@ static void test_rollouts(void **state)
 					      .prev_policy = i == 2 ? NULL : "base",
 					      .prev_version = 4 };
 	}
-	r = (struct store_rollout){ .name = "r1", .state = "pending" };
+	assert_true(changed(s, &seen));
+	r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_PENDING };
 	assert_int_equal(s->ops->rollout_start(s, &r, m, 3, 2500), 0);
 	assert_int_equal(s->ops->members(s, "r1", collect_members, list), 0);
 	assert_string_equal(list, "web-1+ web-2+ web-3- ");
@@ -497,28 +529,28 @@ static void test_rollouts(void **state)
 		char none[64] = "";
 
 		assert_int_equal(s->ops->rollout_add(s, "r0", spec, 2550), 0);
-		r = (struct store_rollout){ .name = "r0", .state = "running" };
+		r = (struct store_rollout){ .name = "r0", .state = ROLLOUT_RUNNING };
 		assert_int_equal(s->ops->rollout_start(s, &r, twice, 2, 2600), -EIO);
 		assert_int_equal(s->ops->members(s, "r0", collect_members, none), 0);
 		assert_string_equal(none, "");
 		assert_int_equal(s->ops->rollout_get(s, "r0", &r), 0);
-		assert_string_equal(r.state, "pending");
+		assert_int_equal(r.state, ROLLOUT_PENDING);
 		store_rollout_clear(&r);
 	}
 
-	/* pending: no say anywhere */
-	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), -ENOENT);
-	r = (struct store_rollout){ .name = "r1", .state = "running", .wave = 0 };
+	/* pending ones are not started; a start or an update is a change */
+	assert_true(changed(s, &seen));
+	assert_string_equal(started(s), "");
+	r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_RUNNING, .wave = 0 };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 3000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), 0);
-	assert_string_equal(name, "web");
-	assert_int_equal(version, 6);
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), -ENOENT);
+	assert_true(changed(s, &seen));
+	assert_false(changed(s, &seen));
+	assert_string_equal(started(s), "r1:running:0 ");
 	r.wave = 1;
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 4000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
-	/* rolled back: each host to what it ran; web-3 ran nothing, so no say */
-	strcpy(r.state, "rolled-back");
+	assert_true(changed(s, &seen));
+	assert_string_equal(started(s), "r1:running:1 ");
+	r.state = ROLLOUT_ROLLED_BACK;
 	{
 		struct store_verdict v = { .wave = 1,
 					   .ts_ms = 5000,
@@ -549,10 +581,10 @@ static void test_rollouts(void **state)
 		free(status);
 		assert_int_equal(s->ops->rollout_status(s, "r9", &status), -ENOENT);
 		/* the verdict and the state go together: no rollout, no verdict */
-		r = (struct store_rollout){ .name = "r9", .state = "rolling-back" };
+		r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_ROLLING_BACK };
 		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), -ENOENT);
 		assert_int_equal(s->ops->verdict_last(s, "r9", &wave, verdict, gate), -ENOENT);
-		r = (struct store_rollout){ .name = "r1", .state = "rolled-back", .wave = 1 };
+		r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_ROLLED_BACK, .wave = 1 };
 	}
 	/* rolled back once every host reached runs its target: web-2 still runs web/6 */
 	{
@@ -578,10 +610,6 @@ static void test_rollouts(void **state)
 		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
 		assert_int_equal(pending, 0);
 	}
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
-	assert_string_equal(name, "base");
-	assert_int_equal(version, 4);
-	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), -ENOENT);
 	assert_int_equal(s->ops->rollouts(s, rollouts_json, json), 0);
 	assert_non_null(strstr(json, "\"state\":\"rolled-back\""));
 	assert_non_null(strstr(json, "\"members\":[1,2]"));
@@ -589,14 +617,13 @@ static void test_rollouts(void **state)
 	/* a newer rollout with a signed rollback version has the say */
 	assert_int_equal(s->ops->rollout_add(s, "r2", spec_rb, 6000), 0);
 	m[2].wave = 0;
-	r = (struct store_rollout){ .name = "r2", .state = "running" };
+	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_RUNNING };
 	assert_int_equal(s->ops->rollout_start(s, &r, &m[2], 1, 6500), 0);
-	r = (struct store_rollout){ .name = "r2", .state = "aborted", .wave = 0 };
+	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_ABORTED, .wave = 0 };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 7000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), 0);
-	assert_string_equal(name, "web");
-	assert_int_equal(version, 7);
-	r = (struct store_rollout){ .name = "r9", .state = "running" };
+	assert_string_equal(started(s), "r2:aborted:0 r1:rolled-back:1 ");
+	assert_true(changed(s, &seen));
+	r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_RUNNING };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 8000), -ENOENT);
 	s->ops->close(s);
 }
