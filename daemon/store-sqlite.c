@@ -300,7 +300,7 @@ static const char *const sql[ST_N] = {
 		       " (SELECT count(*) FROM rollouts),"
 		       " (SELECT coalesce(sum(updated_ms), 0) FROM rollouts)",
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
-			       " ('running', 'holding', 'paused', 'rolling-back')"
+			       " (?1, ?2, ?3, ?4)"
 			       " ORDER BY created_ms, name",
 	[ST_ROLLOUT_GAUGES] =
 		"SELECT r.name, json_extract(r.spec, '$.policy') || '@' ||"
@@ -322,7 +322,7 @@ static const char *const sql[ST_N] = {
 		" AND x.verdict = 'inconclusive')"
 		" FROM rollouts r LEFT JOIN verdicts v ON v.id ="
 		" (SELECT max(id) FROM verdicts WHERE rollout = r.name)"
-		" WHERE r.state NOT IN ('done', 'rolled-back', 'aborted') OR r.updated_ms > ?1"
+		" WHERE r.state NOT IN (?2, ?3, ?4) OR r.updated_ms > ?1"
 		" ORDER BY r.created_ms, r.name",
 	[ST_VERDICT_ADD] =
 		"INSERT INTO verdicts (rollout, wave, ts_ms, verdict, gate, reason, detail)"
@@ -1482,19 +1482,35 @@ static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
 	return rows(s, stmt(s, ST_ROLLOUTS), cb, arg);
 }
 
+/* States by name from first on, as rollout.c names them. */
+static void bind_states(sqlite3_stmt *st, int first, const enum rollout_state *states, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sqlite3_bind_text(st, first + (int)i, rollout_state_name(states[i]), -1,
+				  SQLITE_STATIC);
+}
+
 static int sq_rollouts_active(struct store *s, store_row_cb cb, void *arg)
 {
-	return rows(s, stmt(s, ST_ROLLOUTS_ACTIVE), cb, arg);
+	static const enum rollout_state moving[] = { ROLLOUT_RUNNING, ROLLOUT_HOLDING,
+						     ROLLOUT_PAUSED, ROLLOUT_ROLLING_BACK };
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS_ACTIVE);
+
+	bind_states(st, 1, moving, ARRAY_SIZE(moving));
+	return rows(s, st, cb, arg);
 }
 
 static int sq_rollout_gauges(struct store *s, int64_t since_ms,
 			     int (*cb)(void *arg, const struct store_rollout_gauges *g), void *arg)
 {
+	static const enum rollout_state finished[] = { ROLLOUT_DONE, ROLLOUT_ROLLED_BACK,
+						       ROLLOUT_ABORTED };
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
 	struct store_rollout_gauges g;
 	int rc, r = 0, state;
 
 	sqlite3_bind_int64(st, 1, since_ms);
+	bind_states(st, 2, finished, ARRAY_SIZE(finished));
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		state = rollout_state_parse(text_or_empty(st, 2));
 		if (state < 0)
