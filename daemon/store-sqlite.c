@@ -93,7 +93,7 @@ static const char *const migrations[] = {
 enum stmt {
 	ST_SEEN,
 	ST_HOST_UPSERT,
-	ST_STATES_COUNT,
+	ST_STATES_READ,
 	ST_STATES_CLEAR,
 	ST_STATE_ADD,
 	ST_SAMPLE_ADD,
@@ -194,7 +194,7 @@ static const char *const sql[ST_N] = {
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
 		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
 		" OR last_seen_ms < ?11 - 60000",
-	[ST_STATES_COUNT] = "SELECT count(*) FROM states WHERE host_id = ?1",
+	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
 	/* a row that did not change is not written: most reports change none */
 	[ST_STATE_ADD] =
@@ -430,21 +430,11 @@ struct sqlite_store {
  * then.
  */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,
-	[ST_STATES_COUNT] = true,
-	[ST_HOST_JSON] = true,
-	[ST_POLICY_GET] = true,
-	[ST_REVOKED] = true,
-	[ST_SECRET_FIND] = true,
-	[ST_ENROLLED] = true,
-	[ST_ROLLUP_GET] = true,
-	[ST_ROLLOUT_GET] = true,
-	[ST_ROLLOUT_STATUS] = true,
-	[ST_VERDICT_LAST] = true,
-	[ST_ROLLBACK_PENDING] = true,
-	[ST_ROLLOUT_DESIRED] = true,
-	[ST_WINDOW_REPORTS] = true,
-	[ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,	    [ST_HOST_JSON] = true,	  [ST_POLICY_GET] = true,
+	[ST_REVOKED] = true,	    [ST_SECRET_FIND] = true,	  [ST_ENROLLED] = true,
+	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
+	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_ROLLOUT_DESIRED] = true,
+	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
 static void release_held(struct sqlite_store *q)
@@ -582,6 +572,8 @@ void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *pr
 		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
 }
 
+static int sq_commit(struct store *s);
+
 static int step_done(sqlite3_stmt *st)
 {
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
@@ -600,14 +592,59 @@ static char *labels_json(const Kmemctl__V1__HostFacts *f)
 	return text;
 }
 
-static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+/*
+ * What a report stores that kmemd makes rather than copies: made before
+ * the first write, so that nothing but the database can fail in between.
+ */
+struct ingest_text {
+	char *labels;
+	char **stacks; /* each event's stack as a JSON array */
+	size_t nstacks;
+};
+
+static void ingest_text_free(struct ingest_text *t)
+{
+	size_t i;
+
+	free(t->labels);
+	for (i = 0; i < t->nstacks; i++)
+		free(t->stacks[i]);
+	free(t->stacks);
+}
+
+static int ingest_text_make(struct ingest_text *t, const Kmemctl__V1__Report *rep)
+{
+	size_t i, j;
+
+	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
+	if (!t->labels)
+		return -ENOMEM;
+	if (!rep->n_events)
+		return 0;
+	t->stacks = calloc(rep->n_events, sizeof(*t->stacks));
+	if (!t->stacks)
+		return -ENOMEM;
+	for (i = 0; i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+		json_t *stack = json_array();
+
+		for (j = 0; stack && j < e->n_stack_top; j++)
+			json_array_append_new(stack, json_string(e->stack_top[j]));
+		t->stacks[i] = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
+		json_decref(stack);
+		if (!t->stacks[i])
+			return -ENOMEM;
+		t->nstacks++;
+	}
+	return 0;
+}
+
+static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const char *labels,
+		       int64_t now_ms)
 {
 	const Kmemctl__V1__HostFacts *f = rep->facts;
-	_cleanup_free_ char *labels = labels_json(f);
 	sqlite3_stmt *st = stmt(s, ST_HOST_UPSERT);
 
-	if (!labels)
-		return -ENOMEM;
 	sqlite3_bind_text(st, 1, f->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, f->hostname, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, f->kernel_release, -1, SQLITE_STATIC);
@@ -625,40 +662,81 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t 
 	return step_done(st);
 }
 
+struct state_text {
+	char state[32], mode[32], source[32];
+};
+
+static void state_text(const Kmemctl__V1__MitigationState *m, struct state_text *t)
+{
+	store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+			"MITIGATION_STATE_", t->state, sizeof(t->state));
+	store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
+			t->mode, sizeof(t->mode));
+	store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", t->source,
+			sizeof(t->source));
+}
+
+static bool text_is(sqlite3_stmt *st, int col, const char *s)
+{
+	const char *v = (const char *)sqlite3_column_text(st, col);
+
+	return v ? s && !strcmp(v, s) : !s;
+}
+
+/*
+ * The host's rows are read once and only the mitigations whose state,
+ * mode, source or reason changed are written: most reports change none,
+ * and a statement per mitigation was most of a report's store work.
+ */
 static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
 	const char *host = rep->facts->host_id;
-	char state[32], mode[32], source[32];
+	uint64_t same = 0; /* bit i: mitigation i is stored as reported (the first 64) */
+	struct state_text t;
+	uint64_t stored = 0;
 	sqlite3_stmt *st;
 	size_t i;
-	int r;
+	int r = 0, rc;
 
-	/* more rows than mitigations reported: the module lost some; start over */
-	st = stmt(s, ST_STATES_COUNT);
+	st = stmt(s, ST_STATES_READ);
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+
+		stored++;
+		for (i = 0; id && i < rep->n_mitigations && i < 64; i++) {
+			const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
+
+			if (!m->id || strcmp(m->id, id))
+				continue;
+			state_text(m, &t);
+			if (text_is(st, 1, t.state) && text_is(st, 2, t.mode) &&
+			    text_is(st, 3, t.source) && text_is(st, 4, m->reason))
+				same |= 1ULL << i;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
 		return -EIO;
-	r = 0;
-	if ((uint64_t)sqlite3_column_int64(st, 0) > rep->n_mitigations) {
+	/* more rows than mitigations reported: the module lost some; start over */
+	if (stored > rep->n_mitigations) {
 		st = stmt(s, ST_STATES_CLEAR);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		r = step_done(st);
+		same = 0;
 	}
 	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 
-		store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-				"MITIGATION_STATE_", state, sizeof(state));
-		store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
-				"MITIGATION_MODE_", mode, sizeof(mode));
-		store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
-				source, sizeof(source));
+		if (i < 64 && (same & (1ULL << i)))
+			continue;
+		state_text(m, &t);
 		st = stmt(s, ST_STATE_ADD);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, m->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, state, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 5, source, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, t.state, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, t.mode, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, t.source, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, m->reason, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, now_ms);
 		r = step_done(st);
@@ -717,57 +795,52 @@ static int ingest_counters(struct store *s, const Kmemctl__V1__Report *rep)
 	return step_done(st);
 }
 
-static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
+static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
+			 const struct ingest_text *t)
 {
 	char kind[48];
 	sqlite3_stmt *st;
-	size_t i, j;
+	size_t i;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_events; i++) {
 		const Kmemctl__V1__KernelEvent *e = rep->events[i];
-		json_t *stack = json_array();
-		char *stack_text;
 
-		for (j = 0; stack && j < e->n_stack_top; j++)
-			json_array_append_new(stack, json_string(e->stack_top[j]));
-		stack_text = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
-		json_decref(stack);
-		if (!stack_text)
-			return -ENOMEM;
 		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
 				sizeof(kind));
 		st = stmt(s, ST_EVENT_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, e->unix_ms);
-		sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 4, e->cpu);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->duration_ns);
 		sqlite3_bind_text(st, 6, e->comm, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 7, e->pid);
-		sqlite3_bind_text(st, 8, stack_text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 8, t->stacks[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 9, e->mitigation, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 10, e->probe, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 11, e->message, -1, SQLITE_STATIC);
 		r = step_done(st);
-		free(stack_text);
 	}
 	return r;
 }
 
 /*
- * A savepoint, not a transaction: inside a batch (sq_begin()) one report
- * that fails is undone alone; outside one, the savepoint is the
- * transaction.
+ * No savepoint: everything that can fail short of the database is made
+ * before the first write, and a database error (a full disk, I/O, no
+ * memory) may roll SQLite's transaction back whole anyway. So inside a
+ * batch a failed report fails the batch (store.h: the caller rolls it
+ * back); outside one, the report is its own transaction. A savepoint per
+ * report cost a statement journal (spilled to temporary files) and two
+ * statements compiled per report.
  */
 static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
+	struct ingest_text t;
 	sqlite3_stmt *st;
+	bool own;
 	int r;
 
-	r = exec(DB(s), "SAVEPOINT report");
-	if (r < 0)
-		return r;
 	/*
 	 * A report sent again after its acknowledgement was lost has the same
 	 * seq and time. Not "seq at most the last one": an agent whose state
@@ -777,13 +850,23 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		sqlite3_reset(st);
-		exec(DB(s), "RELEASE report");
-		return 1;
-	}
+	r = sqlite3_step(st);
 	sqlite3_reset(st);
-	r = ingest_host(s, rep, now_ms);
+	if (r == SQLITE_ROW)
+		return 1;
+	if (r != SQLITE_DONE)
+		return -EIO;
+	r = ingest_text_make(&t, rep);
+	if (r < 0)
+		goto out;
+	own = sqlite3_get_autocommit(DB(s));
+	if (own) {
+		release_held((struct sqlite_store *)s);
+		r = exec(DB(s), "BEGIN IMMEDIATE");
+		if (r < 0)
+			goto out;
+	}
+	r = ingest_host(s, rep, t.labels, now_ms);
 	if (r == 0)
 		r = ingest_states(s, rep, now_ms);
 	if (r == 0)
@@ -791,11 +874,13 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	if (r == 0)
 		r = ingest_counters(s, rep);
 	if (r == 0)
-		r = ingest_events(s, rep);
-	if (r < 0)
-		exec(DB(s), "ROLLBACK TO report");
-	if (exec(DB(s), "RELEASE report") < 0 && r == 0)
-		r = -EIO;
+		r = ingest_events(s, rep, &t);
+	if (own && r == 0)
+		r = sq_commit(s);
+	else if (own)
+		exec(DB(s), "ROLLBACK");
+out:
+	ingest_text_free(&t);
 	return r;
 }
 
@@ -812,6 +897,13 @@ static int sq_commit(struct store *s)
 		return 0;
 	exec(DB(s), "ROLLBACK");
 	return -EIO;
+}
+
+static void sq_rollback(struct store *s)
+{
+	/* SQLite may have rolled back already: then there is nothing to undo */
+	if (!sqlite3_get_autocommit(DB(s)))
+		exec(DB(s), "ROLLBACK");
 }
 
 static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
@@ -1751,6 +1843,7 @@ static const struct store_ops sqlite_ops = {
 	.ingest = sq_ingest,
 	.begin = sq_begin,
 	.commit = sq_commit,
+	.rollback = sq_rollback,
 	.host_json = sq_host_json,
 	.hosts = sq_hosts,
 	.hosts_page = sq_hosts_page,

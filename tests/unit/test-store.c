@@ -436,6 +436,64 @@ static int rollouts_json(void *arg, const char *json)
 }
 
 /* Rollouts kept, their members, and which policy they want where. */
+/* A report of one mitigation, rstat-yield, on with reason. */
+static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+
+	f.host_id = "st-1";
+	rep.facts = &f;
+	rep.seq = seq;
+	rep.unix_ms = (int64_t)seq * 1000;
+	m.id = "rstat-yield";
+	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_ON;
+	m.mode = KMEMCTL__V1__MITIGATION_MODE__MITIGATION_MODE_ON;
+	m.source = KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_POLICY;
+	m.reason = (char *)reason;
+	rep.n_mitigations = 1;
+	rep.mitigations = mp;
+	return s->ops->ingest(s, &rep, now);
+}
+
+/* A mitigation's row is written when it changed, not on every report. */
+static void test_states_unchanged(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(report_state(s, 1, "on: enacted", 5000), 0);
+	assert_int_equal(report_state(s, 2, "on: enacted", 6000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 5000);
+	assert_int_equal(report_state(s, 3, "on: guard", 7000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 7000);
+	assert_int_equal(count_rows("SELECT count(*) FROM states"), 1);
+	s->ops->close(s);
+}
+
+/* A batch rolled back (a report in it failed) keeps none of its reports. */
+static void test_batch_rollback(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	report_at(s, "rb-2", 1, 1000, 1);
+	s->ops->rollback(s);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 0);
+	/* then the next batch, and a report outside any, are stored */
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	assert_int_equal(s->ops->commit(s), 0);
+	report_at(s, "rb-2", 1, 1000, 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 2);
+	s->ops->close(s);
+}
+
 static void test_rollouts(void **state)
 {
 	static const char spec[] = "{\"name\":\"r1\",\"policy\":\"web\",\"version\":6}";
@@ -719,11 +777,12 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_enrollments),
-		cmocka_unit_test(test_names),	     cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_rollouts),     cmocka_unit_test(test_window),
-		cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_reports),	       cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),	       cmocka_unit_test(test_enrollments),
+		cmocka_unit_test(test_names),	       cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts),       cmocka_unit_test(test_window),
+		cmocka_unit_test(test_newer_schema),   cmocka_unit_test(test_states_unchanged),
+		cmocka_unit_test(test_batch_rollback),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
