@@ -5,8 +5,8 @@
  * process takes reports from a client process over one loopback TCP and TLS 1.3
  * connection (mutual certificates, as kmemd's), one record each way per
  * report; it decodes each report (protobuf) and inserts the rows kmemd
- * keeps of it (a counters row, a row per probe histogram, the same tables
- * and indexes) into SQLite (WAL, synchronous=NORMAL) in transactions of
+ * keeps of it (a counters row, a row of its probe histograms, the same
+ * tables and indexes) into SQLite (WAL, synchronous=NORMAL) in transactions of
  * up to 256 reports, kmemd's batch. The reports are bench/ingest's, from
  * HOSTS hosts in turn.
  *
@@ -40,11 +40,10 @@
 static const char schema[] =
 	"PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
 	"PRAGMA cache_size = -32768;"
-	"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL, start_ms INTEGER,"
-	" end_ms INTEGER, first_bucket INTEGER, counts BLOB, count INTEGER, sum_ns INTEGER,"
-	" max_ns INTEGER);"
-	"CREATE INDEX samples_by_probe ON samples (probe, end_ms);"
-	"CREATE INDEX samples_by_host ON samples (host_id, end_ms);"
+	"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
+	" probes TEXT NOT NULL, counts BLOB);"
+	"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
+	"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
 	"CREATE TABLE counters (host_id TEXT NOT NULL, unix_ms INTEGER, seq INTEGER,"
 	" soft_lockups INTEGER, hard_lockups INTEGER, rcu_stalls INTEGER, hung_tasks INTEGER,"
 	" tlb_shootdowns INTEGER, mitigation_trips INTEGER, events_dropped INTEGER,"
@@ -164,22 +163,32 @@ static void store(struct db *d, const Kmemctl__V1__Report *rep)
 	sqlite3_stmt *st = d->counters;
 	size_t i;
 
+	static char probes[16384];
+	static uint8_t counts[16384];
+	size_t plen = 1, clen = 0;
+
+	/* the report's histograms as one row, as kmemd keeps them (its probes end together) */
+	probes[0] = '{';
 	for (i = 0; i < rep->n_probes; i++) {
 		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		size_t n = p->hist->n_counts * 8;
 
-		st = d->sample;
-		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, p->probe, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, p->start_unix_ms);
-		sqlite3_bind_int64(st, 4, p->end_unix_ms);
-		sqlite3_bind_int64(st, 5, p->hist->first_bucket);
-		sqlite3_bind_blob(st, 6, p->hist->counts, (int)(p->hist->n_counts * 8),
-				  SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)p->hist->count);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)p->hist->sum_ns);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->hist->max_ns);
-		run(st, d, "sample");
+		plen += (size_t)snprintf(probes + plen, sizeof(probes) - plen,
+					 "%s\"%s\":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
+					 i ? "," : "", p->probe, (long long)p->start_unix_ms,
+					 (long long)p->hist->first_bucket,
+					 (long long)p->hist->count, (long long)p->hist->sum_ns,
+					 (long long)p->hist->max_ns, clen, n);
+		memcpy(counts + clen, p->hist->counts, n);
+		clen += n;
 	}
+	probes[plen++] = '}';
+	st = d->sample;
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, rep->probes[0]->end_unix_ms);
+	sqlite3_bind_text(st, 3, probes, (int)plen, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 4, counts, (int)clen, SQLITE_STATIC);
+	run(st, d, "samples");
 	st = d->counters;
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
@@ -204,9 +213,8 @@ static void open_db(struct db *d, const char *path)
 	check(sqlite3_exec(d->db, schema, NULL, NULL, NULL), d, "schema");
 	check(sqlite3_prepare_v2(d->db, "BEGIN IMMEDIATE", -1, &d->begin, NULL), d, "begin");
 	check(sqlite3_prepare_v2(d->db, "COMMIT", -1, &d->commit, NULL), d, "commit");
-	check(sqlite3_prepare_v2(d->db,
-				 "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-				 -1, &d->sample, NULL),
+	check(sqlite3_prepare_v2(d->db, "INSERT INTO report_samples VALUES (?1, ?2, ?3, ?4)", -1,
+				 &d->sample, NULL),
 	      d, "samples");
 	check(sqlite3_prepare_v2(d->db,
 				 "INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9,"
@@ -300,7 +308,7 @@ int main(int argc, char **argv)
 		    read_full(ssl, buf, len) < 0)
 			die("reading a report");
 		rep = kmemctl__v1__report__unpack(NULL, len, buf);
-		if (!rep || !rep->facts || !rep->counters)
+		if (!rep || !rep->facts || !rep->counters || !rep->n_probes)
 			die("decoding a report");
 		if (!in_batch)
 			run(d.begin, &d, "begin");

@@ -88,6 +88,31 @@ static const char *const migrations[] = {
 	" reenroll INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
 	"ALTER TABLE enroll_secrets ADD COLUMN max_uses INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE enroll_secrets ADD COLUMN host_pattern TEXT;",
+	/*
+	 * 7: a report's probe histograms in one row (three b-tree inserts, not
+	 * three per probe): probes is a JSON object, probe name to [start_ms,
+	 * first_bucket, count, sum_ns, max_ns, offset, length] of its counts
+	 * in the row's counts blob; every probe of a row ends at its end_ms.
+	 * samples stays, as a view with the old table's columns (and rows one
+	 * may insert), for queries and for operators.
+	 */
+	"CREATE TABLE report_samples ("
+	" host_id TEXT NOT NULL, end_ms INTEGER NOT NULL, probes TEXT NOT NULL, counts BLOB);"
+	"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
+	"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
+	"INSERT INTO report_samples SELECT host_id, end_ms, json_object(probe, json_array(start_ms,"
+	" first_bucket, count, sum_ns, max_ns, 0, length(counts))), counts FROM samples;"
+	"DROP TABLE samples;"
+	"CREATE VIEW samples (host_id, probe, start_ms, end_ms, first_bucket, counts, count, sum_ns,"
+	" max_ns) AS SELECT s.host_id, j.key, json_extract(j.value, '$[0]'), s.end_ms,"
+	" json_extract(j.value, '$[1]'), substr(s.counts, json_extract(j.value, '$[5]') + 1,"
+	" json_extract(j.value, '$[6]')), json_extract(j.value, '$[2]'),"
+	" json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]')"
+	" FROM report_samples s, json_each(s.probes) j;"
+	"CREATE TRIGGER samples_add INSTEAD OF INSERT ON samples BEGIN"
+	" INSERT INTO report_samples VALUES (NEW.host_id, NEW.end_ms, json_object(NEW.probe,"
+	" json_array(NEW.start_ms, NEW.first_bucket, NEW.count, NEW.sum_ns, NEW.max_ns, 0,"
+	" length(NEW.counts))), NEW.counts); END;",
 };
 
 enum stmt {
@@ -204,7 +229,7 @@ static const char *const sql[ST_N] = {
 		" updated_ms = excluded.updated_ms WHERE state IS NOT excluded.state"
 		" OR mode IS NOT excluded.mode OR source IS NOT excluded.source"
 		" OR reason IS NOT excluded.reason",
-	[ST_SAMPLE_ADD] = "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_SAMPLE_ADD] = "INSERT INTO report_samples VALUES (?1, ?2, ?3, ?4)",
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -254,7 +279,7 @@ static const char *const sql[ST_N] = {
 			      " enrolled_ms = ?3, reenroll = 0",
 	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES (?1, 1)"
 			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
-	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
+	[ST_EXPIRE_SAMPLES] = "DELETE FROM report_samples WHERE end_ms < ?1",
 	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
 	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
 	[ST_EXPIRE_ROLLUPS] = "DELETE FROM rollups WHERE hour_ms + 3600000 <= ?1",
@@ -267,7 +292,7 @@ static const char *const sql[ST_N] = {
 			  " WHERE host_id = ?1 AND probe = ?2 AND hour_ms = ?3",
 	[ST_ROLLUP_PUT] =
 		"INSERT OR REPLACE INTO rollups VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[ST_ROLLUP_DROP] = "DELETE FROM samples WHERE host_id = ?1 AND end_ms < ?2",
+	[ST_ROLLUP_DROP] = "DELETE FROM report_samples WHERE host_id = ?1 AND end_ms < ?2",
 	/* counters are cumulative: an hour keeps its last report */
 	[ST_ROLLUP_COUNTERS] =
 		"DELETE FROM counters WHERE host_id = ?1 AND unix_ms < ?2 AND rowid"
@@ -412,11 +437,18 @@ static const char *const sql[ST_N] = {
 			    " AND hour_ms + 3600000 < ?3",
 };
 
+/* A buffer reused from report to report. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
 struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_N];
 	sqlite3_stmt *held; /* a one-row query read and left on its row */
+	struct buf probes, counts; /* a report_samples row being made */
 };
 
 #define DB(s) (((struct sqlite_store *)(s))->db)
@@ -507,6 +539,8 @@ static void sq_close(struct store *s)
 	for (i = 0; i < ST_N; i++)
 		sqlite3_finalize(q->st[i]);
 	sqlite3_close(q->db);
+	free(q->probes.p);
+	free(q->counts.p);
 	free(q);
 }
 
@@ -612,12 +646,43 @@ static void ingest_text_free(struct ingest_text *t)
 	free(t->stacks);
 }
 
-static int ingest_text_make(struct ingest_text *t, const Kmemctl__V1__Report *rep)
+static int buf_reserve(struct buf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (n <= b->cap)
+		return 0;
+	p = realloc(b->p, n);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = n;
+	return 0;
+}
+
+/* Room enough for the largest report_samples row of rep: writing one cannot fail. */
+static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *rep)
+{
+	size_t probes = 3, counts = 0, i;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		if (!p->hist)
+			continue;
+		/* "\u00XX" per byte of the name at worst, and 7 numbers of 20 digits */
+		probes += (p->probe ? strlen(p->probe) * 6 : 0) + 4 + 7 * 21 + 2;
+		counts += p->hist->n_counts * 8;
+	}
+	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
+}
+
+static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep)
 {
 	size_t i, j;
 
 	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
-	if (!t->labels)
+	if (!t->labels || samples_reserve((struct sqlite_store *)s, rep) < 0)
 		return -ENOMEM;
 	if (!rep->n_events)
 		return 0;
@@ -744,29 +809,86 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	return r;
 }
 
+static void buf_add(struct buf *b, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* name as a JSON string: its quotes and backslashes escaped, control bytes as \u00XX */
+static void buf_json_string(struct buf *b, const char *name)
+{
+	const unsigned char *c;
+	char esc[8];
+
+	buf_add(b, "\"", 1);
+	for (c = (const unsigned char *)(name ?: ""); *c; c++) {
+		if (*c == '"' || *c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*c;
+			buf_add(b, esc, 2);
+		} else if (*c < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *c);
+			buf_add(b, esc, 6);
+		} else {
+			buf_add(b, c, 1);
+		}
+	}
+	buf_add(b, "\"", 1);
+}
+
+/*
+ * The report's histograms in one report_samples row (migration 7), or
+ * one per end time when its probes do not all end at the same time (an
+ * agent's all do). Room was reserved by samples_reserve().
+ */
 static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 {
+	struct sqlite_store *q = (struct sqlite_store *)s;
 	sqlite3_stmt *st;
-	size_t i;
+	size_t i, j;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_probes; i++) {
-		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		int64_t end = rep->probes[i]->end_unix_ms;
 
-		if (!p->hist)
+		if (!rep->probes[i]->hist)
 			continue;
+		for (j = 0; j < i; j++)
+			if (rep->probes[j]->hist && rep->probes[j]->end_unix_ms == end)
+				break;
+		if (j < i) /* in the row of an earlier probe */
+			continue;
+		q->probes.len = q->counts.len = 0;
+		buf_add(&q->probes, "{", 1);
+		for (j = i; j < rep->n_probes; j++) {
+			const Kmemctl__V1__ProbeSample *p = rep->probes[j];
+			char num[7 * 21 + 8];
+			int n;
+
+			if (!p->hist || p->end_unix_ms != end)
+				continue;
+			if (q->probes.len > 1)
+				buf_add(&q->probes, ",", 1);
+			buf_json_string(&q->probes, p->probe);
+			/* native-endian u64s: one host architecture per kmemd file */
+			n = snprintf(num, sizeof(num), ":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
+				     (long long)p->start_unix_ms, (long long)p->hist->first_bucket,
+				     (long long)p->hist->count, (long long)p->hist->sum_ns,
+				     (long long)p->hist->max_ns, q->counts.len,
+				     p->hist->n_counts * 8);
+			buf_add(&q->probes, num, (size_t)n);
+			buf_add(&q->counts, p->hist->counts, p->hist->n_counts * 8);
+		}
+		buf_add(&q->probes, "}", 1);
 		st = stmt(s, ST_SAMPLE_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, p->probe, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, p->start_unix_ms);
-		sqlite3_bind_int64(st, 4, p->end_unix_ms);
-		sqlite3_bind_int64(st, 5, p->hist->first_bucket);
-		/* native-endian u64s: one host architecture per kmemd file */
-		sqlite3_bind_blob(st, 6, p->hist->counts, (int)(p->hist->n_counts * 8),
+		sqlite3_bind_int64(st, 2, end);
+		sqlite3_bind_text(st, 3, (const char *)q->probes.p, (int)q->probes.len,
 				  SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)p->hist->count);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)p->hist->sum_ns);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->hist->max_ns);
+		sqlite3_bind_blob(st, 4, q->counts.p, (int)q->counts.len, SQLITE_STATIC);
 		r = step_done(st);
 	}
 	return r;
@@ -856,7 +978,7 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 		return 1;
 	if (r != SQLITE_DONE)
 		return -EIO;
-	r = ingest_text_make(&t, rep);
+	r = ingest_text_make(&t, s, rep);
 	if (r < 0)
 		goto out;
 	own = sqlite3_get_autocommit(DB(s));
