@@ -397,7 +397,7 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
-	/* one host's probe: by samples_by_host and the rollups' key, not a scan */
+	/* one host's probe: by report_samples_by_host and the rollups' key, not a scan */
 	[ST_WINDOW_SAMPLES] = "SELECT first_bucket, counts, count, sum_ns, max_ns FROM samples"
 			      " WHERE host_id = ?1 AND end_ms >= ?3 AND end_ms < ?4 AND probe = ?2"
 			      " UNION ALL SELECT first_bucket, counts, count, sum_ns, max_ns"
