@@ -88,12 +88,37 @@ static const char *const migrations[] = {
 	" reenroll INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
 	"ALTER TABLE enroll_secrets ADD COLUMN max_uses INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE enroll_secrets ADD COLUMN host_pattern TEXT;",
+	/*
+	 * 7: a report's probe histograms in one row (three b-tree inserts, not
+	 * three per probe): probes is a JSON object, probe name to [start_ms,
+	 * first_bucket, count, sum_ns, max_ns, offset, length] of its counts
+	 * in the row's counts blob; every probe of a row ends at its end_ms.
+	 * samples stays, as a view with the old table's columns (and rows one
+	 * may insert), for queries and for operators.
+	 */
+	"CREATE TABLE report_samples ("
+	" host_id TEXT NOT NULL, end_ms INTEGER NOT NULL, probes TEXT NOT NULL, counts BLOB);"
+	"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
+	"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
+	"INSERT INTO report_samples SELECT host_id, end_ms, json_object(probe, json_array(start_ms,"
+	" first_bucket, count, sum_ns, max_ns, 0, length(counts))), counts FROM samples;"
+	"DROP TABLE samples;"
+	"CREATE VIEW samples (host_id, probe, start_ms, end_ms, first_bucket, counts, count, sum_ns,"
+	" max_ns) AS SELECT s.host_id, j.key, json_extract(j.value, '$[0]'), s.end_ms,"
+	" json_extract(j.value, '$[1]'), substr(s.counts, json_extract(j.value, '$[5]') + 1,"
+	" json_extract(j.value, '$[6]')), json_extract(j.value, '$[2]'),"
+	" json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]')"
+	" FROM report_samples s, json_each(s.probes) j;"
+	"CREATE TRIGGER samples_add INSTEAD OF INSERT ON samples BEGIN"
+	" INSERT INTO report_samples VALUES (NEW.host_id, NEW.end_ms, json_object(NEW.probe,"
+	" json_array(NEW.start_ms, NEW.first_bucket, NEW.count, NEW.sum_ns, NEW.max_ns, 0,"
+	" length(NEW.counts))), NEW.counts); END;",
 };
 
 enum stmt {
 	ST_SEEN,
 	ST_HOST_UPSERT,
-	ST_STATES_COUNT,
+	ST_STATES_READ,
 	ST_STATES_CLEAR,
 	ST_STATE_ADD,
 	ST_SAMPLE_ADD,
@@ -195,7 +220,7 @@ static const char *const sql[ST_N] = {
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
 		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
 		" OR last_seen_ms < ?11 - 60000",
-	[ST_STATES_COUNT] = "SELECT count(*) FROM states WHERE host_id = ?1",
+	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
 	/* a row that did not change is not written: most reports change none */
 	[ST_STATE_ADD] =
@@ -205,7 +230,7 @@ static const char *const sql[ST_N] = {
 		" updated_ms = excluded.updated_ms WHERE state IS NOT excluded.state"
 		" OR mode IS NOT excluded.mode OR source IS NOT excluded.source"
 		" OR reason IS NOT excluded.reason",
-	[ST_SAMPLE_ADD] = "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_SAMPLE_ADD] = "INSERT INTO report_samples VALUES (?1, ?2, ?3, ?4)",
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -255,7 +280,7 @@ static const char *const sql[ST_N] = {
 			      " enrolled_ms = ?3, reenroll = 0",
 	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES (?1, 1)"
 			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
-	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
+	[ST_EXPIRE_SAMPLES] = "DELETE FROM report_samples WHERE end_ms < ?1",
 	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
 	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
 	[ST_EXPIRE_ROLLUPS] = "DELETE FROM rollups WHERE hour_ms + 3600000 <= ?1",
@@ -268,7 +293,7 @@ static const char *const sql[ST_N] = {
 			  " WHERE host_id = ?1 AND probe = ?2 AND hour_ms = ?3",
 	[ST_ROLLUP_PUT] =
 		"INSERT OR REPLACE INTO rollups VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[ST_ROLLUP_DROP] = "DELETE FROM samples WHERE host_id = ?1 AND end_ms < ?2",
+	[ST_ROLLUP_DROP] = "DELETE FROM report_samples WHERE host_id = ?1 AND end_ms < ?2",
 	/* counters are cumulative: an hour keeps its last report */
 	[ST_ROLLUP_COUNTERS] =
 		"DELETE FROM counters WHERE host_id = ?1 AND unix_ms < ?2 AND rowid"
@@ -368,7 +393,7 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
-	/* one host's probe: by samples_by_host and the rollups' key, not a scan */
+	/* one host's probe: by report_samples_by_host and the rollups' key, not a scan */
 	[ST_WINDOW_SAMPLES] = "SELECT first_bucket, counts, count, sum_ns, max_ns FROM samples"
 			      " WHERE host_id = ?1 AND end_ms >= ?3 AND end_ms < ?4 AND probe = ?2"
 			      " UNION ALL SELECT first_bucket, counts, count, sum_ns, max_ns"
@@ -408,11 +433,18 @@ static const char *const sql[ST_N] = {
 			    " AND hour_ms + 3600000 < ?3",
 };
 
+/* A buffer reused from report to report. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
 struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_N];
 	sqlite3_stmt *held; /* a one-row query read and left on its row */
+	struct buf probes, counts; /* a report_samples row being made */
 };
 
 #define DB(s) (((struct sqlite_store *)(s))->db)
@@ -427,7 +459,6 @@ struct sqlite_store {
  */
 static const bool one_row[ST_N] = {
 	[ST_SEEN] = true,
-	[ST_STATES_COUNT] = true,
 	[ST_HOST_JSON] = true,
 	[ST_POLICY_GET] = true,
 	[ST_REVOKED] = true,
@@ -513,6 +544,8 @@ static void sq_close(struct store *s)
 	for (i = 0; i < ST_N; i++)
 		sqlite3_finalize(q->st[i]);
 	sqlite3_close(q->db);
+	free(q->probes.p);
+	free(q->counts.p);
 	free(q);
 }
 
@@ -578,6 +611,8 @@ void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *pr
 		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
 }
 
+static int sq_commit(struct store *s);
+
 static int step_done(sqlite3_stmt *st)
 {
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
@@ -596,14 +631,90 @@ static char *labels_json(const Kmemctl__V1__HostFacts *f)
 	return text;
 }
 
-static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+/*
+ * What a report stores that kmemd makes rather than copies: made before
+ * the first write, so that nothing but the database can fail in between.
+ */
+struct ingest_text {
+	char *labels;
+	char **stacks; /* each event's stack as a JSON array */
+	size_t nstacks;
+};
+
+static void ingest_text_free(struct ingest_text *t)
+{
+	size_t i;
+
+	free(t->labels);
+	for (i = 0; i < t->nstacks; i++)
+		free(t->stacks[i]);
+	free(t->stacks);
+}
+
+static int buf_reserve(struct buf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (n <= b->cap)
+		return 0;
+	p = realloc(b->p, n);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = n;
+	return 0;
+}
+
+/* Room enough for the largest report_samples row of rep: writing one cannot fail. */
+static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *rep)
+{
+	size_t probes = 3, counts = 0, i;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		if (!p->hist)
+			continue;
+		/* "\u00XX" per byte of the name at worst, and 7 numbers of 20 digits */
+		probes += (p->probe ? strlen(p->probe) * 6 : 0) + 4 + 7 * 21 + 2;
+		counts += p->hist->n_counts * 8;
+	}
+	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
+}
+
+static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep)
+{
+	size_t i, j;
+
+	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
+	if (!t->labels || samples_reserve((struct sqlite_store *)s, rep) < 0)
+		return -ENOMEM;
+	if (!rep->n_events)
+		return 0;
+	t->stacks = calloc(rep->n_events, sizeof(*t->stacks));
+	if (!t->stacks)
+		return -ENOMEM;
+	for (i = 0; i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+		json_t *stack = json_array();
+
+		for (j = 0; stack && j < e->n_stack_top; j++)
+			json_array_append_new(stack, json_string(e->stack_top[j]));
+		t->stacks[i] = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
+		json_decref(stack);
+		if (!t->stacks[i])
+			return -ENOMEM;
+		t->nstacks++;
+	}
+	return 0;
+}
+
+static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const char *labels,
+		       int64_t now_ms)
 {
 	const Kmemctl__V1__HostFacts *f = rep->facts;
-	_cleanup_free_ char *labels = labels_json(f);
 	sqlite3_stmt *st = stmt(s, ST_HOST_UPSERT);
 
-	if (!labels)
-		return -ENOMEM;
 	sqlite3_bind_text(st, 1, f->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, f->hostname, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, f->kernel_release, -1, SQLITE_STATIC);
@@ -621,40 +732,81 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t 
 	return step_done(st);
 }
 
+struct state_text {
+	char state[32], mode[32], source[32];
+};
+
+static void state_text(const Kmemctl__V1__MitigationState *m, struct state_text *t)
+{
+	store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+			"MITIGATION_STATE_", t->state, sizeof(t->state));
+	store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
+			t->mode, sizeof(t->mode));
+	store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", t->source,
+			sizeof(t->source));
+}
+
+static bool text_is(sqlite3_stmt *st, int col, const char *s)
+{
+	const char *v = (const char *)sqlite3_column_text(st, col);
+
+	return v ? s && !strcmp(v, s) : !s;
+}
+
+/*
+ * The host's rows are read once and only the mitigations whose state,
+ * mode, source or reason changed are written: most reports change none,
+ * and a statement per mitigation was most of a report's store work.
+ */
 static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
 	const char *host = rep->facts->host_id;
-	char state[32], mode[32], source[32];
+	uint64_t same = 0; /* bit i: mitigation i is stored as reported (the first 64) */
+	struct state_text t;
+	uint64_t stored = 0;
 	sqlite3_stmt *st;
 	size_t i;
-	int r;
+	int r = 0, rc;
 
-	/* more rows than mitigations reported: the module lost some; start over */
-	st = stmt(s, ST_STATES_COUNT);
+	st = stmt(s, ST_STATES_READ);
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+
+		stored++;
+		for (i = 0; id && i < rep->n_mitigations && i < 64; i++) {
+			const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
+
+			if (!m->id || strcmp(m->id, id))
+				continue;
+			state_text(m, &t);
+			if (text_is(st, 1, t.state) && text_is(st, 2, t.mode) &&
+			    text_is(st, 3, t.source) && text_is(st, 4, m->reason))
+				same |= 1ULL << i;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
 		return -EIO;
-	r = 0;
-	if ((uint64_t)sqlite3_column_int64(st, 0) > rep->n_mitigations) {
+	/* more rows than mitigations reported: the module lost some; start over */
+	if (stored > rep->n_mitigations) {
 		st = stmt(s, ST_STATES_CLEAR);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		r = step_done(st);
+		same = 0;
 	}
 	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 
-		store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-				"MITIGATION_STATE_", state, sizeof(state));
-		store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
-				"MITIGATION_MODE_", mode, sizeof(mode));
-		store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
-				source, sizeof(source));
+		if (i < 64 && (same & (1ULL << i)))
+			continue;
+		state_text(m, &t);
 		st = stmt(s, ST_STATE_ADD);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, m->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, state, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 5, source, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, t.state, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, t.mode, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, t.source, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, m->reason, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, now_ms);
 		r = step_done(st);
@@ -662,29 +814,86 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	return r;
 }
 
+static void buf_add(struct buf *b, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* name as a JSON string: its quotes and backslashes escaped, control bytes as \u00XX */
+static void buf_json_string(struct buf *b, const char *name)
+{
+	const unsigned char *c;
+	char esc[8];
+
+	buf_add(b, "\"", 1);
+	for (c = (const unsigned char *)(name ?: ""); *c; c++) {
+		if (*c == '"' || *c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*c;
+			buf_add(b, esc, 2);
+		} else if (*c < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *c);
+			buf_add(b, esc, 6);
+		} else {
+			buf_add(b, c, 1);
+		}
+	}
+	buf_add(b, "\"", 1);
+}
+
+/*
+ * The report's histograms in one report_samples row (migration 7), or
+ * one per end time when its probes do not all end at the same time (an
+ * agent's all do). Room was reserved by samples_reserve().
+ */
 static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 {
+	struct sqlite_store *q = (struct sqlite_store *)s;
 	sqlite3_stmt *st;
-	size_t i;
+	size_t i, j;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_probes; i++) {
-		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		int64_t end = rep->probes[i]->end_unix_ms;
 
-		if (!p->hist)
+		if (!rep->probes[i]->hist)
 			continue;
+		for (j = 0; j < i; j++)
+			if (rep->probes[j]->hist && rep->probes[j]->end_unix_ms == end)
+				break;
+		if (j < i) /* in the row of an earlier probe */
+			continue;
+		q->probes.len = q->counts.len = 0;
+		buf_add(&q->probes, "{", 1);
+		for (j = i; j < rep->n_probes; j++) {
+			const Kmemctl__V1__ProbeSample *p = rep->probes[j];
+			char num[7 * 21 + 8];
+			int n;
+
+			if (!p->hist || p->end_unix_ms != end)
+				continue;
+			if (q->probes.len > 1)
+				buf_add(&q->probes, ",", 1);
+			buf_json_string(&q->probes, p->probe);
+			/* native-endian u64s: one host architecture per kmemd file */
+			n = snprintf(num, sizeof(num), ":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
+				     (long long)p->start_unix_ms, (long long)p->hist->first_bucket,
+				     (long long)p->hist->count, (long long)p->hist->sum_ns,
+				     (long long)p->hist->max_ns, q->counts.len,
+				     p->hist->n_counts * 8);
+			buf_add(&q->probes, num, (size_t)n);
+			buf_add(&q->counts, p->hist->counts, p->hist->n_counts * 8);
+		}
+		buf_add(&q->probes, "}", 1);
 		st = stmt(s, ST_SAMPLE_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, p->probe, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, p->start_unix_ms);
-		sqlite3_bind_int64(st, 4, p->end_unix_ms);
-		sqlite3_bind_int64(st, 5, p->hist->first_bucket);
-		/* native-endian u64s: one host architecture per kmemd file */
-		sqlite3_bind_blob(st, 6, p->hist->counts, (int)(p->hist->n_counts * 8),
+		sqlite3_bind_int64(st, 2, end);
+		sqlite3_bind_text(st, 3, (const char *)q->probes.p, (int)q->probes.len,
 				  SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)p->hist->count);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)p->hist->sum_ns);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->hist->max_ns);
+		sqlite3_bind_blob(st, 4, q->counts.p, (int)q->counts.len, SQLITE_STATIC);
 		r = step_done(st);
 	}
 	return r;
@@ -713,57 +922,52 @@ static int ingest_counters(struct store *s, const Kmemctl__V1__Report *rep)
 	return step_done(st);
 }
 
-static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
+static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
+			 const struct ingest_text *t)
 {
 	char kind[48];
 	sqlite3_stmt *st;
-	size_t i, j;
+	size_t i;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_events; i++) {
 		const Kmemctl__V1__KernelEvent *e = rep->events[i];
-		json_t *stack = json_array();
-		char *stack_text;
 
-		for (j = 0; stack && j < e->n_stack_top; j++)
-			json_array_append_new(stack, json_string(e->stack_top[j]));
-		stack_text = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
-		json_decref(stack);
-		if (!stack_text)
-			return -ENOMEM;
 		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
 				sizeof(kind));
 		st = stmt(s, ST_EVENT_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, e->unix_ms);
-		sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 4, e->cpu);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->duration_ns);
 		sqlite3_bind_text(st, 6, e->comm, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 7, e->pid);
-		sqlite3_bind_text(st, 8, stack_text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 8, t->stacks[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 9, e->mitigation, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 10, e->probe, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 11, e->message, -1, SQLITE_STATIC);
 		r = step_done(st);
-		free(stack_text);
 	}
 	return r;
 }
 
 /*
- * A savepoint, not a transaction: inside a batch (sq_begin()) one report
- * that fails is undone alone; outside one, the savepoint is the
- * transaction.
+ * No savepoint: everything that can fail short of the database is made
+ * before the first write, and a database error (a full disk, I/O, no
+ * memory) may roll SQLite's transaction back whole anyway. So inside a
+ * batch a failed report fails the batch (store.h: the caller rolls it
+ * back); outside one, the report is its own transaction. A savepoint per
+ * report cost a statement journal (spilled to temporary files) and two
+ * statements compiled per report.
  */
 static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
+	struct ingest_text t;
 	sqlite3_stmt *st;
+	bool own;
 	int r;
 
-	r = exec(DB(s), "SAVEPOINT report");
-	if (r < 0)
-		return r;
 	/*
 	 * A report sent again after its acknowledgement was lost has the same
 	 * seq and time. Not "seq at most the last one": an agent whose state
@@ -773,13 +977,23 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		sqlite3_reset(st);
-		exec(DB(s), "RELEASE report");
-		return 1;
-	}
+	r = sqlite3_step(st);
 	sqlite3_reset(st);
-	r = ingest_host(s, rep, now_ms);
+	if (r == SQLITE_ROW)
+		return 1;
+	if (r != SQLITE_DONE)
+		return -EIO;
+	r = ingest_text_make(&t, s, rep);
+	if (r < 0)
+		goto out;
+	own = sqlite3_get_autocommit(DB(s));
+	if (own) {
+		release_held((struct sqlite_store *)s);
+		r = exec(DB(s), "BEGIN IMMEDIATE");
+		if (r < 0)
+			goto out;
+	}
+	r = ingest_host(s, rep, t.labels, now_ms);
 	if (r == 0)
 		r = ingest_states(s, rep, now_ms);
 	if (r == 0)
@@ -787,11 +1001,13 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	if (r == 0)
 		r = ingest_counters(s, rep);
 	if (r == 0)
-		r = ingest_events(s, rep);
-	if (r < 0)
-		exec(DB(s), "ROLLBACK TO report");
-	if (exec(DB(s), "RELEASE report") < 0 && r == 0)
-		r = -EIO;
+		r = ingest_events(s, rep, &t);
+	if (own && r == 0)
+		r = sq_commit(s);
+	else if (own)
+		exec(DB(s), "ROLLBACK");
+out:
+	ingest_text_free(&t);
 	return r;
 }
 
@@ -808,6 +1024,13 @@ static int sq_commit(struct store *s)
 		return 0;
 	exec(DB(s), "ROLLBACK");
 	return -EIO;
+}
+
+static void sq_rollback(struct store *s)
+{
+	/* SQLite may have rolled back already: then there is nothing to undo */
+	if (!sqlite3_get_autocommit(DB(s)))
+		exec(DB(s), "ROLLBACK");
 }
 
 static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
@@ -1793,6 +2016,7 @@ static const struct store_ops sqlite_ops = {
 	.ingest = sq_ingest,
 	.begin = sq_begin,
 	.commit = sq_commit,
+	.rollback = sq_rollback,
 	.host_json = sq_host_json,
 	.hosts = sq_hosts,
 	.hosts_page = sq_hosts_page,

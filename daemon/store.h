@@ -179,16 +179,21 @@ struct store_ops {
 	 * One report, whole or not at all: the host's facts and states, probe
 	 * samples, counters and events. 1 (and nothing stored) when this is a
 	 * report stored before (the same seq and time from the same host).
+	 * Outside a batch a failed report stores nothing; inside one it may
+	 * have left part of itself in the batch, and the caller rolls the
+	 * batch back (no savepoint per report: that is most of its cost).
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 	/*
 	 * A batch: ingests between begin and commit are kept together, and
 	 * none is durable before commit returns 0 (a failed commit undoes
-	 * them all). Many reports per commit is what lets one kmemd keep up
-	 * with a fleet: each commit writes every page it touched.
+	 * them all; so does rollback). Many reports per commit is what lets
+	 * one kmemd keep up with a fleet: each commit writes every page it
+	 * touched.
 	 */
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
+	void (*rollback)(struct store *s);
 	/* The host's facts, labels, states and policies as one JSON object. */
 	int (*host_json)(struct store *s, const char *host_id, char **json);
 	/* Each host as a JSON object, in host id order. */

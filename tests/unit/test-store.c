@@ -435,6 +435,156 @@ static int rollouts_json(void *arg, const char *json)
 	return 0;
 }
 
+/* A report of one mitigation, rstat-yield, on with reason. */
+static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+
+	f.host_id = "st-1";
+	rep.facts = &f;
+	rep.seq = seq;
+	rep.unix_ms = (int64_t)seq * 1000;
+	m.id = "rstat-yield";
+	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_ON;
+	m.mode = KMEMCTL__V1__MITIGATION_MODE__MITIGATION_MODE_ON;
+	m.source = KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_POLICY;
+	m.reason = (char *)reason;
+	rep.n_mitigations = 1;
+	rep.mitigations = mp;
+	return s->ops->ingest(s, &rep, now);
+}
+
+/* A mitigation's row is written when it changed, not on every report. */
+static void test_states_unchanged(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(report_state(s, 1, "on: enacted", 5000), 0);
+	assert_int_equal(report_state(s, 2, "on: enacted", 6000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 5000);
+	assert_int_equal(report_state(s, 3, "on: guard", 7000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 7000);
+	assert_int_equal(count_rows("SELECT count(*) FROM states"), 1);
+	s->ops->close(s);
+}
+
+/* A batch rolled back (a report in it failed) keeps none of its reports. */
+static void test_batch_rollback(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	report_at(s, "rb-2", 1, 1000, 1);
+	s->ops->rollback(s);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 0);
+	/* then the next batch, and a report outside any, are stored */
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	assert_int_equal(s->ops->commit(s), 0);
+	report_at(s, "rb-2", 1, 1000, 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 2);
+	s->ops->close(s);
+}
+
+/* A report's histograms are one row; probes ending at other times get their own. */
+static void test_samples_packed(void **state)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT, g = KMEMCTL__V1__HISTOGRAM__INIT;
+	Kmemctl__V1__ProbeSample p[3], *pp[] = { &p[0], &p[1], &p[2] };
+	struct store_filter odd = { .probe = "we\"ird\n" };
+	uint64_t hc[] = { 1, 2 }, gc[] = { 4 };
+	struct seen v = { 0 };
+	struct store *s = fresh_store();
+	int i;
+
+	(void)state;
+	f.host_id = "pk-1";
+	rep.facts = &f;
+	rep.seq = 1;
+	rep.unix_ms = 1000;
+	h.first_bucket = 20;
+	h.n_counts = 2;
+	h.counts = hc;
+	h.count = 3;
+	h.max_ns = 77;
+	g.first_bucket = 20;
+	g.n_counts = 1;
+	g.counts = gc;
+	g.count = 4;
+	for (i = 0; i < 3; i++) {
+		kmemctl__v1__probe_sample__init(&p[i]);
+		p[i].end_unix_ms = 1000;
+		p[i].hist = i == 1 ? &g : &h;
+	}
+	p[0].probe = "vmap-purge";
+	p[1].probe = "we\"ird\n"; /* a name JSON must escape */
+	p[2].probe = "rstat-flush";
+	p[2].end_unix_ms = 900;
+	rep.n_probes = 3;
+	rep.probes = pp;
+	assert_int_equal(s->ops->ingest(s, &rep, 1000), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
+	assert_int_equal(
+		count_rows("SELECT count(*) FROM samples WHERE probe = 'rstat-flush'"
+			   " AND end_ms = 900 AND counts = x'01000000000000000200000000000000'"),
+		1);
+	/* each probe's counts are its own, out of the row's blob */
+	assert_int_equal(s->ops->samples(s, &odd, see, &v), 0);
+	assert_int_equal(v.rows, 1);
+	assert_int_equal(v.count, 4);
+	assert_int_equal(v.bucket20, 4);
+	s->ops->close(s);
+}
+
+/* Migration 7: a store's probe samples from before it read as they were. */
+static void test_migrate_samples(void **state)
+{
+	struct store_filter all = { .probe = "vmap-purge" };
+	struct seen v = { 0 };
+	struct store *s = fresh_store();
+	sqlite3 *db;
+
+	(void)state;
+	s->ops->close(s);
+	/* the file as kmemd wrote it before: samples a table, schema version 6 */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "DROP VIEW samples; DROP TABLE report_samples;"
+			     "DELETE FROM schema_version WHERE version = 7;"
+			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
+			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
+			     " count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
+			     "INSERT INTO hosts (host_id, last_seq) VALUES ('old-1', 2);"
+			     "INSERT INTO samples VALUES ('old-1', 'vmap-purge', 0, 1000, 20,"
+			     " x'0300000000000000', 3, 300, 200),"
+			     " ('old-1', 'vmap-purge', 1000, 2000, 20, x'0500000000000000', 5, 500,"
+			     " 900), ('old-1', 'rstat-flush', 0, 1000, 20, x'0100000000000000', 1,"
+			     " 1, 1);",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store();
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 7);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
+	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
+	assert_int_equal(v.rows, 2);
+	assert_int_equal(v.count, 8);
+	assert_int_equal(v.bucket20, 8);
+	assert_int_equal(v.max_ns, 900);
+	s->ops->close(s);
+}
+
 static int collect_started(void *arg, const struct store_rollout *r)
 {
 	char *out = arg;
@@ -746,11 +896,13 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_enrollments),
-		cmocka_unit_test(test_names),	     cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_rollouts),     cmocka_unit_test(test_window),
-		cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_reports),		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),		cmocka_unit_test(test_enrollments),
+		cmocka_unit_test(test_names),		cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts),	cmocka_unit_test(test_window),
+		cmocka_unit_test(test_newer_schema),	cmocka_unit_test(test_states_unchanged),
+		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
+		cmocka_unit_test(test_migrate_samples),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
