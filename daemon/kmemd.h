@@ -82,6 +82,7 @@ struct kmemd_stats {
 
 struct batch;
 struct names;
+struct series_worker;
 
 /* Reports per commit at most; see report.c's batch. */
 #define BATCH_MAX 256
@@ -95,6 +96,7 @@ struct kmemd {
 	struct keyring *keys;
 	struct kmemd_stats stats;
 	struct names *names;
+	struct series_worker *series; /* the dashboard's rollout series, off the loop */
 };
 
 struct event_base;
