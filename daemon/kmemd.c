@@ -17,6 +17,7 @@
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "series-worker.h"
 #include "server.h"
 #include "message-ids.h"
 #include "store.h"
@@ -260,6 +261,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		r = -EIO;
 	if (r == 0)
 		r = shutdown_signals_add(base, &sigs);
+	if (r == 0) {
+		r = series_worker_new(base, cfg->store_path, &k.series, err, sizeof(err));
+		if (r < 0)
+			log_error_errno(r, "the rollout series' worker: %s", err);
+	}
 	if (r == 0)
 		r = batch_new(&k);
 	if (r == 0)
@@ -303,6 +309,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(et.ev);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
+	/* those waiting for a series are answered before the listener goes */
+	series_worker_free(k.series);
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);

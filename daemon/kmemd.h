@@ -83,6 +83,7 @@ struct kmemd_stats {
 struct batch;
 struct desired;
 struct names;
+struct series_worker;
 
 /* Reports per commit at most; see report.c's batch. */
 #define BATCH_MAX 256
@@ -97,6 +98,7 @@ struct kmemd {
 	struct kmemd_stats stats;
 	struct names *names;
 	struct desired *desired; /* which policy each host is to run */
+	struct series_worker *series; /* the dashboard's rollout series, off the loop */
 };
 
 struct event_base;

@@ -2065,6 +2065,18 @@ int store_open(const char *path, struct store **out, char *err, size_t errlen)
 	return sqlite_ops.open(path, out, err, errlen);
 }
 
+int store_open_reader(const char *path, struct store **out, char *err, size_t errlen)
+{
+	int r = sqlite_ops.open(path, out, err, errlen);
+
+	if (r == 0 && exec(DB(*out), "PRAGMA query_only = ON;") < 0) {
+		snprintf(err, errlen, "%s", sqlite3_errmsg(DB(*out)));
+		sq_close(*out);
+		r = -EIO;
+	}
+	return r;
+}
+
 void store_rollout_clear(struct store_rollout *r)
 {
 	free(r->spec_json);

@@ -325,6 +325,9 @@ struct store {
  */
 int store_open(const char *path, struct store **out, char *err, size_t errlen);
 
+/* The same, for a thread that only reads: the connection refuses writes. */
+int store_open_reader(const char *path, struct store **out, char *err, size_t errlen);
+
 void store_policy_clear(struct store_policy *p);
 
 /* An enum value as the store keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
