@@ -206,7 +206,8 @@ int main(int argc, char **argv)
 	printf("%-40s %12.1f\n", "tick at the end of the bake (ms)", full_s * 1000);
 	printf("%-40s %12.1f\n", "  per host judged (us)",
 	       full_s * 1e6 / (double)(canaries + baselines));
-	printf("%-40s %10s %u\n", "after it the rollout is", rollout_state_name(ro.state), ro.wave + 1);
+	printf("%-40s %10s %u\n", "after it the rollout is", rollout_state_name(ro.state),
+	       ro.wave + 1);
 	printf("%-40s %12.1f\n", "dashboard: wave 1 series, worker (ms)", worker_s * 1000);
 	printf("%-40s %12.2f\n", "  kmemd's thread, first request (ms)", loop_s * 1000);
 	printf("%-40s %12.2f\n", "  kmemd's thread, kept answer (ms)", hit_s * 1000);

@@ -84,7 +84,9 @@ int rollout_store_reports(struct store *st, const struct rollout_member *m, unsi
 
 int rollout_store_start(struct store *st, struct rollout_member *m, unsigned long n, int64_t t0)
 {
-	struct store_rollout ro = { .name = "bench", .state = ROLLOUT_RUNNING, .wave_started_ms = t0 };
+	struct store_rollout ro = { .name = "bench",
+				    .state = ROLLOUT_RUNNING,
+				    .wave_started_ms = t0 };
 	struct rollout_spec *spec = malloc(sizeof(*spec));
 	struct store_member *sm = calloc(n, sizeof(*sm));
 	char err[256];

@@ -458,20 +458,11 @@ struct sqlite_store {
  * then.
  */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,
-	[ST_HOST_JSON] = true,
-	[ST_POLICY_GET] = true,
-	[ST_REVOKED] = true,
-	[ST_SECRET_FIND] = true,
-	[ST_ENROLLED] = true,
-	[ST_ROLLUP_GET] = true,
-	[ST_ROLLOUT_GET] = true,
-	[ST_ROLLOUT_STATUS] = true,
-	[ST_VERDICT_LAST] = true,
-	[ST_ROLLBACK_PENDING] = true,
-	[ST_CHANGES] = true,
-	[ST_WINDOW_REPORTS] = true,
-	[ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,	    [ST_HOST_JSON] = true,	  [ST_POLICY_GET] = true,
+	[ST_REVOKED] = true,	    [ST_SECRET_FIND] = true,	  [ST_ENROLLED] = true,
+	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
+	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_CHANGES] = true,
+	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
 static void release_held(struct sqlite_store *q)
