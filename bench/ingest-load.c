@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <openssl/err.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -169,6 +170,8 @@ int main(int argc, char **argv)
 				"-t SECONDS -i IDLE_SECONDS\n");
 		return 2;
 	}
+	/* kmemd closing a connection (its limits, a busy machine) is a failed report, not our end */
+	signal(SIGPIPE, SIG_IGN);
 	base = event_base_new();
 	hosts = calloc((size_t)nhosts, sizeof(*hosts));
 	for (i = 0; i < nhosts; i++)

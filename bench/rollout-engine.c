@@ -6,7 +6,9 @@
  * baseline's window: exposure, lockups, probe p99 and max). The engine
  * runs in kmemd's one thread, so this is how long reports wait per tick.
  * Then what the dashboard's rollout page (wave 1's canaries against its
- * baselines over the bake) and host page cost kmemd's thread.
+ * baselines over the bake) costs: kmemd computes it in a worker thread
+ * (daemon/series-worker.h), so this is what its thread spends asking and
+ * answering, and what it stored meanwhile; and what a host's page costs.
  *
  *   build/bench/rollout-engine [--hosts N] [--reports R] [--dir DIR]
  *
@@ -14,7 +16,7 @@
  * wave bakes (one vmap-purge sample per report), the store in a new
  * directory under $TMPDIR.
  */
-#include <errno.h>
+#include <event2/event.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,8 +25,8 @@
 #include <unistd.h>
 
 #include "engine.h"
-#include "hist.h"
-#include "rollout.h"
+#include "rollout-store.h"
+#include "series-worker.h"
 #include "series.h"
 
 #define MIN 60000LL
@@ -45,63 +47,79 @@ static void die(const char *what, struct store *st)
 	exit(1);
 }
 
-/* One report: facts, one vmap-purge sample of about 1 ms. */
-static void report(struct store *st, const struct rollout_member *m, const char *build,
-		   const char *role, uint64_t seq, int64_t t)
-{
-	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
-	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
-	Kmemctl__V1__HostFacts__LabelsEntry le = KMEMCTL__V1__HOST_FACTS__LABELS_ENTRY__INIT,
-					    *lep[] = { &le };
-	Kmemctl__V1__Counters c = KMEMCTL__V1__COUNTERS__INIT;
-	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
-	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[] = { &p };
-	uint64_t one = 1, ns = 1000000 + seq * 1000;
+struct page {
+	int answers, r;
+	double compute_s;
+};
 
-	f.host_id = (char *)m->host;
-	f.kernel_build_id = (char *)build;
-	f.online_cpus = 16;
-	le.key = "role";
-	le.value = (char *)role;
-	f.n_labels = 1;
-	f.labels = lep;
-	rep.facts = &f;
-	rep.seq = seq;
-	rep.unix_ms = t;
-	rep.policy_name = "old";
-	rep.policy_version = 1;
-	rep.counters = &c;
-	h.first_bucket = hist_bucket(ns);
-	h.n_counts = 1;
-	h.counts = &one;
-	h.count = 1;
-	h.sum_ns = h.max_ns = ns;
-	p.probe = "vmap-purge";
-	p.end_unix_ms = t;
-	p.hist = &h;
-	rep.n_probes = 1;
-	rep.probes = pp;
-	if (st->ops->ingest(st, &rep, t) < 0)
-		die("ingest", st);
+static void on_answer(void *arg, const struct series_answer *a)
+{
+	struct page *p = arg;
+
+	p->answers++;
+	p->r = a->r;
+	p->compute_s = a->compute_s;
+}
+
+/*
+ * The rollout page as kmemd serves it: asked for on the loop, computed by
+ * the worker while the loop stores reports (a batch of 100 per pass), the
+ * answer taken on the loop. loop_s: the loop's time asking and answering.
+ */
+static void series_page(struct store *st, const char *path, struct rollout_member *m,
+			unsigned long hosts, double *loop_s, double *hit_s, double *worker_s,
+			uint64_t *stored)
+{
+	const struct series_key key = { .name = "bench", .from_ms = T0, .to_ms = T0 + 61 * MIN };
+	struct event_base *base = event_base_new();
+	struct series_worker *w;
+	struct page p = { 0 }, hit = { 0 };
+	char err[256];
+	double t;
+
+	if (!base || series_worker_new(base, path, &w, err, sizeof(err)) < 0)
+		die("starting the series worker", NULL);
+	t = now_s();
+	if (series_worker_get(w, &key, T0 + 61 * MIN, on_answer, &p) < 0)
+		die("asking for the rollout's series", NULL);
+	*loop_s = now_s() - t;
+	while (!p.answers) {
+		if (st->ops->begin(st) < 0)
+			die("begin", st);
+		/* each host's next report, after the window charted */
+		for (uint64_t n = *stored; n < *stored + 100; n++)
+			if (rollout_store_report(st, m, n % hosts, 1000 + n / hosts,
+						 T0 + 62 * MIN) < 0)
+				die("ingest", st);
+		if (st->ops->commit(st) < 0)
+			die("commit", st);
+		*stored += 100;
+		t = now_s();
+		event_base_loop(base, EVLOOP_NONBLOCK);
+		if (p.answers)
+			*loop_s += now_s() - t;
+	}
+	if (p.r < 0)
+		die("the rollout's series", NULL);
+	*worker_s = p.compute_s;
+	t = now_s();
+	if (series_worker_get(w, &key, T0 + 61 * MIN, on_answer, &hit) < 0 || !hit.answers)
+		die("the rollout's kept series", NULL);
+	*hit_s = now_s() - t;
+	series_worker_free(w);
+	event_base_free(base);
 }
 
 int main(int argc, char **argv)
 {
-	static const char doc[] =
-		"{\"name\": \"bench\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
-		" \"waves\": [{\"percent\": 1}, {\"percent\": 10}, {\"percent\": 100}],"
-		" \"bake_s\": 3600, \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3,"
-		" \"latency_probes\": [\"vmap-purge\"]}}";
-	static const char *const builds[] = { "b1", "b2" }, *const roles[] = { "web", "db" };
-	struct store_rollout ro = { .name = "bench", .state = "running", .wave_started_ms = T0 };
 	char dir[4096] = "", path[4200], err[256], cmdline[1024] = "build/bench/rollout-engine";
+	struct store_rollout ro = { 0 };
 	struct rollout_member *m;
-	struct store_member *sm;
-	struct rollout_spec spec;
 	unsigned long hosts = 10000, reports = 12;
-	double t, ingest_s, health_s, full_s, series_s, host_s;
+	double t, ingest_s, health_s, full_s, loop_s, hit_s, worker_s, host_s;
 	json_t *o;
 	size_t canaries = 0, baselines = 0, i;
+	uint64_t stored = 0;
 	struct store *st;
 	int c, judged;
 
@@ -138,41 +156,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, "rollout-engine: %s: %s\n", path, err);
 		return 1;
 	}
-	if (rollout_spec_parse(doc, strlen(doc), &spec, err, sizeof(err)) < 0)
-		die("the rollout document", NULL);
 	m = calloc(hosts, sizeof(*m));
-	sm = calloc(hosts, sizeof(*sm));
-	if (!m || !sm)
+	if (!m)
 		die("calloc", NULL);
-	for (i = 0; i < hosts; i++) {
-		snprintf(m[i].host, sizeof(m[i].host), "host-%05zu", i);
-		rollout_stratum(builds[i % 2], 16, roles[i / 2 % 2], m[i].stratum,
-				sizeof(m[i].stratum));
-	}
+	rollout_store_hosts(m, hosts);
 
-	/* an hour of reports, in batches as kmemd commits them */
+	/* an hour of reports */
 	t = now_s();
-	for (uint64_t r = 0; r < reports; r++) {
-		if (st->ops->begin(st) < 0)
-			die("begin", st);
-		for (i = 0; i < hosts; i++)
-			report(st, &m[i], builds[i % 2], roles[i / 2 % 2], r + 1,
-			       T0 + (int64_t)(r * 60 / (reports - 1)) * MIN);
-		if (st->ops->commit(st) < 0)
-			die("commit", st);
-	}
+	if (rollout_store_reports(st, m, hosts, reports, T0) < 0)
+		die("ingest", st);
 	ingest_s = now_s() - t;
 
-	rollout_plan(&spec, m, hosts);
-	for (i = 0; i < hosts; i++)
-		sm[i] = (struct store_member){ .host_id = m[i].host,
-					       .stratum = m[i].stratum,
-					       .position = m[i].position,
-					       .wave = m[i].wave,
-					       .prev_policy = "old",
-					       .prev_version = 1 };
-	if (st->ops->rollout_add(st, "bench", doc, T0) < 0 ||
-	    st->ops->rollout_start(st, &ro, sm, hosts, T0) < 0)
+	if (rollout_store_start(st, m, hosts, T0) < 0)
 		die("starting the rollout", st);
 	rollout_match(m, hosts, 0);
 	for (i = 0; i < hosts; i++) {
@@ -190,11 +185,7 @@ int main(int argc, char **argv)
 	full_s = now_s() - t;
 	if (judged != 1 || st->ops->rollout_get(st, "bench", &ro) < 0)
 		die("the tick at the end of the bake", st);
-	t = now_s();
-	if (series_rollout(st, "bench", 0, T0, T0 + 61 * MIN, 0, 0, &o) < 0)
-		die("the rollout's series", st);
-	series_s = now_s() - t;
-	json_decref(o);
+	series_page(st, path, m, hosts, &loop_s, &hit_s, &worker_s, &stored);
 	t = now_s();
 	if (series_host(st, m[0].host, 0, T0 + 61 * MIN, 360 * MIN, 0, 100, &o) < 0)
 		die("a host's series", st);
@@ -203,24 +194,27 @@ int main(int argc, char **argv)
 
 	printf("# %s\n", cmdline);
 	printf("# the rollout engine over one SQLite store on this machine (kmemd's thread)\n");
-	printf("%-36s %12s\n", "measure", "value");
-	printf("%-36s %12lu\n", "hosts (4 strata)", hosts);
-	printf("%-36s %12lu\n", "reports per host in the window", reports);
-	printf("%-36s %12.0f\n", "reports stored per second (setup)",
+	printf("%-40s %12s\n", "measure", "value");
+	printf("%-40s %12lu\n", "hosts (4 strata)", hosts);
+	printf("%-40s %12lu\n", "reports per host in the window", reports);
+	printf("%-40s %12.0f\n", "reports stored per second (setup)",
 	       (double)(hosts * reports) / ingest_s);
-	printf("%-36s %12zu\n", "wave 1 canaries", canaries);
-	printf("%-36s %12zu\n", "wave 1 matched baselines", baselines);
-	printf("%-36s %12.1f\n", "tick while baking (ms)", health_s * 1000);
-	printf("%-36s %12.1f\n", "  per canary (us)", health_s * 1e6 / (double)canaries);
-	printf("%-36s %12.1f\n", "tick at the end of the bake (ms)", full_s * 1000);
-	printf("%-36s %12.1f\n", "  per host judged (us)",
+	printf("%-40s %12zu\n", "wave 1 canaries", canaries);
+	printf("%-40s %12zu\n", "wave 1 matched baselines", baselines);
+	printf("%-40s %12.1f\n", "tick while baking (ms)", health_s * 1000);
+	printf("%-40s %12.1f\n", "  per canary (us)", health_s * 1e6 / (double)canaries);
+	printf("%-40s %12.1f\n", "tick at the end of the bake (ms)", full_s * 1000);
+	printf("%-40s %12.1f\n", "  per host judged (us)",
 	       full_s * 1e6 / (double)(canaries + baselines));
-	printf("%-36s %10s %u\n", "after it the rollout is", ro.state, ro.wave + 1);
-	printf("%-36s %12.1f\n", "dashboard: wave 1 series (ms)", series_s * 1000);
-	printf("%-36s %12.1f\n", "dashboard: a host's page (ms)", host_s * 1000);
+	printf("%-40s %10s %u\n", "after it the rollout is", rollout_state_name(ro.state),
+	       ro.wave + 1);
+	printf("%-40s %12.1f\n", "dashboard: wave 1 series, worker (ms)", worker_s * 1000);
+	printf("%-40s %12.2f\n", "  kmemd's thread, first request (ms)", loop_s * 1000);
+	printf("%-40s %12.2f\n", "  kmemd's thread, kept answer (ms)", hit_s * 1000);
+	printf("%-40s %12llu\n", "  reports stored while it computed", (unsigned long long)stored);
+	printf("%-40s %12.1f\n", "dashboard: a host's page (ms)", host_s * 1000);
 	store_rollout_clear(&ro);
 	st->ops->close(st);
 	free(m);
-	free(sm);
 	return 0;
 }

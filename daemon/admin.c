@@ -257,6 +257,7 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 	snprintf(detail, sizeof(detail), "%s/%llu to %s", a.policy, (unsigned long long)a.version,
 		 a.selector_json);
 	kmemd_audit(k, MID_POLICY_ASSIGNED, peer->cn, "policy.assign", NULL, detail);
+	kmemd_desired_refresh(k);
 	reply_json(req, 201, "Created", json_pack("{s:I}", "id", (json_int_t)id));
 	json_decref(o);
 	free(a.selector_json);
@@ -333,42 +334,4 @@ void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	host_action(req, k, peer, reenroll, MID_HOST_REENROLL, "host.reenroll", "reenroll");
-}
-
-struct desired {
-	const Kmemctl__V1__HostFacts *facts;
-	char *name;
-	size_t len;
-	uint64_t version;
-	bool found;
-};
-
-static int match(void *arg, const struct store_assignment *a)
-{
-	struct desired *d = arg;
-	struct selector sel;
-	char err[128];
-
-	if (selector_parse(a->selector_json, strlen(a->selector_json), &sel, err, sizeof(err)) <
-		    0 ||
-	    !selector_match(&sel, d->facts))
-		return 0;
-	snprintf(d->name, d->len, "%s", a->policy);
-	d->version = a->version;
-	d->found = true;
-	return 1;
-}
-
-int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,
-		   uint64_t *version)
-{
-	struct desired d = { .facts = f, .name = name, .len = len };
-	int r = k->store->ops->assignments(k->store, match, &d);
-
-	if (r < 0)
-		return r;
-	if (!d.found)
-		return -ENOENT;
-	*version = d.version;
-	return 0;
 }

@@ -22,6 +22,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "tls.h"
 
 /*
  * A connection younger than this is not evicted: it may be a host
@@ -52,6 +53,15 @@ struct conn {
 	enum phase phase;
 	bool counted; /* in its phase's count */
 	bool admitted, hello, closing, in_request, handling, over;
+	/*
+	 * The client certificate's identity, read at the first request: TLS
+	 * 1.3 without post-handshake authentication (kmemd asks for none)
+	 * never changes a connection's certificate, and reading it (its
+	 * digest, names, serial) was a good part of a report's TLS cost.
+	 */
+	bool peer_read;
+	int peer_result; /* tls_peer_identity()'s */
+	struct tls_identity peer;
 };
 
 /* A client network's unauthenticated connections. */
@@ -327,6 +337,9 @@ static void on_admit(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* it runs once: an idle connection does not keep it (each costs its memory) */
+	event_free(c->admit);
+	c->admit = NULL;
 	c->admitted = true;
 	live.in_flight--;
 	if (c->closing) {
@@ -517,6 +530,20 @@ static struct conn *conn_of(struct evhttp_request *req)
 	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
 
 	return ssl ? SSL_get_ex_data(ssl, conn_index) : NULL;
+}
+
+int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **id)
+{
+	struct conn *c = conn_of(req);
+
+	if (!c)
+		return -ENOTCONN;
+	if (!c->peer_read) {
+		c->peer_result = tls_peer_identity(bufferevent_openssl_get_ssl(c->bev), &c->peer);
+		c->peer_read = true;
+	}
+	*id = &c->peer;
+	return c->peer_result;
 }
 
 /* The reply went out: the connection idles until the next request's first byte. */

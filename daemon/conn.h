@@ -38,6 +38,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "tls.h"
+
 struct conn_limits {
 	uint64_t max_connections, max_handshakes, max_anonymous, max_per_address;
 	uint64_t handshake_timeout_ms, request_timeout_ms;
@@ -74,6 +76,13 @@ struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx);
  * connection is past max_connections (503 and close it).
  */
 bool conn_request_read(struct evhttp_request *req);
+
+/*
+ * The identity of the request's client certificate (tls_peer_identity()'s
+ * result), read once per connection. *id is valid while the connection
+ * is, and only when 0 is returned.
+ */
+int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **id);
 
 void conns_stats(struct conn_stats *out);
 const char *conn_close_name(enum conn_close why);

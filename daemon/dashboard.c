@@ -16,6 +16,7 @@
 #include "log.h"
 #include "requests.h"
 #include "rollout.h"
+#include "series-worker.h"
 #include "series.h"
 #include "server.h"
 #include "store.h"
@@ -142,9 +143,9 @@ out:
 	evhttp_clear_headers(&q);
 }
 
-/* The series o, or why there is none (r); what and name say what was asked for. */
-static void reply_series(struct evhttp_request *req, struct kmemd *k, int r, json_t *o,
-			 const char *what, const char *name, unsigned wave)
+/* Why there is no series (r); what and name say what was asked for. */
+static void series_failed(struct evhttp_request *req, int r, const char *what, const char *name,
+			  unsigned wave, const char *store_error)
 {
 	char why[320];
 
@@ -156,10 +157,11 @@ static void reply_series(struct evhttp_request *req, struct kmemd *k, int r, jso
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
 	} else if (r == -EINVAL) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", "from must be before to");
-	} else if (r < 0) {
-		store_failed(req, k);
+	} else if (r == -ECANCELED) {
+		reply_error(req, HTTP_SERVUNAVAIL, "Service Unavailable", "kmemd is stopping");
 	} else {
-		reply_json(req, HTTP_OK, "OK", o);
+		log_error("store query failed: %s", store_error);
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 	}
 }
 
@@ -195,37 +197,60 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 		goto out;
 	}
 	r = series_host(k->store, id, from, to ?: now, HOST_WINDOW_MS, step, HOST_EVENTS, &o);
-	reply_series(req, k, r, o, "host", id, 0);
+	if (r < 0)
+		series_failed(req, r, "host", id, 0, k->store->ops->error(k->store));
+	else
+		reply_json(req, HTTP_OK, "OK", o);
 out:
 	evhttp_clear_headers(&q);
+}
+
+/* A rollout's series from the worker, to the request that waited for it. */
+static void rollout_series_answer(void *arg, const struct series_answer *a)
+{
+	struct evhttp_request *req = arg;
+
+	if (a->r < 0)
+		series_failed(req, a->r, "rollout", a->key->name, (unsigned)(a->key->wave + 1),
+			      a->store_error);
+	else
+		reply_bytes(req, HTTP_OK, "OK", JSON_TYPE, a->json, a->len);
 }
 
 /*
  * GET /v1/rollouts/series?name=N[&wave=K][&from=MS&to=MS][&step=MS]: wave
  * K's (1-based; default the current) matched canaries against their
- * baselines over time, from the wave's start to now unless told.
+ * baselines over time, from the wave's start to now unless told. Computed
+ * off the loop (daemon/series-worker.h): the last answer for the same
+ * query, with the time it was computed for; the first waits for its own.
  */
 void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
 	static const char want[] = "want ?name=ROLLOUT[&wave=K][&from=MS&to=MS][&step=MS]";
-	int64_t from = 0, to = 0, step = 0, wave = 0;
+	int64_t wave = 0;
+	struct series_key key = { 0 };
 	struct evkeyvalq q = { 0 };
 	const char *name;
-	json_t *o;
 	int r;
 
 	(void)peer;
 	if (!query(req, &q, want))
 		return;
 	name = evhttp_find_header(&q, "name");
-	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1) || !window(&q, &from, &to, &step) ||
+	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1) ||
+	    !window(&q, &key.from_ms, &key.to_ms, &key.step_ms) ||
 	    query_number(evhttp_find_header(&q, "wave"), 64, &wave) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		goto out;
 	}
-	r = series_rollout(k->store, name, (int)wave - 1, from, to, step, kmemd_now_ms(), &o);
-	reply_series(req, k, r, o, "rollout", name, (unsigned)wave);
+	snprintf(key.name, sizeof(key.name), "%s", name);
+	key.wave = (int)wave - 1;
+	r = series_worker_get(k->series, &key, kmemd_now_ms(), rollout_series_answer, req);
+	if (r < 0)
+		reply_error(req, HTTP_SERVUNAVAIL, "Service Unavailable",
+			    r == -EBUSY ? "too many rollout series are being computed; try again" :
+					  "out of memory");
 out:
 	evhttp_clear_headers(&q);
 }

@@ -10,6 +10,65 @@
 #include "json-text.h"
 #include "rollout.h"
 
+#define FROM(s) (1u << ROLLOUT_##s)
+
+/* Every allowed transition: the states each event may come from, and where it leads. */
+static const struct {
+	const char *name;
+	bool action; /* an operator's; the others are the engine's */
+	unsigned from; /* FROM() of each state it is allowed in */
+	enum rollout_state to;
+	bool advance; /* to the next wave in state to, or done after the last */
+} transitions[ROLLOUT_NEVENTS] = {
+	[ROLLOUT_EV_START] = { "start", true, FROM(PENDING), ROLLOUT_RUNNING, false },
+	[ROLLOUT_EV_PAUSE] = { "pause", true, FROM(RUNNING) | FROM(HOLDING), ROLLOUT_PAUSED,
+			       false },
+	[ROLLOUT_EV_RESUME] = { "resume", true, FROM(PAUSED), ROLLOUT_RUNNING, false },
+	[ROLLOUT_EV_PROMOTE] = { "promote", true, FROM(RUNNING) | FROM(HOLDING) | FROM(PAUSED),
+				 ROLLOUT_RUNNING, true },
+	[ROLLOUT_EV_ABORT] = { "abort", true,
+			       FROM(PENDING) | FROM(RUNNING) | FROM(HOLDING) | FROM(PAUSED),
+			       ROLLOUT_ABORTED, false },
+	[ROLLOUT_EV_PASS] = { "pass", false, FROM(RUNNING) | FROM(HOLDING), ROLLOUT_RUNNING, true },
+	[ROLLOUT_EV_HOLD] = { "hold", false, FROM(RUNNING) | FROM(HOLDING), ROLLOUT_HOLDING,
+			      false },
+	[ROLLOUT_EV_FAIL] = { "fail", false, FROM(RUNNING) | FROM(HOLDING) | FROM(PAUSED),
+			      ROLLOUT_ROLLING_BACK, false },
+	[ROLLOUT_EV_BACK] = { "finish rolling back", false, FROM(ROLLING_BACK), ROLLOUT_ROLLED_BACK,
+			      false },
+};
+
+int engine_action(const char *name)
+{
+	for (int i = 0; i < ROLLOUT_NEVENTS; i++)
+		if (transitions[i].action && !strcmp(name, transitions[i].name))
+			return i;
+	return -EINVAL;
+}
+
+int engine_transition(struct store_rollout *ro, enum rollout_event ev, size_t nwaves,
+		      int64_t now_ms, char *why, size_t len)
+{
+	if (!(transitions[ev].from & (1u << ro->state))) {
+		snprintf(why, len, "rollout %s is %s: it cannot %s", ro->name,
+			 rollout_state_name(ro->state), transitions[ev].name);
+		return -EBUSY;
+	}
+	if (transitions[ev].advance && ro->wave + 1 >= nwaves) {
+		ro->state = ROLLOUT_DONE;
+		return 0;
+	}
+	ro->state = transitions[ev].to;
+	if (ev == ROLLOUT_EV_START)
+		ro->wave = 0;
+	else if (transitions[ev].advance)
+		ro->wave++;
+	else
+		return 0;
+	ro->wave_started_ms = now_ms;
+	return 0;
+}
+
 int engine_add_member(void *arg, const struct store_member *sm)
 {
 	struct rollout_member *m = rollout_members_add(arg);
@@ -144,7 +203,7 @@ static bool verdict_new(struct store *st, const struct store_rollout *ro,
 	return wave != v->wave || strcmp(verdict, v->verdict) || strcmp(gate, v->gate);
 }
 
-static int commit(struct store *st, struct store_rollout *ro, const char *was,
+static int commit(struct store *st, struct store_rollout *ro, enum rollout_state was,
 		  const struct store_verdict *v, int64_t now, engine_cb cb, void *arg)
 {
 	struct engine_change c = { .ro = ro, .was = was, .v = v };
@@ -168,10 +227,12 @@ static int rolling_back(struct store *st, struct store_rollout *ro, int64_t now,
 
 	if (r < 0 || n)
 		return r;
-	snprintf(ro->state, sizeof(ro->state), "rolled-back");
+	r = engine_transition(ro, ROLLOUT_EV_BACK, 0, now, reason, sizeof(reason));
+	if (r < 0)
+		return r;
 	snprintf(reason, sizeof(reason), "%.180s; every host it reached is back", ro->reason);
 	snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
-	return commit(st, ro, "rolling-back", NULL, now, cb, arg);
+	return commit(st, ro, ROLLOUT_ROLLING_BACK, NULL, now, cb, arg);
 }
 
 static int judge(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
@@ -181,13 +242,14 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	struct wave wv = { 0 };
 	struct gate_result res = { 0 };
 	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };
+	enum rollout_state was = ro->state;
 	enum gate_scope scope;
-	char was[sizeof(ro->state)], *detail = NULL;
+	char *detail = NULL, why[320];
+	unsigned wave = ro->wave;
 	bool last = true;
 	size_t i;
 	int r;
 
-	snprintf(was, sizeof(was), "%s", ro->state);
 	r = st->ops->members(st, ro->name, engine_add_member, &ms);
 	if (r == 0)
 		r = rollout_match(ms.m, ms.n, ro->wave);
@@ -195,7 +257,7 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 		goto out;
 	for (i = 0; i < ms.n; i++)
 		last &= ms.m[i].wave <= ro->wave;
-	if (!strcmp(ro->state, "paused") ||
+	if (ro->state == ROLLOUT_PAUSED ||
 	    now < ro->wave_started_ms + (int64_t)s->waves[ro->wave].bake_ms)
 		scope = GATES_HEALTH;
 	else
@@ -224,24 +286,25 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	v.gate = res.gate;
 	v.reason = res.reason;
 	v.detail_json = detail;
+	r = engine_transition(ro,
+			      res.verdict == GATE_FAIL ? ROLLOUT_EV_FAIL :
+			      res.verdict == GATE_PASS ? ROLLOUT_EV_PASS :
+							 ROLLOUT_EV_HOLD,
+			      s->nwaves, now, why, sizeof(why));
+	if (r < 0)
+		goto out;
 	if (res.verdict == GATE_FAIL) {
-		snprintf(ro->state, sizeof(ro->state), "rolling-back");
-		snprintf(ro->reason, sizeof(ro->reason), "wave %u failed: %.200s", ro->wave + 1,
+		snprintf(ro->reason, sizeof(ro->reason), "wave %u failed: %.200s", wave + 1,
 			 res.reason);
-	} else if (res.verdict == GATE_PASS && ro->wave + 1 >= s->nwaves) {
-		snprintf(ro->state, sizeof(ro->state), "done");
-		snprintf(ro->reason, sizeof(ro->reason), "wave %u passed: done", ro->wave + 1);
+	} else if (ro->state == ROLLOUT_DONE) {
+		snprintf(ro->reason, sizeof(ro->reason), "wave %u passed: done", wave + 1);
 	} else if (res.verdict == GATE_PASS) {
-		ro->wave++;
-		ro->wave_started_ms = now;
-		snprintf(ro->state, sizeof(ro->state), "running");
 		snprintf(ro->reason, sizeof(ro->reason), "wave %u passed: wave %u started",
-			 ro->wave, ro->wave + 1);
+			 wave + 1, ro->wave + 1);
 	} else {
 		char reason[sizeof(ro->reason)];
 
-		snprintf(ro->state, sizeof(ro->state), "holding");
-		snprintf(reason, sizeof(reason), "wave %u held: %.200s", ro->wave + 1, res.reason);
+		snprintf(reason, sizeof(reason), "wave %u held: %.200s", wave + 1, res.reason);
 		if (!verdict_new(st, ro, &v)) {
 			/* the same hold, with this tick's numbers in its reason */
 			if (strcmp(reason, ro->reason)) {
@@ -272,7 +335,7 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 		free(s);
 		return r;
 	}
-	if (!strcmp(ro.state, "rolling-back"))
+	if (ro.state == ROLLOUT_ROLLING_BACK)
 		r = rolling_back(st, &ro, now, cb, arg);
 	/* kept documents were checked when created */
 	else if (rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, err, sizeof(err)) < 0 ||

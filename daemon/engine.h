@@ -14,9 +14,35 @@
 
 #include "store.h"
 
+/* What moves a rollout: an operator's action, or the engine's judgement. */
+enum rollout_event {
+	ROLLOUT_EV_START, /* members and plan made, wave 1 begins */
+	ROLLOUT_EV_PAUSE,
+	ROLLOUT_EV_RESUME,
+	ROLLOUT_EV_PROMOTE, /* the next wave now, or done after the last */
+	ROLLOUT_EV_ABORT, /* its hosts are rolled back */
+	ROLLOUT_EV_PASS, /* the wave's gates passed: the next wave, or done */
+	ROLLOUT_EV_HOLD, /* the gates cannot tell yet */
+	ROLLOUT_EV_FAIL, /* a gate failed: roll back */
+	ROLLOUT_EV_BACK, /* every host it reached runs its rollback target */
+	ROLLOUT_NEVENTS,
+};
+
+/* The operator's action of that name (start, pause, resume, promote, abort), or -EINVAL. */
+int engine_action(const char *name);
+
+/*
+ * The one place a rollout's state changes: ev moves ro from its state as
+ * the table of allowed transitions says, in a plan of nwaves waves; a wave
+ * that starts, starts at now_ms. -EBUSY, with why and ro as it was, when
+ * ro's state does not allow ev.
+ */
+int engine_transition(struct store_rollout *ro, enum rollout_event ev, size_t nwaves,
+		      int64_t now_ms, char *why, size_t len);
+
 struct engine_change {
 	const struct store_rollout *ro; /* as it now stands */
-	const char *was; /* its state before */
+	enum rollout_state was; /* its state before */
 	const struct store_verdict *v; /* the verdict stored with the change; NULL: none */
 };
 

@@ -11,11 +11,13 @@
 #include <systemd/sd-daemon.h>
 
 #include "conf.h"
+#include "desired.h"
 #include "evloop.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
 #include "names.h"
+#include "series-worker.h"
 #include "server.h"
 #include "message-ids.h"
 #include "store.h"
@@ -253,7 +255,17 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		log_error_errno(r, "loading the names hosts brought in failed: %s",
 				k.store->ops->error(k.store));
 	if (r == 0)
+		r = desired_new(&k.desired);
+	/* a kmemd that cannot say which policy hosts run must not answer them */
+	if (r == 0 && kmemd_desired_refresh(&k) < 0)
+		r = -EIO;
+	if (r == 0)
 		r = shutdown_signals_add(base, &sigs);
+	if (r == 0) {
+		r = series_worker_new(base, cfg->store_path, &k.series, err, sizeof(err));
+		if (r < 0)
+			log_error_errno(r, "the rollout series' worker: %s", err);
+	}
 	if (r == 0)
 		r = batch_new(&k);
 	if (r == 0)
@@ -297,10 +309,13 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(et.ev);
 	/* what is batched commits and is answered before the listener goes */
 	batch_free(&k);
+	/* those waiting for a series are answered before the listener goes */
+	series_worker_free(k.series);
 	server_free(srv);
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
 	names_free(k.names);
+	desired_free(k.desired);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);

@@ -81,7 +81,9 @@ struct kmemd_stats {
 };
 
 struct batch;
+struct desired;
 struct names;
+struct series_worker;
 
 /* Reports per commit at most; see report.c's batch. */
 #define BATCH_MAX 256
@@ -95,6 +97,8 @@ struct kmemd {
 	struct keyring *keys;
 	struct kmemd_stats stats;
 	struct names *names;
+	struct desired *desired; /* which policy each host is to run */
+	struct series_worker *series; /* the dashboard's rollout series, off the loop */
 };
 
 struct event_base;
@@ -119,6 +123,8 @@ void batch_free(struct kmemd *k);
 void batch_commit(struct kmemd *k);
 /* rollouts.c: judges and moves every unfinished rollout now. */
 void rollouts_tick(struct kmemd *k);
+/* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */
+int kmemd_desired_refresh(struct kmemd *k);
 /* New TLS context and limits from cfg for new connections; the old stay as they are. */
 int server_reload(struct server *s, const struct kmemd_config *cfg);
 /* Port actually bound (useful with port 0 in tests). */

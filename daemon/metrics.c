@@ -235,7 +235,7 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 	switch (fm->f) {
 	case 0:
 		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",policy=\"%s\",state=\"%s\"} 1\n", m,
-				    n, g->policy, g->state);
+				    n, g->policy, rollout_state_name(g->state));
 		break;
 	case 1:
 	case 2:

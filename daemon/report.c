@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* POST /v1/agent/report: decode, validate, acknowledge. */
+#include <errno.h>
 #include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
@@ -7,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "desired.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
 #include "names.h"
@@ -62,9 +64,7 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
 	char name[STORE_ID_MAX];
 	uint64_t version;
 
-	/* a rollout that reached the host has the say over direct assignments */
-	if (k->store->ops->rollout_desired(k->store, rep->facts->host_id, name, &version) < 0 &&
-	    desired_policy(k, rep->facts, name, sizeof(name), &version) < 0)
+	if (desired_policy(k->desired, rep->facts, name, &version) < 0)
 		return NULL;
 	if (!strcmp(name, rep->policy_name) && version <= rep->policy_version)
 		return NULL;
@@ -98,18 +98,22 @@ struct batch {
 	uint64_t events[KMEMD_EVENT_KINDS]; /* and its events, by kind */
 };
 
-static void batch_flush(struct batch *b)
+/* Commits the batch and answers its reports; undo: rolls it back and answers them 503. */
+static void batch_end(struct batch *b, bool undo)
 {
 	struct kmemd *k = b->k;
 	size_t i;
-	int r;
+	int r = -EIO;
 
 	if (!b->open)
 		return;
 	evtimer_del(b->timer);
-	r = k->store->ops->commit(k->store);
+	if (undo)
+		k->store->ops->rollback(k->store);
+	else
+		r = k->store->ops->commit(k->store);
 	b->open = false;
-	if (r < 0)
+	if (r < 0 && !undo)
 		log_error("committing %zu reports failed: %s", b->n,
 			  k->store->ops->error(k->store));
 	if (r == 0 && probe_totals_merge(&k->stats.probes, &b->pending) < 0)
@@ -134,6 +138,11 @@ static void batch_flush(struct batch *b)
 		free(b->p[i].reply);
 	}
 	b->n = 0;
+}
+
+static void batch_flush(struct batch *b)
+{
+	batch_end(b, false);
 }
 
 static void on_batch_timer(evutil_socket_t fd, short what, void *arg)
@@ -310,6 +319,11 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	if (r < 0) {
 		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
 			  peer->cn, k->store->ops->error(k->store));
+		/* part of it may be in the batch: the batch goes, and its agents send again */
+		if (k->batch->open) {
+			log_error("dropping the %zu reports of its batch", k->batch->n);
+			batch_end(k->batch, true);
+		}
 		refuse(req, 503, "Service Unavailable", KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 		       "the store failed; keep the report and send it again");
 		goto out;

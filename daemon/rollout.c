@@ -8,6 +8,39 @@
 #include "rollout.h"
 #include "text.h"
 
+/* The one table of rollout states: their names in the store and the API, and their targets. */
+static const struct {
+	const char *name;
+	enum rollout_target target;
+} states[ROLLOUT_NSTATES] = {
+	[ROLLOUT_PENDING] = { "pending", ROLLOUT_TARGET_NONE },
+	[ROLLOUT_RUNNING] = { "running", ROLLOUT_TARGET_POLICY },
+	[ROLLOUT_HOLDING] = { "holding", ROLLOUT_TARGET_POLICY },
+	[ROLLOUT_PAUSED] = { "paused", ROLLOUT_TARGET_POLICY },
+	[ROLLOUT_ROLLING_BACK] = { "rolling-back", ROLLOUT_TARGET_ROLLBACK },
+	[ROLLOUT_ROLLED_BACK] = { "rolled-back", ROLLOUT_TARGET_ROLLBACK },
+	[ROLLOUT_DONE] = { "done", ROLLOUT_TARGET_POLICY },
+	[ROLLOUT_ABORTED] = { "aborted", ROLLOUT_TARGET_ROLLBACK },
+};
+
+const char *rollout_state_name(enum rollout_state s)
+{
+	return (unsigned)s < ROLLOUT_NSTATES ? states[s].name : "unknown";
+}
+
+int rollout_state_parse(const char *name)
+{
+	for (int i = 0; i < ROLLOUT_NSTATES; i++)
+		if (!strcmp(name, states[i].name))
+			return i;
+	return -EINVAL;
+}
+
+enum rollout_target rollout_state_target(enum rollout_state s)
+{
+	return (unsigned)s < ROLLOUT_NSTATES ? states[s].target : ROLLOUT_TARGET_NONE;
+}
+
 /* Only the keys in allowed (NULL-terminated) may appear in obj. */
 static int known_keys(json_t *obj, const char *const *allowed, const char *where, char *err,
 		      size_t errlen)

@@ -48,6 +48,34 @@ struct rollout_spec {
 	struct rollout_gates gates;
 };
 
+/*
+ * Where a rollout stands (docs/rollouts.md). The store keeps each by its
+ * name; engine_transition() is the only way from one to another.
+ */
+enum rollout_state {
+	ROLLOUT_PENDING, /* created; it has no members until it starts */
+	ROLLOUT_RUNNING,
+	ROLLOUT_HOLDING, /* its gates cannot tell yet */
+	ROLLOUT_PAUSED,
+	ROLLOUT_ROLLING_BACK,
+	ROLLOUT_ROLLED_BACK,
+	ROLLOUT_DONE,
+	ROLLOUT_ABORTED,
+	ROLLOUT_NSTATES,
+};
+
+/* What the hosts a rollout reached are to run while it is in a state. */
+enum rollout_target {
+	ROLLOUT_TARGET_NONE, /* pending: it reached no host */
+	ROLLOUT_TARGET_POLICY, /* the rollout's policy */
+	ROLLOUT_TARGET_ROLLBACK, /* its rollback policy, else what each host ran before */
+};
+
+const char *rollout_state_name(enum rollout_state s);
+/* The state of that name, or -EINVAL. */
+int rollout_state_parse(const char *name);
+enum rollout_target rollout_state_target(enum rollout_state s);
+
 /* -EINVAL with a one-line reason naming the key for anything but a valid document. */
 int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
 		       size_t errlen);

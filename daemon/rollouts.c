@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "desired.h"
 #include "engine.h"
 #include "log.h"
 #include "message-ids.h"
@@ -128,7 +129,8 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 		 (unsigned long long)s->version, s->nwaves);
 	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.create", NULL, detail);
 	reply_json(req, 201, "Created",
-		   json_pack("{s:s, s:s}", "name", s->name, "state", "pending"));
+		   json_pack("{s:s, s:s}", "name", s->name, "state",
+			     rollout_state_name(ROLLOUT_PENDING)));
 out:
 	free(s);
 }
@@ -213,7 +215,7 @@ static int collect(void *arg, const Kmemctl__V1__HostFacts *f, const char *polic
 	return 0;
 }
 
-/* Members, their plan and the running state, all at once. */
+/* Members, their plan and the state ro was moved to, all at once. */
 static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s, char *why,
 		 size_t len)
 {
@@ -260,9 +262,6 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 								      ms.list.m[i].prev_policy :
 								      NULL,
 					       .prev_version = ms.list.m[i].prev_version };
-	snprintf(ro->state, sizeof(ro->state), "running");
-	ro->wave = 0;
-	ro->wave_started_ms = kmemd_now_ms();
 	snprintf(ro->reason, sizeof(ro->reason), "started with %zu hosts", ms.list.n);
 	r = k->store->ops->rollout_start(k->store, ro, sm, ms.list.n, kmemd_now_ms());
 	if (r < 0)
@@ -273,64 +272,27 @@ out:
 	return r;
 }
 
-static bool state_is(const struct store_rollout *ro, const char *const *states)
-{
-	for (; *states; states++)
-		if (!strcmp(ro->state, *states))
-			return true;
-	return false;
-}
-
 /*
- * The operator's move: start (pending), pause (running, holding), resume
- * (paused), promote (the next wave now, or done after the last), abort
- * (any unfinished one: its hosts are rolled back).
+ * The operator's move (engine.c's table says from which states): start,
+ * pause, resume, promote (the next wave now, or done after the last),
+ * abort (its hosts are rolled back).
  */
 static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s,
 	       const char *action, char *why, size_t len)
 {
-	static const char *const pending[] = { "pending", NULL };
-	static const char *const active[] = { "running", "holding", NULL };
-	static const char *const paused[] = { "paused", NULL };
-	static const char *const open[] = { "running", "holding", "paused", NULL };
-	static const char *const unfinished[] = { "pending", "running", "holding", "paused", NULL };
-	const char *const *from;
 	int64_t now = kmemd_now_ms();
+	int ev = engine_action(action), r;
 
-	if (!strcmp(action, "start"))
-		from = pending;
-	else if (!strcmp(action, "pause"))
-		from = active;
-	else if (!strcmp(action, "resume"))
-		from = paused;
-	else if (!strcmp(action, "promote"))
-		from = open;
-	else if (!strcmp(action, "abort"))
-		from = unfinished;
-	else {
+	if (ev < 0) {
 		snprintf(why, len, "no action \"%s\": start, pause, resume, promote or abort",
 			 action);
 		return -EINVAL;
 	}
-	if (!state_is(ro, from)) {
-		snprintf(why, len, "rollout %s is %s: it cannot %s", ro->name, ro->state, action);
-		return -EBUSY;
-	}
-	if (from == pending)
+	r = engine_transition(ro, (enum rollout_event)ev, s->nwaves, now, why, len);
+	if (r < 0)
+		return r;
+	if (ev == ROLLOUT_EV_START)
 		return start(k, ro, s, why, len);
-	if (from == active) {
-		snprintf(ro->state, sizeof(ro->state), "paused");
-	} else if (from == paused) {
-		snprintf(ro->state, sizeof(ro->state), "running");
-	} else if (from == open && ro->wave + 1 >= s->nwaves) {
-		snprintf(ro->state, sizeof(ro->state), "done");
-	} else if (from == open) {
-		ro->wave++;
-		ro->wave_started_ms = now;
-		snprintf(ro->state, sizeof(ro->state), "running");
-	} else {
-		snprintf(ro->state, sizeof(ro->state), "aborted");
-	}
 	snprintf(ro->reason, sizeof(ro->reason), "%s by an operator", action);
 	return k->store->ops->rollout_update(k->store, ro, NULL, now);
 }
@@ -383,12 +345,14 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			    why);
 		goto out;
 	}
-	snprintf(detail, sizeof(detail), "%s: %s, now %s in wave %u", ro.name, action, ro.state,
-		 ro.wave + 1);
+	snprintf(detail, sizeof(detail), "%s: %s, now %s in wave %u", ro.name, action,
+		 rollout_state_name(ro.state), ro.wave + 1);
 	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.action", NULL, detail);
+	kmemd_desired_refresh(k);
 	reply_json(req, HTTP_OK, "OK",
-		   json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state", ro.state, "wave",
-			     (int)ro.wave, "reason", ro.reason));
+		   json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state",
+			     rollout_state_name(ro.state), "wave", (int)ro.wave, "reason",
+			     ro.reason));
 out:
 	json_decref(o);
 	store_rollout_clear(&ro);
@@ -404,19 +368,39 @@ static void on_change(void *arg, const struct engine_change *c)
 
 	(void)arg;
 	if (!c->v) {
-		log_notice("rollout %s: %s, now %s: %s", ro->name, c->was, ro->state, ro->reason);
+		log_notice("rollout %s: %s, now %s: %s", ro->name, rollout_state_name(c->was),
+			   rollout_state_name(ro->state), ro->reason);
 		return;
 	}
 	snprintf(f_rollout, sizeof(f_rollout), "ROLLOUT=%s", ro->name);
 	snprintf(f_wave, sizeof(f_wave), "WAVE=%u", c->v->wave + 1);
 	snprintf(f_verdict, sizeof(f_verdict), "VERDICT=%s", c->v->verdict);
 	snprintf(f_gate, sizeof(f_gate), "GATE=%s", c->v->gate);
-	snprintf(f_state, sizeof(f_state), "STATE=%s", ro->state);
+	snprintf(f_state, sizeof(f_state), "STATE=%s", rollout_state_name(ro->state));
 	log_event(strcmp(c->v->verdict, "fail") ? LOG_NOTICE : LOG_WARNING, MID_ROLLOUT_VERDICT,
 		  fields, "rollout %s wave %u: %s%s%s: %s; now %s", ro->name, c->v->wave + 1,
-		  c->v->verdict, c->v->gate[0] ? " at " : "", c->v->gate, c->v->reason, ro->state);
+		  c->v->verdict, c->v->gate[0] ? " at " : "", c->v->gate, c->v->reason,
+		  rollout_state_name(ro->state));
 }
 
+int kmemd_desired_refresh(struct kmemd *k)
+{
+	struct desired_skipped sk;
+	int r = desired_refresh(k->desired, k->store, &sk);
+
+	if (sk.n)
+		log_error(
+			"%u stored assignments or rollouts left out of which policy hosts run: %s",
+			sk.n, sk.first);
+	if (r == -EIO)
+		log_error("loading assignments and rollouts failed: %s",
+			  k->store->ops->error(k->store));
+	else if (r < 0)
+		log_error_errno(r, "loading assignments and rollouts failed: %m");
+	return r;
+}
+
+/* Also what other kmemd changed in the store: at most once a tick, never per report. */
 void rollouts_tick(struct kmemd *k)
 {
 	int r = engine_tick(k->store, kmemd_now_ms(), on_change, NULL);
@@ -427,4 +411,5 @@ void rollouts_tick(struct kmemd *k)
 		log_error_errno(r, "judging rollouts failed: %m");
 	else if (r > 0)
 		log_debug("%d rollouts judged", r);
+	kmemd_desired_refresh(k);
 }

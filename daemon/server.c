@@ -232,15 +232,6 @@ bool content_type_is(struct evhttp_request *req, const char *type)
 	return t && !strncmp(t, type, n) && (t[n] == '\0' || t[n] == ';');
 }
 
-static int peer_identity(struct evhttp_request *req, struct tls_identity *id)
-{
-	SSL *ssl = request_ssl(req);
-
-	if (!ssl)
-		return -ENOTCONN;
-	return tls_peer_identity(ssl, id);
-}
-
 /*
  * With a separate admin CA, operators are whoever it vouches for and no
  * one else: the fleet CA, whose key kmemd keeps online for enrollment,
@@ -269,7 +260,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
 	struct server *s = arg;
 	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
 	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	struct tls_identity id;
+	const struct tls_identity *id = NULL;
 	bool path_known = false;
 	int id_result;
 
@@ -293,12 +284,12 @@ static void dispatch(struct evhttp_request *req, void *arg)
 		path_known = true;
 		if (routes[i].method != method)
 			continue;
-		id_result = peer_identity(req, &id);
+		id_result = conn_peer_identity(req, &id);
 		if (routes[i].role != ROLE_ANY && id_result < 0) {
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
 			return;
 		}
-		if (!role_allows(s, routes[i].role, request_ssl(req), &id, id_result)) {
+		if (!role_allows(s, routes[i].role, request_ssl(req), id, id_result)) {
 			reply_text(req, 403, "Forbidden",
 				   "certificate role may not call this route");
 			return;
@@ -306,7 +297,7 @@ static void dispatch(struct evhttp_request *req, void *arg)
 		/* an admin write never rides, unanswered, in the reports' batch */
 		if (routes[i].handler != handle_report)
 			batch_commit(s->k);
-		routes[i].handler(req, s->k, id_result == 0 ? &id : NULL);
+		routes[i].handler(req, s->k, id_result == 0 ? id : NULL);
 		return;
 	}
 	if (path_known) {

@@ -113,8 +113,4 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 
-/* The policy a host should run now: the newest assignment whose selector matches. */
-int desired_policy(struct kmemd *k, const Kmemctl__V1__HostFacts *f, char *name, size_t len,
-		   uint64_t *version);
-
 #endif

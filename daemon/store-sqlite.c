@@ -88,12 +88,37 @@ static const char *const migrations[] = {
 	" reenroll INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;"
 	"ALTER TABLE enroll_secrets ADD COLUMN max_uses INTEGER NOT NULL DEFAULT 0;"
 	"ALTER TABLE enroll_secrets ADD COLUMN host_pattern TEXT;",
+	/*
+	 * 7: a report's probe histograms in one row (three b-tree inserts, not
+	 * three per probe): probes is a JSON object, probe name to [start_ms,
+	 * first_bucket, count, sum_ns, max_ns, offset, length] of its counts
+	 * in the row's counts blob; every probe of a row ends at its end_ms.
+	 * samples stays, as a view with the old table's columns (and rows one
+	 * may insert), for queries and for operators.
+	 */
+	"CREATE TABLE report_samples ("
+	" host_id TEXT NOT NULL, end_ms INTEGER NOT NULL, probes TEXT NOT NULL, counts BLOB);"
+	"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
+	"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
+	"INSERT INTO report_samples SELECT host_id, end_ms, json_object(probe, json_array(start_ms,"
+	" first_bucket, count, sum_ns, max_ns, 0, length(counts))), counts FROM samples;"
+	"DROP TABLE samples;"
+	"CREATE VIEW samples (host_id, probe, start_ms, end_ms, first_bucket, counts, count, sum_ns,"
+	" max_ns) AS SELECT s.host_id, j.key, json_extract(j.value, '$[0]'), s.end_ms,"
+	" json_extract(j.value, '$[1]'), substr(s.counts, json_extract(j.value, '$[5]') + 1,"
+	" json_extract(j.value, '$[6]')), json_extract(j.value, '$[2]'),"
+	" json_extract(j.value, '$[3]'), json_extract(j.value, '$[4]')"
+	" FROM report_samples s, json_each(s.probes) j;"
+	"CREATE TRIGGER samples_add INSTEAD OF INSERT ON samples BEGIN"
+	" INSERT INTO report_samples VALUES (NEW.host_id, NEW.end_ms, json_object(NEW.probe,"
+	" json_array(NEW.start_ms, NEW.first_bucket, NEW.count, NEW.sum_ns, NEW.max_ns, 0,"
+	" length(NEW.counts))), NEW.counts); END;",
 };
 
 enum stmt {
 	ST_SEEN,
 	ST_HOST_UPSERT,
-	ST_STATES_COUNT,
+	ST_STATES_READ,
 	ST_STATES_CLEAR,
 	ST_STATE_ADD,
 	ST_SAMPLE_ADD,
@@ -136,7 +161,8 @@ enum stmt {
 	ST_ROLLOUT_UPDATE,
 	ST_MEMBER_ADD,
 	ST_MEMBERS,
-	ST_ROLLOUT_DESIRED,
+	ST_ROLLOUTS_STARTED,
+	ST_CHANGES,
 	ST_ROLLOUTS_ACTIVE,
 	ST_ROLLOUT_GAUGES,
 	ST_VERDICT_ADD,
@@ -194,7 +220,7 @@ static const char *const sql[ST_N] = {
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
 		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
 		" OR last_seen_ms < ?11 - 60000",
-	[ST_STATES_COUNT] = "SELECT count(*) FROM states WHERE host_id = ?1",
+	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
 	/* a row that did not change is not written: most reports change none */
 	[ST_STATE_ADD] =
@@ -204,7 +230,7 @@ static const char *const sql[ST_N] = {
 		" updated_ms = excluded.updated_ms WHERE state IS NOT excluded.state"
 		" OR mode IS NOT excluded.mode OR source IS NOT excluded.source"
 		" OR reason IS NOT excluded.reason",
-	[ST_SAMPLE_ADD] = "INSERT INTO samples VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+	[ST_SAMPLE_ADD] = "INSERT INTO report_samples VALUES (?1, ?2, ?3, ?4)",
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
@@ -254,7 +280,7 @@ static const char *const sql[ST_N] = {
 			      " enrolled_ms = ?3, reenroll = 0",
 	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES (?1, 1)"
 			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
-	[ST_EXPIRE_SAMPLES] = "DELETE FROM samples WHERE end_ms < ?1",
+	[ST_EXPIRE_SAMPLES] = "DELETE FROM report_samples WHERE end_ms < ?1",
 	[ST_EXPIRE_COUNTERS] = "DELETE FROM counters WHERE unix_ms < ?1",
 	[ST_EXPIRE_EVENTS] = "DELETE FROM events WHERE unix_ms < ?1",
 	[ST_EXPIRE_ROLLUPS] = "DELETE FROM rollups WHERE hour_ms + 3600000 <= ?1",
@@ -267,7 +293,7 @@ static const char *const sql[ST_N] = {
 			  " WHERE host_id = ?1 AND probe = ?2 AND hour_ms = ?3",
 	[ST_ROLLUP_PUT] =
 		"INSERT OR REPLACE INTO rollups VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-	[ST_ROLLUP_DROP] = "DELETE FROM samples WHERE host_id = ?1 AND end_ms < ?2",
+	[ST_ROLLUP_DROP] = "DELETE FROM report_samples WHERE host_id = ?1 AND end_ms < ?2",
 	/* counters are cumulative: an hour keeps its last report */
 	[ST_ROLLUP_COUNTERS] =
 		"DELETE FROM counters WHERE host_id = ?1 AND unix_ms < ?2 AND rowid"
@@ -277,7 +303,7 @@ static const char *const sql[ST_N] = {
 			  " online_cpus, mem_total, kasan, labels, policy_name, policy_version"
 			  " FROM hosts WHERE revoked = 0 AND last_seq > 0 ORDER BY host_id",
 	[ST_ROLLOUT_ADD] = "INSERT INTO rollouts (name, spec, state, created_ms, updated_ms)"
-			   " VALUES (?1, ?2, 'pending', ?3, ?3)",
+			   " VALUES (?1, ?2, ?4, ?3, ?3)",
 	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason FROM rollouts"
 			   " WHERE name = ?1",
 	[ST_ROLLOUTS] = "SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
@@ -292,19 +318,14 @@ static const char *const sql[ST_N] = {
 	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_MEMBERS] = "SELECT host_id, stratum, position, wave, prev_policy, prev_version"
 		       " FROM rollout_hosts WHERE rollout = ?1 ORDER BY wave, position, host_id",
-	/* a rollout that never reached the host has no say there */
-	[ST_ROLLOUT_DESIRED] =
-		"SELECT CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
-		" coalesce(json_extract(r.spec, '$.rollback.policy'), m.prev_policy)"
-		" ELSE json_extract(r.spec, '$.policy') END,"
-		" CASE WHEN r.state IN ('rolled-back', 'rolling-back', 'aborted') THEN"
-		" coalesce(json_extract(r.spec, '$.rollback.version'), m.prev_version)"
-		" ELSE json_extract(r.spec, '$.version') END"
-		" FROM rollout_hosts m JOIN rollouts r ON r.name = m.rollout"
-		" WHERE m.host_id = ?1 AND r.state != 'pending' AND m.wave <= r.wave"
-		" ORDER BY r.created_ms DESC LIMIT 1",
+	[ST_ROLLOUTS_STARTED] = "SELECT name, spec, state, wave, wave_started_ms, reason"
+				" FROM rollouts WHERE state != ?1 ORDER BY created_ms DESC, name",
+	[ST_CHANGES] = "SELECT (SELECT count(*) FROM assignments),"
+		       " (SELECT coalesce(max(id), 0) FROM assignments),"
+		       " (SELECT count(*) FROM rollouts),"
+		       " (SELECT coalesce(sum(updated_ms), 0) FROM rollouts)",
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
-			       " ('running', 'holding', 'paused', 'rolling-back')"
+			       " (?1, ?2, ?3, ?4)"
 			       " ORDER BY created_ms, name",
 	[ST_ROLLOUT_GAUGES] =
 		"SELECT r.name, json_extract(r.spec, '$.policy') || '@' ||"
@@ -326,7 +347,7 @@ static const char *const sql[ST_N] = {
 		" AND x.verdict = 'inconclusive')"
 		" FROM rollouts r LEFT JOIN verdicts v ON v.id ="
 		" (SELECT max(id) FROM verdicts WHERE rollout = r.name)"
-		" WHERE r.state NOT IN ('done', 'rolled-back', 'aborted') OR r.updated_ms > ?1"
+		" WHERE r.state NOT IN (?2, ?3, ?4) OR r.updated_ms > ?1"
 		" ORDER BY r.created_ms, r.name",
 	[ST_VERDICT_ADD] =
 		"INSERT INTO verdicts (rollout, wave, ts_ms, verdict, gate, reason, detail)"
@@ -372,7 +393,7 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
-	/* one host's probe: by samples_by_host and the rollups' key, not a scan */
+	/* one host's probe: by report_samples_by_host and the rollups' key, not a scan */
 	[ST_WINDOW_SAMPLES] = "SELECT first_bucket, counts, count, sum_ns, max_ns FROM samples"
 			      " WHERE host_id = ?1 AND end_ms >= ?3 AND end_ms < ?4 AND probe = ?2"
 			      " UNION ALL SELECT first_bucket, counts, count, sum_ns, max_ns"
@@ -412,11 +433,18 @@ static const char *const sql[ST_N] = {
 			    " AND hour_ms + 3600000 < ?3",
 };
 
+/* A buffer reused from report to report. */
+struct buf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
 struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
 	sqlite3_stmt *st[ST_N];
 	sqlite3_stmt *held; /* a one-row query read and left on its row */
+	struct buf probes, counts; /* a report_samples row being made */
 };
 
 #define DB(s) (((struct sqlite_store *)(s))->db)
@@ -430,21 +458,11 @@ struct sqlite_store {
  * then.
  */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,
-	[ST_STATES_COUNT] = true,
-	[ST_HOST_JSON] = true,
-	[ST_POLICY_GET] = true,
-	[ST_REVOKED] = true,
-	[ST_SECRET_FIND] = true,
-	[ST_ENROLLED] = true,
-	[ST_ROLLUP_GET] = true,
-	[ST_ROLLOUT_GET] = true,
-	[ST_ROLLOUT_STATUS] = true,
-	[ST_VERDICT_LAST] = true,
-	[ST_ROLLBACK_PENDING] = true,
-	[ST_ROLLOUT_DESIRED] = true,
-	[ST_WINDOW_REPORTS] = true,
-	[ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,	    [ST_HOST_JSON] = true,	  [ST_POLICY_GET] = true,
+	[ST_REVOKED] = true,	    [ST_SECRET_FIND] = true,	  [ST_ENROLLED] = true,
+	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
+	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_CHANGES] = true,
+	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
 static void release_held(struct sqlite_store *q)
@@ -517,6 +535,8 @@ static void sq_close(struct store *s)
 	for (i = 0; i < ST_N; i++)
 		sqlite3_finalize(q->st[i]);
 	sqlite3_close(q->db);
+	free(q->probes.p);
+	free(q->counts.p);
 	free(q);
 }
 
@@ -582,6 +602,8 @@ void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *pr
 		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
 }
 
+static int sq_commit(struct store *s);
+
 static int step_done(sqlite3_stmt *st)
 {
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
@@ -600,14 +622,90 @@ static char *labels_json(const Kmemctl__V1__HostFacts *f)
 	return text;
 }
 
-static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+/*
+ * What a report stores that kmemd makes rather than copies: made before
+ * the first write, so that nothing but the database can fail in between.
+ */
+struct ingest_text {
+	char *labels;
+	char **stacks; /* each event's stack as a JSON array */
+	size_t nstacks;
+};
+
+static void ingest_text_free(struct ingest_text *t)
+{
+	size_t i;
+
+	free(t->labels);
+	for (i = 0; i < t->nstacks; i++)
+		free(t->stacks[i]);
+	free(t->stacks);
+}
+
+static int buf_reserve(struct buf *b, size_t n)
+{
+	uint8_t *p;
+
+	if (n <= b->cap)
+		return 0;
+	p = realloc(b->p, n);
+	if (!p)
+		return -ENOMEM;
+	b->p = p;
+	b->cap = n;
+	return 0;
+}
+
+/* Room enough for the largest report_samples row of rep: writing one cannot fail. */
+static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *rep)
+{
+	size_t probes = 3, counts = 0, i;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		if (!p->hist)
+			continue;
+		/* "\u00XX" per byte of the name at worst, and 7 numbers of 20 digits */
+		probes += (p->probe ? strlen(p->probe) * 6 : 0) + 4 + 7 * 21 + 2;
+		counts += p->hist->n_counts * 8;
+	}
+	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
+}
+
+static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep)
+{
+	size_t i, j;
+
+	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
+	if (!t->labels || samples_reserve((struct sqlite_store *)s, rep) < 0)
+		return -ENOMEM;
+	if (!rep->n_events)
+		return 0;
+	t->stacks = calloc(rep->n_events, sizeof(*t->stacks));
+	if (!t->stacks)
+		return -ENOMEM;
+	for (i = 0; i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+		json_t *stack = json_array();
+
+		for (j = 0; stack && j < e->n_stack_top; j++)
+			json_array_append_new(stack, json_string(e->stack_top[j]));
+		t->stacks[i] = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
+		json_decref(stack);
+		if (!t->stacks[i])
+			return -ENOMEM;
+		t->nstacks++;
+	}
+	return 0;
+}
+
+static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const char *labels,
+		       int64_t now_ms)
 {
 	const Kmemctl__V1__HostFacts *f = rep->facts;
-	_cleanup_free_ char *labels = labels_json(f);
 	sqlite3_stmt *st = stmt(s, ST_HOST_UPSERT);
 
-	if (!labels)
-		return -ENOMEM;
 	sqlite3_bind_text(st, 1, f->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, f->hostname, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, f->kernel_release, -1, SQLITE_STATIC);
@@ -625,40 +723,81 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, int64_t 
 	return step_done(st);
 }
 
+struct state_text {
+	char state[32], mode[32], source[32];
+};
+
+static void state_text(const Kmemctl__V1__MitigationState *m, struct state_text *t)
+{
+	store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+			"MITIGATION_STATE_", t->state, sizeof(t->state));
+	store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
+			t->mode, sizeof(t->mode));
+	store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", t->source,
+			sizeof(t->source));
+}
+
+static bool text_is(sqlite3_stmt *st, int col, const char *s)
+{
+	const char *v = (const char *)sqlite3_column_text(st, col);
+
+	return v ? s && !strcmp(v, s) : !s;
+}
+
+/*
+ * The host's rows are read once and only the mitigations whose state,
+ * mode, source or reason changed are written: most reports change none,
+ * and a statement per mitigation was most of a report's store work.
+ */
 static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
 	const char *host = rep->facts->host_id;
-	char state[32], mode[32], source[32];
+	uint64_t same = 0; /* bit i: mitigation i is stored as reported (the first 64) */
+	struct state_text t;
+	uint64_t stored = 0;
 	sqlite3_stmt *st;
 	size_t i;
-	int r;
+	int r = 0, rc;
 
-	/* more rows than mitigations reported: the module lost some; start over */
-	st = stmt(s, ST_STATES_COUNT);
+	st = stmt(s, ST_STATES_READ);
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *id = (const char *)sqlite3_column_text(st, 0);
+
+		stored++;
+		for (i = 0; id && i < rep->n_mitigations && i < 64; i++) {
+			const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
+
+			if (!m->id || strcmp(m->id, id))
+				continue;
+			state_text(m, &t);
+			if (text_is(st, 1, t.state) && text_is(st, 2, t.mode) &&
+			    text_is(st, 3, t.source) && text_is(st, 4, m->reason))
+				same |= 1ULL << i;
+			break;
+		}
+	}
+	if (rc != SQLITE_DONE)
 		return -EIO;
-	r = 0;
-	if ((uint64_t)sqlite3_column_int64(st, 0) > rep->n_mitigations) {
+	/* more rows than mitigations reported: the module lost some; start over */
+	if (stored > rep->n_mitigations) {
 		st = stmt(s, ST_STATES_CLEAR);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		r = step_done(st);
+		same = 0;
 	}
 	for (i = 0; r == 0 && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 
-		store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-				"MITIGATION_STATE_", state, sizeof(state));
-		store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
-				"MITIGATION_MODE_", mode, sizeof(mode));
-		store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
-				source, sizeof(source));
+		if (i < 64 && (same & (1ULL << i)))
+			continue;
+		state_text(m, &t);
 		st = stmt(s, ST_STATE_ADD);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 2, m->id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 3, state, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 4, mode, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_text(st, 5, source, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, t.state, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 4, t.mode, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 5, t.source, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, m->reason, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 7, now_ms);
 		r = step_done(st);
@@ -666,29 +805,86 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	return r;
 }
 
+static void buf_add(struct buf *b, const void *p, size_t n)
+{
+	if (!n)
+		return;
+	memcpy(b->p + b->len, p, n);
+	b->len += n;
+}
+
+/* name as a JSON string: its quotes and backslashes escaped, control bytes as \u00XX */
+static void buf_json_string(struct buf *b, const char *name)
+{
+	const unsigned char *c;
+	char esc[8];
+
+	buf_add(b, "\"", 1);
+	for (c = (const unsigned char *)(name ?: ""); *c; c++) {
+		if (*c == '"' || *c == '\\') {
+			esc[0] = '\\';
+			esc[1] = (char)*c;
+			buf_add(b, esc, 2);
+		} else if (*c < 0x20) {
+			snprintf(esc, sizeof(esc), "\\u%04x", *c);
+			buf_add(b, esc, 6);
+		} else {
+			buf_add(b, c, 1);
+		}
+	}
+	buf_add(b, "\"", 1);
+}
+
+/*
+ * The report's histograms in one report_samples row (migration 7), or
+ * one per end time when its probes do not all end at the same time (an
+ * agent's all do). Room was reserved by samples_reserve().
+ */
 static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 {
+	struct sqlite_store *q = (struct sqlite_store *)s;
 	sqlite3_stmt *st;
-	size_t i;
+	size_t i, j;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_probes; i++) {
-		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		int64_t end = rep->probes[i]->end_unix_ms;
 
-		if (!p->hist)
+		if (!rep->probes[i]->hist)
 			continue;
+		for (j = 0; j < i; j++)
+			if (rep->probes[j]->hist && rep->probes[j]->end_unix_ms == end)
+				break;
+		if (j < i) /* in the row of an earlier probe */
+			continue;
+		q->probes.len = q->counts.len = 0;
+		buf_add(&q->probes, "{", 1);
+		for (j = i; j < rep->n_probes; j++) {
+			const Kmemctl__V1__ProbeSample *p = rep->probes[j];
+			char num[7 * 21 + 8];
+			int n;
+
+			if (!p->hist || p->end_unix_ms != end)
+				continue;
+			if (q->probes.len > 1)
+				buf_add(&q->probes, ",", 1);
+			buf_json_string(&q->probes, p->probe);
+			/* native-endian u64s: one host architecture per kmemd file */
+			n = snprintf(num, sizeof(num), ":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
+				     (long long)p->start_unix_ms, (long long)p->hist->first_bucket,
+				     (long long)p->hist->count, (long long)p->hist->sum_ns,
+				     (long long)p->hist->max_ns, q->counts.len,
+				     p->hist->n_counts * 8);
+			buf_add(&q->probes, num, (size_t)n);
+			buf_add(&q->counts, p->hist->counts, p->hist->n_counts * 8);
+		}
+		buf_add(&q->probes, "}", 1);
 		st = stmt(s, ST_SAMPLE_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, p->probe, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, p->start_unix_ms);
-		sqlite3_bind_int64(st, 4, p->end_unix_ms);
-		sqlite3_bind_int64(st, 5, p->hist->first_bucket);
-		/* native-endian u64s: one host architecture per kmemd file */
-		sqlite3_bind_blob(st, 6, p->hist->counts, (int)(p->hist->n_counts * 8),
+		sqlite3_bind_int64(st, 2, end);
+		sqlite3_bind_text(st, 3, (const char *)q->probes.p, (int)q->probes.len,
 				  SQLITE_STATIC);
-		sqlite3_bind_int64(st, 7, (sqlite3_int64)p->hist->count);
-		sqlite3_bind_int64(st, 8, (sqlite3_int64)p->hist->sum_ns);
-		sqlite3_bind_int64(st, 9, (sqlite3_int64)p->hist->max_ns);
+		sqlite3_bind_blob(st, 4, q->counts.p, (int)q->counts.len, SQLITE_STATIC);
 		r = step_done(st);
 	}
 	return r;
@@ -717,57 +913,52 @@ static int ingest_counters(struct store *s, const Kmemctl__V1__Report *rep)
 	return step_done(st);
 }
 
-static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep)
+static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
+			 const struct ingest_text *t)
 {
 	char kind[48];
 	sqlite3_stmt *st;
-	size_t i, j;
+	size_t i;
 	int r = 0;
 
 	for (i = 0; r == 0 && i < rep->n_events; i++) {
 		const Kmemctl__V1__KernelEvent *e = rep->events[i];
-		json_t *stack = json_array();
-		char *stack_text;
 
-		for (j = 0; stack && j < e->n_stack_top; j++)
-			json_array_append_new(stack, json_string(e->stack_top[j]));
-		stack_text = stack ? json_dumps(stack, JSON_COMPACT) : NULL;
-		json_decref(stack);
-		if (!stack_text)
-			return -ENOMEM;
 		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
 				sizeof(kind));
 		st = stmt(s, ST_EVENT_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, e->unix_ms);
-		sqlite3_bind_text(st, 3, kind, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 3, kind, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 4, e->cpu);
 		sqlite3_bind_int64(st, 5, (sqlite3_int64)e->duration_ns);
 		sqlite3_bind_text(st, 6, e->comm, -1, SQLITE_STATIC);
 		sqlite3_bind_int(st, 7, e->pid);
-		sqlite3_bind_text(st, 8, stack_text, -1, SQLITE_TRANSIENT);
+		sqlite3_bind_text(st, 8, t->stacks[i], -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 9, e->mitigation, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 10, e->probe, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 11, e->message, -1, SQLITE_STATIC);
 		r = step_done(st);
-		free(stack_text);
 	}
 	return r;
 }
 
 /*
- * A savepoint, not a transaction: inside a batch (sq_begin()) one report
- * that fails is undone alone; outside one, the savepoint is the
- * transaction.
+ * No savepoint: everything that can fail short of the database is made
+ * before the first write, and a database error (a full disk, I/O, no
+ * memory) may roll SQLite's transaction back whole anyway. So inside a
+ * batch a failed report fails the batch (store.h: the caller rolls it
+ * back); outside one, the report is its own transaction. A savepoint per
+ * report cost a statement journal (spilled to temporary files) and two
+ * statements compiled per report.
  */
 static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 {
+	struct ingest_text t;
 	sqlite3_stmt *st;
+	bool own;
 	int r;
 
-	r = exec(DB(s), "SAVEPOINT report");
-	if (r < 0)
-		return r;
 	/*
 	 * A report sent again after its acknowledgement was lost has the same
 	 * seq and time. Not "seq at most the last one": an agent whose state
@@ -777,13 +968,23 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
-	if (sqlite3_step(st) == SQLITE_ROW) {
-		sqlite3_reset(st);
-		exec(DB(s), "RELEASE report");
-		return 1;
-	}
+	r = sqlite3_step(st);
 	sqlite3_reset(st);
-	r = ingest_host(s, rep, now_ms);
+	if (r == SQLITE_ROW)
+		return 1;
+	if (r != SQLITE_DONE)
+		return -EIO;
+	r = ingest_text_make(&t, s, rep);
+	if (r < 0)
+		goto out;
+	own = sqlite3_get_autocommit(DB(s));
+	if (own) {
+		release_held((struct sqlite_store *)s);
+		r = exec(DB(s), "BEGIN IMMEDIATE");
+		if (r < 0)
+			goto out;
+	}
+	r = ingest_host(s, rep, t.labels, now_ms);
 	if (r == 0)
 		r = ingest_states(s, rep, now_ms);
 	if (r == 0)
@@ -791,11 +992,13 @@ static int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t no
 	if (r == 0)
 		r = ingest_counters(s, rep);
 	if (r == 0)
-		r = ingest_events(s, rep);
-	if (r < 0)
-		exec(DB(s), "ROLLBACK TO report");
-	if (exec(DB(s), "RELEASE report") < 0 && r == 0)
-		r = -EIO;
+		r = ingest_events(s, rep, &t);
+	if (own && r == 0)
+		r = sq_commit(s);
+	else if (own)
+		exec(DB(s), "ROLLBACK");
+out:
+	ingest_text_free(&t);
 	return r;
 }
 
@@ -812,6 +1015,13 @@ static int sq_commit(struct store *s)
 		return 0;
 	exec(DB(s), "ROLLBACK");
 	return -EIO;
+}
+
+static void sq_rollback(struct store *s)
+{
+	/* SQLite may have rolled back already: then there is nothing to undo */
+	if (!sqlite3_get_autocommit(DB(s)))
+		exec(DB(s), "ROLLBACK");
 }
 
 static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
@@ -1407,10 +1617,25 @@ static int sq_rollout_add(struct store *s, const char *name, const char *spec_js
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, now_ms);
+	sqlite3_bind_text(st, 4, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
 	if (rc == SQLITE_CONSTRAINT)
 		return -EEXIST;
 	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* The state, wave, wave start and reason columns from col on; -EINVAL: a state kmemd does not know. */
+static int column_rollout(sqlite3_stmt *st, int col, struct store_rollout *r)
+{
+	int state = rollout_state_parse(text_or_empty(st, col));
+
+	if (state < 0)
+		return state;
+	r->state = (enum rollout_state)state;
+	r->wave = (unsigned)sqlite3_column_int(st, col + 1);
+	r->wave_started_ms = sqlite3_column_int64(st, col + 2);
+	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, col + 3));
+	return 0;
 }
 
 static int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
@@ -1426,12 +1651,44 @@ static int sq_rollout_get(struct store *s, const char *name, struct store_rollou
 	if (rc != SQLITE_ROW)
 		return -EIO;
 	snprintf(r->name, sizeof(r->name), "%s", name);
+	if (column_rollout(st, 1, r) < 0)
+		return -EIO;
 	r->spec_json = strdup(text_or_empty(st, 0));
-	snprintf(r->state, sizeof(r->state), "%s", text_or_empty(st, 1));
-	r->wave = (unsigned)sqlite3_column_int(st, 2);
-	r->wave_started_ms = sqlite3_column_int64(st, 3);
-	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, 4));
 	return r->spec_json ? 0 : -ENOMEM;
+}
+
+static int sq_rollouts_started(struct store *s, int (*cb)(void *arg, const struct store_rollout *r),
+			       void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS_STARTED);
+	struct store_rollout r;
+	int rc, ret = 0;
+
+	sqlite3_bind_text(st, 1, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "%s", text_or_empty(st, 0));
+		r.spec_json = (char *)text_or_empty(st, 1);
+		if (column_rollout(st, 2, &r) < 0)
+			return -EIO;
+		ret = cb(arg, &r);
+	}
+	if (ret)
+		return ret;
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+static int sq_changes(struct store *s, struct store_changes *c)
+{
+	sqlite3_stmt *st = stmt(s, ST_CHANGES);
+
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	c->assignments = sqlite3_column_int64(st, 0);
+	c->assignment_last = sqlite3_column_int64(st, 1);
+	c->rollouts = sqlite3_column_int64(st, 2);
+	c->rollouts_updated = sqlite3_column_int64(st, 3);
+	return 0;
 }
 
 static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
@@ -1439,24 +1696,43 @@ static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
 	return rows(s, stmt(s, ST_ROLLOUTS), cb, arg);
 }
 
+/* States by name from first on, as rollout.c names them. */
+static void bind_states(sqlite3_stmt *st, int first, const enum rollout_state *states, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		sqlite3_bind_text(st, first + (int)i, rollout_state_name(states[i]), -1,
+				  SQLITE_STATIC);
+}
+
 static int sq_rollouts_active(struct store *s, store_row_cb cb, void *arg)
 {
-	return rows(s, stmt(s, ST_ROLLOUTS_ACTIVE), cb, arg);
+	static const enum rollout_state moving[] = { ROLLOUT_RUNNING, ROLLOUT_HOLDING,
+						     ROLLOUT_PAUSED, ROLLOUT_ROLLING_BACK };
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS_ACTIVE);
+
+	bind_states(st, 1, moving, ARRAY_SIZE(moving));
+	return rows(s, st, cb, arg);
 }
 
 static int sq_rollout_gauges(struct store *s, int64_t since_ms,
 			     int (*cb)(void *arg, const struct store_rollout_gauges *g), void *arg)
 {
+	static const enum rollout_state finished[] = { ROLLOUT_DONE, ROLLOUT_ROLLED_BACK,
+						       ROLLOUT_ABORTED };
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
 	struct store_rollout_gauges g;
-	int rc, r = 0;
+	int rc, r = 0, state;
 
 	sqlite3_bind_int64(st, 1, since_ms);
+	bind_states(st, 2, finished, ARRAY_SIZE(finished));
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		state = rollout_state_parse(text_or_empty(st, 2));
+		if (state < 0)
+			return -EIO;
 		g = (struct store_rollout_gauges){
 			.name = text_or_empty(st, 0),
 			.policy = text_or_empty(st, 1),
-			.state = text_or_empty(st, 2),
+			.state = (enum rollout_state)state,
 			.wave = (unsigned)sqlite3_column_int(st, 3),
 			.nwaves = (unsigned)sqlite3_column_int(st, 4),
 			.members = (uint64_t)sqlite3_column_int64(st, 5),
@@ -1484,7 +1760,7 @@ static int update(struct store *s, const struct store_rollout *r, int64_t now_ms
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
 
 	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, r->state, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, rollout_state_name(r->state), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, (int)r->wave);
 	sqlite3_bind_int64(st, 4, r->wave_started_ms);
 	sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
@@ -1609,26 +1885,6 @@ static int sq_members(struct store *s, const char *rollout,
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int sq_rollout_desired(struct store *s, const char *host, char name[STORE_ID_MAX],
-			      uint64_t *version)
-{
-	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_DESIRED);
-	int rc;
-
-	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
-	/* rolled back to nothing: no rollout has a say */
-	if (!sqlite3_column_text(st, 0))
-		return -ENOENT;
-	snprintf(name, STORE_ID_MAX, "%s", sqlite3_column_text(st, 0));
-	*version = (uint64_t)sqlite3_column_int64(st, 1);
-	return 0;
-}
-
 static int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		     const char *const *probes, size_t nprobes, struct store_window *w)
 {
@@ -1751,6 +2007,7 @@ static const struct store_ops sqlite_ops = {
 	.ingest = sq_ingest,
 	.begin = sq_begin,
 	.commit = sq_commit,
+	.rollback = sq_rollback,
 	.host_json = sq_host_json,
 	.hosts = sq_hosts,
 	.hosts_page = sq_hosts_page,
@@ -1783,7 +2040,8 @@ static const struct store_ops sqlite_ops = {
 	.rollout_update = sq_rollout_update,
 	.rollout_start = sq_rollout_start,
 	.members = sq_members,
-	.rollout_desired = sq_rollout_desired,
+	.rollouts_started = sq_rollouts_started,
+	.changes = sq_changes,
 	.rollouts_active = sq_rollouts_active,
 	.rollout_gauges = sq_rollout_gauges,
 	.verdict_last = sq_verdict_last,
@@ -1796,6 +2054,18 @@ static const struct store_ops sqlite_ops = {
 int store_open(const char *path, struct store **out, char *err, size_t errlen)
 {
 	return sqlite_ops.open(path, out, err, errlen);
+}
+
+int store_open_reader(const char *path, struct store **out, char *err, size_t errlen)
+{
+	int r = sqlite_ops.open(path, out, err, errlen);
+
+	if (r == 0 && exec(DB(*out), "PRAGMA query_only = ON;") < 0) {
+		snprintf(err, errlen, "%s", sqlite3_errmsg(DB(*out)));
+		sq_close(*out);
+		r = -EIO;
+	}
+	return r;
 }
 
 void store_rollout_clear(struct store_rollout *r)

@@ -18,6 +18,7 @@
 
 #include "hist.h"
 #include "kmemctl/v1/report.pb-c.h"
+#include "rollout.h"
 
 #define STORE_ID_MAX 128
 
@@ -46,6 +47,16 @@ struct store_assignment {
 
 typedef int (*store_row_cb)(void *arg, const char *json);
 
+/*
+ * What changes when an assignment is added or a rollout moves, by this
+ * kmemd or another: cheap to read, so that desired.c reads it each tick and
+ * loads assignments and rollouts again only when it changed.
+ */
+struct store_changes {
+	int64_t assignments, assignment_last; /* how many; the newest id */
+	int64_t rollouts, rollouts_updated; /* how many; the sum of their updated_ms */
+};
+
 /* An enrollment secret, kept as its SHA-256 only. */
 struct store_secret {
 	int64_t id;
@@ -60,7 +71,7 @@ struct store_secret {
 struct store_rollout {
 	char name[STORE_ID_MAX];
 	char *spec_json; /* malloc'ed by rollout_get */
-	char state[16]; /* pending running holding paused rolling-back rolled-back done aborted */
+	enum rollout_state state; /* kept by rollout_state_name() */
 	unsigned wave; /* the wave running (or last run) */
 	int64_t wave_started_ms;
 	char reason[256]; /* of the last change of state */
@@ -88,7 +99,8 @@ struct store_member {
 
 /* A rollout for /metrics: progress, and the gate inputs of its last verdict. */
 struct store_rollout_gauges {
-	const char *name, *policy, *state; /* policy: "name@version" */
+	const char *name, *policy; /* policy: "name@version" */
+	enum rollout_state state;
 	unsigned wave, nwaves; /* wave 0-based */
 	uint64_t members, reached, running; /* running: reporting the rollout's policy */
 	bool judged; /* the numbers below are from a verdict */
@@ -167,16 +179,21 @@ struct store_ops {
 	 * One report, whole or not at all: the host's facts and states, probe
 	 * samples, counters and events. 1 (and nothing stored) when this is a
 	 * report stored before (the same seq and time from the same host).
+	 * Outside a batch a failed report stores nothing; inside one it may
+	 * have left part of itself in the batch, and the caller rolls the
+	 * batch back (no savepoint per report: that is most of its cost).
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 	/*
 	 * A batch: ingests between begin and commit are kept together, and
 	 * none is durable before commit returns 0 (a failed commit undoes
-	 * them all). Many reports per commit is what lets one kmemd keep up
-	 * with a fleet: each commit writes every page it touched.
+	 * them all; so does rollback). Many reports per commit is what lets
+	 * one kmemd keep up with a fleet: each commit writes every page it
+	 * touched.
 	 */
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
+	void (*rollback)(struct store *s);
 	/* The host's facts, labels, states and policies as one JSON object. */
 	int (*host_json)(struct store *s, const char *host_id, char **json);
 	/* Each host as a JSON object, in host id order. */
@@ -265,14 +282,10 @@ struct store_ops {
 	/* The members in plan order. */
 	int (*members)(struct store *s, const char *rollout,
 		       int (*cb)(void *arg, const struct store_member *m), void *arg);
-	/*
-	 * The policy the newest rollout that reached host wants there: its
-	 * policy while it runs or once done, the rollback target once rolled
-	 * back or aborted. 0 with name and version set, -ENOENT when no
-	 * rollout has a say.
-	 */
-	int (*rollout_desired)(struct store *s, const char *host, char name[STORE_ID_MAX],
-			       uint64_t *version);
+	/* Every rollout but pending ones, newest first; r's strings last until cb returns. */
+	int (*rollouts_started)(struct store *s,
+				int (*cb)(void *arg, const struct store_rollout *r), void *arg);
+	int (*changes)(struct store *s, struct store_changes *c);
 	/* Unfinished rollouts and those finished after since_ms, oldest first. */
 	int (*rollout_gauges)(struct store *s, int64_t since_ms,
 			      int (*cb)(void *arg, const struct store_rollout_gauges *g),
@@ -311,6 +324,9 @@ struct store {
  * -EPROTO: the file's schema is newer than this kmemd.
  */
 int store_open(const char *path, struct store **out, char *err, size_t errlen);
+
+/* The same, for a thread that only reads: the connection refuses writes. */
+int store_open_reader(const char *path, struct store **out, char *err, size_t errlen);
 
 void store_policy_clear(struct store_policy *p);
 

@@ -251,7 +251,7 @@ async function rollout(name) {
       return [k + 1, fmt.time(starts[k]), [reached.length, `reached-${k + 1}`], [reached.filter(running).length, `running-${k + 1}`],
         vs.length ? state(vs[vs.length - 1].verdict) : '-'];
     }), { id: 'waves' }),
-    el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines`),
+    el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines (computed ${fmt.time(s.computed_ms)})`),
     el('div', { class: 'charts' }, seriesCharts(s.series, 'canary vs baseline')),
     table('verdicts, oldest first, with the numbers behind them', ['When', 'Wave', 'Verdict', 'Gate', 'Reason', 'Numbers'],
       r.verdicts.map(v => [fmt.time(v.ts_ms), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)]),

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "desired.h"
 #include "engine.h"
 #include "hist.h"
 #include "rollout.h"
@@ -62,7 +63,8 @@ static void heard(void *arg, const struct engine_change *c)
 	struct fleet *f = arg;
 	size_t len = strlen(f->changes);
 
-	snprintf(f->changes + len, sizeof(f->changes) - len, "%s>%s:%s/%s ", c->was, c->ro->state,
+	snprintf(f->changes + len, sizeof(f->changes) - len, "%s>%s:%s/%s ",
+		 rollout_state_name(c->was), rollout_state_name(c->ro->state),
 		 c->v ? c->v->verdict : "-", c->v ? c->v->gate : "-");
 }
 
@@ -125,21 +127,29 @@ static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uin
 	assert_int_equal(f->st->ops->ingest(f->st, &rep, t), 0);
 }
 
-/* Every host at t, each running what the rollout wants there. */
+/* Every host at t, each running what the rollout wants there (daemon/desired.c). */
 static void all_report(struct fleet *f, int64_t t, size_t skip_from, size_t skip_to)
 {
+	Kmemctl__V1__HostFacts facts = KMEMCTL__V1__HOST_FACTS__INIT;
+	struct desired_skipped sk;
+	struct desired *d;
 	char name[STORE_ID_MAX];
 	uint64_t version;
 
+	assert_int_equal(desired_new(&d), 0);
+	assert_int_equal(desired_refresh(d, f->st, &sk), 1);
+	assert_int_equal(sk.n, 0);
 	for (size_t i = 0; i < N; i++) {
 		if (i >= skip_from && i < skip_to)
 			continue;
-		if (f->st->ops->rollout_desired(f->st, f->m[i].host, name, &version) < 0) {
+		facts.host_id = f->m[i].host;
+		if (desired_policy(d, &facts, name, &version) < 0) {
 			strcpy(name, "old");
 			version = 1;
 		}
 		report(f, i, t, name, version, 0, false);
 	}
+	desired_free(d);
 }
 
 /* Twelve hosts on policy old@1 and rollout r (doc) started at T0: wave 1 is m[0..2]. */
@@ -147,7 +157,7 @@ static void start(struct fleet *f, const char *doc)
 {
 	struct store_member sm[N];
 	struct rollout_spec spec;
-	struct store_rollout ro = { .name = "r", .state = "running", .wave_started_ms = T0 };
+	struct store_rollout ro = { .name = "r", .state = ROLLOUT_RUNNING, .wave_started_ms = T0 };
 	char err[256];
 
 	memset(f, 0, sizeof(*f));
@@ -188,7 +198,7 @@ static void expect_state(struct fleet *f, const char *state, unsigned wave)
 	struct store_rollout ro;
 
 	assert_int_equal(f->st->ops->rollout_get(f->st, "r", &ro), 0);
-	assert_string_equal(ro.state, state);
+	assert_string_equal(rollout_state_name(ro.state), state);
 	assert_int_equal(ro.wave, wave);
 	store_rollout_clear(&ro);
 }
@@ -354,7 +364,7 @@ static void test_paused(void **state)
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
 		all_report(&f, t, 0, 0);
 	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
-	strcpy(ro.state, "paused");
+	ro.state = ROLLOUT_PAUSED;
 	assert_int_equal(f.st->ops->rollout_update(f.st, &ro, NULL, T0 + 30 * MIN), 0);
 	store_rollout_clear(&ro);
 	tick(&f, T0 + 61 * MIN);

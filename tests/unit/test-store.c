@@ -435,7 +435,188 @@ static int rollouts_json(void *arg, const char *json)
 	return 0;
 }
 
-/* Rollouts kept, their members, and which policy they want where. */
+/* A report of one mitigation, rstat-yield, on with reason. */
+static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
+
+	f.host_id = "st-1";
+	rep.facts = &f;
+	rep.seq = seq;
+	rep.unix_ms = (int64_t)seq * 1000;
+	m.id = "rstat-yield";
+	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_ON;
+	m.mode = KMEMCTL__V1__MITIGATION_MODE__MITIGATION_MODE_ON;
+	m.source = KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_POLICY;
+	m.reason = (char *)reason;
+	rep.n_mitigations = 1;
+	rep.mitigations = mp;
+	return s->ops->ingest(s, &rep, now);
+}
+
+/* A mitigation's row is written when it changed, not on every report. */
+static void test_states_unchanged(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(report_state(s, 1, "on: enacted", 5000), 0);
+	assert_int_equal(report_state(s, 2, "on: enacted", 6000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 5000);
+	assert_int_equal(report_state(s, 3, "on: guard", 7000), 0);
+	assert_int_equal(count_rows("SELECT updated_ms FROM states WHERE host_id = 'st-1'"), 7000);
+	assert_int_equal(count_rows("SELECT count(*) FROM states"), 1);
+	s->ops->close(s);
+}
+
+/* A batch rolled back (a report in it failed) keeps none of its reports. */
+static void test_batch_rollback(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	report_at(s, "rb-2", 1, 1000, 1);
+	s->ops->rollback(s);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 0);
+	/* then the next batch, and a report outside any, are stored */
+	assert_int_equal(s->ops->begin(s), 0);
+	report_at(s, "rb-1", 1, 1000, 1);
+	assert_int_equal(s->ops->commit(s), 0);
+	report_at(s, "rb-2", 1, 1000, 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 2);
+	s->ops->close(s);
+}
+
+/* A report's histograms are one row; probes ending at other times get their own. */
+static void test_samples_packed(void **state)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT, g = KMEMCTL__V1__HISTOGRAM__INIT;
+	Kmemctl__V1__ProbeSample p[3], *pp[] = { &p[0], &p[1], &p[2] };
+	struct store_filter odd = { .probe = "we\"ird\n" };
+	uint64_t hc[] = { 1, 2 }, gc[] = { 4 };
+	struct seen v = { 0 };
+	struct store *s = fresh_store();
+	int i;
+
+	(void)state;
+	f.host_id = "pk-1";
+	rep.facts = &f;
+	rep.seq = 1;
+	rep.unix_ms = 1000;
+	h.first_bucket = 20;
+	h.n_counts = 2;
+	h.counts = hc;
+	h.count = 3;
+	h.max_ns = 77;
+	g.first_bucket = 20;
+	g.n_counts = 1;
+	g.counts = gc;
+	g.count = 4;
+	for (i = 0; i < 3; i++) {
+		kmemctl__v1__probe_sample__init(&p[i]);
+		p[i].end_unix_ms = 1000;
+		p[i].hist = i == 1 ? &g : &h;
+	}
+	p[0].probe = "vmap-purge";
+	p[1].probe = "we\"ird\n"; /* a name JSON must escape */
+	p[2].probe = "rstat-flush";
+	p[2].end_unix_ms = 900;
+	rep.n_probes = 3;
+	rep.probes = pp;
+	assert_int_equal(s->ops->ingest(s, &rep, 1000), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
+	assert_int_equal(
+		count_rows("SELECT count(*) FROM samples WHERE probe = 'rstat-flush'"
+			   " AND end_ms = 900 AND counts = x'01000000000000000200000000000000'"),
+		1);
+	/* each probe's counts are its own, out of the row's blob */
+	assert_int_equal(s->ops->samples(s, &odd, see, &v), 0);
+	assert_int_equal(v.rows, 1);
+	assert_int_equal(v.count, 4);
+	assert_int_equal(v.bucket20, 4);
+	s->ops->close(s);
+}
+
+/* Migration 7: a store's probe samples from before it read as they were. */
+static void test_migrate_samples(void **state)
+{
+	struct store_filter all = { .probe = "vmap-purge" };
+	struct seen v = { 0 };
+	struct store *s = fresh_store();
+	sqlite3 *db;
+
+	(void)state;
+	s->ops->close(s);
+	/* the file as kmemd wrote it before: samples a table, schema version 6 */
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "DROP VIEW samples; DROP TABLE report_samples;"
+			     "DELETE FROM schema_version WHERE version = 7;"
+			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
+			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
+			     " count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
+			     "INSERT INTO hosts (host_id, last_seq) VALUES ('old-1', 2);"
+			     "INSERT INTO samples VALUES ('old-1', 'vmap-purge', 0, 1000, 20,"
+			     " x'0300000000000000', 3, 300, 200),"
+			     " ('old-1', 'vmap-purge', 1000, 2000, 20, x'0500000000000000', 5, 500,"
+			     " 900), ('old-1', 'rstat-flush', 0, 1000, 20, x'0100000000000000', 1,"
+			     " 1, 1);",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store();
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 7);
+	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
+	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
+	assert_int_equal(v.rows, 2);
+	assert_int_equal(v.count, 8);
+	assert_int_equal(v.bucket20, 8);
+	assert_int_equal(v.max_ns, 900);
+	s->ops->close(s);
+}
+
+static int collect_started(void *arg, const struct store_rollout *r)
+{
+	char *out = arg;
+
+	assert_non_null(strstr(r->spec_json, r->name));
+	sprintf(out + strlen(out), "%s:%s:%u ", r->name, rollout_state_name(r->state), r->wave);
+	return 0;
+}
+
+/* The started rollouts, newest first, as "name:state:wave ". */
+static const char *started(struct store *s)
+{
+	static char list[256];
+
+	list[0] = 0;
+	assert_int_equal(s->ops->rollouts_started(s, collect_started, list), 0);
+	return list;
+}
+
+/* Whether changes() says something changed since *c, which it updates. */
+static bool changed(struct store *s, struct store_changes *c)
+{
+	struct store_changes now;
+
+	assert_int_equal(s->ops->changes(s, &now), 0);
+	if (!memcmp(&now, c, sizeof(now)))
+		return false;
+	*c = now;
+	return true;
+}
+
+/* Rollouts kept, their members, the started ones and when they changed. */
 static void test_rollouts(void **state)
 {
 	static const char spec[] = "{\"name\":\"r1\",\"policy\":\"web\",\"version\":6}";
@@ -447,9 +628,9 @@ static void test_rollouts(void **state)
 					    *lep[] = { &le };
 	struct store_member m[3];
 	struct store_rollout r;
-	char name[STORE_ID_MAX], list[256] = "", json[1024];
+	struct store_changes seen = { 0 };
+	char list[256] = "", json[1024];
 	const char *hosts[] = { "web-1", "web-2", "web-3" };
-	uint64_t version;
 	unsigned n = 0;
 	struct store *s;
 
@@ -475,7 +656,7 @@ static void test_rollouts(void **state)
 	assert_int_equal(s->ops->rollout_add(s, "r1", spec, 2001), -EEXIST);
 	assert_int_equal(s->ops->rollout_get(s, "r9", &r), -ENOENT);
 	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
-	assert_string_equal(r.state, "pending");
+	assert_int_equal(r.state, ROLLOUT_PENDING);
 	assert_string_equal(r.spec_json, spec);
 	store_rollout_clear(&r);
 	/* web-1 in wave 0; web-2 (ran base/4) and web-3 (ran nothing) in wave 1 */
@@ -487,7 +668,8 @@ static void test_rollouts(void **state)
 					      .prev_policy = i == 2 ? NULL : "base",
 					      .prev_version = 4 };
 	}
-	r = (struct store_rollout){ .name = "r1", .state = "pending" };
+	assert_true(changed(s, &seen));
+	r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_PENDING };
 	assert_int_equal(s->ops->rollout_start(s, &r, m, 3, 2500), 0);
 	assert_int_equal(s->ops->members(s, "r1", collect_members, list), 0);
 	assert_string_equal(list, "web-1+ web-2+ web-3- ");
@@ -497,28 +679,28 @@ static void test_rollouts(void **state)
 		char none[64] = "";
 
 		assert_int_equal(s->ops->rollout_add(s, "r0", spec, 2550), 0);
-		r = (struct store_rollout){ .name = "r0", .state = "running" };
+		r = (struct store_rollout){ .name = "r0", .state = ROLLOUT_RUNNING };
 		assert_int_equal(s->ops->rollout_start(s, &r, twice, 2, 2600), -EIO);
 		assert_int_equal(s->ops->members(s, "r0", collect_members, none), 0);
 		assert_string_equal(none, "");
 		assert_int_equal(s->ops->rollout_get(s, "r0", &r), 0);
-		assert_string_equal(r.state, "pending");
+		assert_int_equal(r.state, ROLLOUT_PENDING);
 		store_rollout_clear(&r);
 	}
 
-	/* pending: no say anywhere */
-	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), -ENOENT);
-	r = (struct store_rollout){ .name = "r1", .state = "running", .wave = 0 };
+	/* pending ones are not started; a start or an update is a change */
+	assert_true(changed(s, &seen));
+	assert_string_equal(started(s), "");
+	r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_RUNNING, .wave = 0 };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 3000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-1", name, &version), 0);
-	assert_string_equal(name, "web");
-	assert_int_equal(version, 6);
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), -ENOENT);
+	assert_true(changed(s, &seen));
+	assert_false(changed(s, &seen));
+	assert_string_equal(started(s), "r1:running:0 ");
 	r.wave = 1;
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 4000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
-	/* rolled back: each host to what it ran; web-3 ran nothing, so no say */
-	strcpy(r.state, "rolled-back");
+	assert_true(changed(s, &seen));
+	assert_string_equal(started(s), "r1:running:1 ");
+	r.state = ROLLOUT_ROLLED_BACK;
 	{
 		struct store_verdict v = { .wave = 1,
 					   .ts_ms = 5000,
@@ -549,10 +731,10 @@ static void test_rollouts(void **state)
 		free(status);
 		assert_int_equal(s->ops->rollout_status(s, "r9", &status), -ENOENT);
 		/* the verdict and the state go together: no rollout, no verdict */
-		r = (struct store_rollout){ .name = "r9", .state = "rolling-back" };
+		r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_ROLLING_BACK };
 		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), -ENOENT);
 		assert_int_equal(s->ops->verdict_last(s, "r9", &wave, verdict, gate), -ENOENT);
-		r = (struct store_rollout){ .name = "r1", .state = "rolled-back", .wave = 1 };
+		r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_ROLLED_BACK, .wave = 1 };
 	}
 	/* rolled back once every host reached runs its target: web-2 still runs web/6 */
 	{
@@ -578,10 +760,6 @@ static void test_rollouts(void **state)
 		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
 		assert_int_equal(pending, 0);
 	}
-	assert_int_equal(s->ops->rollout_desired(s, "web-2", name, &version), 0);
-	assert_string_equal(name, "base");
-	assert_int_equal(version, 4);
-	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), -ENOENT);
 	assert_int_equal(s->ops->rollouts(s, rollouts_json, json), 0);
 	assert_non_null(strstr(json, "\"state\":\"rolled-back\""));
 	assert_non_null(strstr(json, "\"members\":[1,2]"));
@@ -589,14 +767,13 @@ static void test_rollouts(void **state)
 	/* a newer rollout with a signed rollback version has the say */
 	assert_int_equal(s->ops->rollout_add(s, "r2", spec_rb, 6000), 0);
 	m[2].wave = 0;
-	r = (struct store_rollout){ .name = "r2", .state = "running" };
+	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_RUNNING };
 	assert_int_equal(s->ops->rollout_start(s, &r, &m[2], 1, 6500), 0);
-	r = (struct store_rollout){ .name = "r2", .state = "aborted", .wave = 0 };
+	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_ABORTED, .wave = 0 };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 7000), 0);
-	assert_int_equal(s->ops->rollout_desired(s, "web-3", name, &version), 0);
-	assert_string_equal(name, "web");
-	assert_int_equal(version, 7);
-	r = (struct store_rollout){ .name = "r9", .state = "running" };
+	assert_string_equal(started(s), "r2:aborted:0 r1:rolled-back:1 ");
+	assert_true(changed(s, &seen));
+	r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_RUNNING };
 	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 8000), -ENOENT);
 	s->ops->close(s);
 }
@@ -719,11 +896,13 @@ static void test_newer_schema(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),	     cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),	     cmocka_unit_test(test_enrollments),
-		cmocka_unit_test(test_names),	     cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_rollouts),     cmocka_unit_test(test_window),
-		cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_reports),		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),		cmocka_unit_test(test_enrollments),
+		cmocka_unit_test(test_names),		cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts),	cmocka_unit_test(test_window),
+		cmocka_unit_test(test_newer_schema),	cmocka_unit_test(test_states_unchanged),
+		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
+		cmocka_unit_test(test_migrate_samples),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
