@@ -100,6 +100,8 @@ static struct evhttp_connection *connect_as(const char *ca, const char *who)
 	snprintf(key, sizeof(key), "%s.key", who);
 	if (tls_client_ctx(&tc, &ctx) < 0 || tls_client_ssl(ctx, server_host, &ssl) < 0)
 		fail("no TLS context for %s", who);
+	/* the connection's SSL holds the context from here on */
+	SSL_CTX_free(ctx);
 	bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_CONNECTING,
 					     BEV_OPT_CLOSE_ON_FREE | BEV_OPT_DEFER_CALLBACKS);
 	c = bev ? evhttp_connection_base_bufferevent_new(base, NULL, bev, server_host,
