@@ -1,8 +1,9 @@
 #!/bin/bash
 # Golden tests of the admin API's JSON at the HTTP level: a real kmemd
 # over TLS on a SQLite store seeded with fixed rows (hosts, states,
-# telemetry, policies, assignments, rollouts with members and verdicts),
-# each admin GET route asked with curl and an admin certificate. The body
+# telemetry, policies, assignments, rollouts with members and verdicts;
+# JSON in them as kmemd writes it, numbers as jansson prints them), each
+# admin GET route asked with curl and an admin certificate. The body
 # and status of each must equal tests/golden/admin/CASE byte for byte,
 # but for computed_ms (when the series worker computed an answer).
 # UPDATE_GOLDEN=1 writes them instead.
@@ -94,10 +95,10 @@ INSERT INTO rollout_hosts VALUES ('r-back', 'h4', 'web', 0.5, 0, NULL, NULL);
 INSERT INTO rollout_hosts VALUES ('r-done', 'h1', '', 0.1, 0, 'base', 1);
 INSERT INTO rollout_hosts VALUES ('r-done', 'h2', '', 0.2, 0, 'base', 1);
 INSERT INTO verdicts VALUES (1, 'r-back', 0, $T - 1200000, 'inconclusive', 'baselines',
-	'matched baselines reported, fewer than 3', '{"canary":{"events":0,"hours":0.1}}');
+	'matched baselines reported, fewer than 3', '{"canary":{"events":0,"hours":0.125}}');
 INSERT INTO verdicts VALUES (2, 'r-back', 0, $T - 900000, 'fail', 'lockups',
-	'canaries locked up', '{"canary":{"events":2,"hours":0.3},"baseline":{"events":0,
-	"hours":0.3},"lockup_p":0.012}');
+	'canaries locked up', '{"canary":{"events":2,"hours":0.375},"baseline":{"events":0,
+	"hours":0.25},"lockup_p":0.012}');
 INSERT INTO verdicts VALUES (3, 'r-done', 0, $T - 4000000, 'pass', '', 'every gate passed',
 	'{}');
 COMMIT;
