@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin-json.h"
 #include "json-text.h"
 #include "kmemctl/v1/policy.pb-c.h"
 #include "log.h"
@@ -25,21 +26,13 @@
 #include "store.h"
 #include "text.h"
 
-int json_row_add(void *arg, const char *json)
-{
-	json_t *o = json_loads_lossy(json);
-
-	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
-}
-
 void reply_rows(struct evhttp_request *req, struct kmemd *k,
-		int (*list)(struct store *, store_row_cb, void *))
+		int (*build)(struct store *, json_t **))
 {
-	json_t *rows = json_array();
-	int r = rows ? list(k->store, json_row_add, rows) : -ENOMEM;
+	json_t *rows = NULL;
+	int r = build(k->store, &rows);
 
 	if (r < 0) {
-		json_decref(rows);
 		log_error("store query failed: %s", k->store->ops->error(k->store));
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
@@ -51,7 +44,7 @@ void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
 			 const struct tls_identity *peer)
 {
 	(void)peer;
-	reply_rows(req, k, k->store->ops->policies);
+	reply_rows(req, k, admin_json_policies);
 }
 
 static const char *verify_error(int r)

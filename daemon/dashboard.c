@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin-json.h"
 #include "json-text.h"
 #include "log.h"
 #include "requests.h"
@@ -121,7 +122,7 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 	after = evhttp_find_header(&q, "after");
 	match = evhttp_find_header(&q, "match");
 	if (!limit && !after && !match) {
-		reply_rows(req, k, k->store->ops->hosts);
+		reply_rows(req, k, admin_json_hosts);
 		goto out;
 	}
 	if (query_number(limit ?: "100", HOSTS_PAGE_MAX, &n) < 0 || n < 1 ||
@@ -129,12 +130,8 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		goto out;
 	}
-	rows = json_array();
-	r = rows ? k->store->ops->hosts_page(k->store, after, match, (unsigned)n, json_row_add,
-					     rows) :
-		   -ENOMEM;
+	r = admin_json_hosts_page(k->store, after, match, (unsigned)n, &rows);
 	if (r < 0) {
-		json_decref(rows);
 		store_failed(req, k);
 		goto out;
 	}

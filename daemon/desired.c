@@ -404,6 +404,8 @@ static void set(struct answer *a, const char *name, uint64_t version)
 static void decide(const struct desired *d, const Kmemctl__V1__HostFacts *f, struct answer *a)
 {
 	const struct member key = { .host = f->host_id }, *m;
+	const char *back;
+	uint64_t back_version;
 	size_t i;
 
 	a->found = false;
@@ -417,10 +419,9 @@ static void decide(const struct desired *d, const Kmemctl__V1__HostFacts *f, str
 			continue;
 		if (t == ROLLOUT_TARGET_POLICY)
 			set(a, ro->policy, ro->version);
-		else if (ro->rollback[0])
-			set(a, ro->rollback, ro->rollback_version);
-		else if (m->prev_policy)
-			set(a, m->prev_policy, m->prev_version);
+		else if (rollout_rollback_target(ro->rollback, ro->rollback_version, m->prev_policy,
+						 m->prev_version, &back, &back_version))
+			set(a, back, back_version);
 		/* rolled back to nothing: no rollout has a say, the assignments do */
 		if (a->found)
 			return;

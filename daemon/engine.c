@@ -214,18 +214,41 @@ static int commit(struct store *st, struct store_rollout *ro, enum rollout_state
 	return r;
 }
 
+/* Hosts a rollback reached that do not run its target yet. */
+struct pending {
+	const struct store_rollout *ro;
+	const struct rollout_spec *s;
+	uint64_t n;
+};
+
+static int count_pending(void *arg, const struct store_member *m)
+{
+	struct pending *p = arg;
+	const char *policy;
+	uint64_t version;
+
+	/* a revoked host (or one gone) runs nothing kmemd hands out */
+	if (m->wave > p->ro->wave || !m->host || m->revoked ||
+	    !rollout_rollback_target(p->s->rollback_policy, p->s->rollback_version, m->prev_policy,
+				     m->prev_version, &policy, &version))
+		return 0;
+	if (!m->policy || strcmp(m->policy, policy) != 0 || m->version != (int64_t)version)
+		p->n++;
+	return 0;
+}
+
 /*
  * The rollback is over once every host it reached runs its target; until
- * then the members in rollout_status() say who does not.
+ * then the members in a rollout's status say who does not.
  */
-static int rolling_back(struct store *st, struct store_rollout *ro, int64_t now, engine_cb cb,
-			void *arg)
+static int rolling_back(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
+			int64_t now, engine_cb cb, void *arg)
 {
-	char first[STORE_ID_MAX], reason[sizeof(ro->reason)];
-	uint64_t n;
-	int r = st->ops->rollback_pending(st, ro->name, &n, first);
+	struct pending p = { .ro = ro, .s = s };
+	char reason[sizeof(ro->reason)];
+	int r = st->ops->members(st, ro->name, count_pending, &p);
 
-	if (r < 0 || n)
+	if (r < 0 || p.n)
 		return r;
 	r = engine_transition(ro, ROLLOUT_EV_BACK, 0, now, reason, sizeof(reason));
 	if (r < 0)
@@ -335,12 +358,12 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 		free(s);
 		return r;
 	}
-	if (ro.state == ROLLOUT_ROLLING_BACK)
-		r = rolling_back(st, &ro, now, cb, arg);
 	/* kept documents were checked when created */
-	else if (rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, err, sizeof(err)) < 0 ||
-		 ro.wave >= s->nwaves)
+	if (rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, err, sizeof(err)) < 0 ||
+	    ro.wave >= s->nwaves)
 		r = -EINVAL;
+	else if (ro.state == ROLLOUT_ROLLING_BACK)
+		r = rolling_back(st, &ro, s, now, cb, arg);
 	else
 		r = judge(st, &ro, s, now, cb, arg);
 	store_rollout_clear(&ro);

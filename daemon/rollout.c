@@ -36,6 +36,21 @@ int rollout_state_parse(const char *name)
 	return -EINVAL;
 }
 
+bool rollout_rollback_target(const char *rollback, uint64_t rollback_version, const char *prev,
+			     uint64_t prev_version, const char **policy, uint64_t *version)
+{
+	if (rollback[0]) {
+		*policy = rollback;
+		*version = rollback_version;
+	} else if (prev) {
+		*policy = prev;
+		*version = prev_version;
+	} else {
+		return false;
+	}
+	return true;
+}
+
 enum rollout_target rollout_state_target(enum rollout_state s)
 {
 	return (unsigned)s < ROLLOUT_NSTATES ? states[s].target : ROLLOUT_TARGET_NONE;

@@ -75,6 +75,14 @@ const char *rollout_state_name(enum rollout_state s);
 /* The state of that name, or -EINVAL. */
 int rollout_state_parse(const char *name);
 enum rollout_target rollout_state_target(enum rollout_state s);
+/*
+ * The policy a member of a rollout goes back to: the rollout's rollback
+ * policy (rollback "": none), else what the member ran before (prev NULL:
+ * nothing). false when there is neither. The one statement of the rule:
+ * desired.c hands it out, engine.c waits for hosts to run it.
+ */
+bool rollout_rollback_target(const char *rollback, uint64_t rollback_version, const char *prev,
+			     uint64_t prev_version, const char **policy, uint64_t *version);
 
 /* -EINVAL with a one-line reason naming the key for anything but a valid document. */
 int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "admin-json.h"
 #include "desired.h"
 #include "engine.h"
 #include "log.h"
@@ -139,7 +140,7 @@ void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
 			 const struct tls_identity *peer)
 {
 	(void)peer;
-	reply_rows(req, k, k->store->ops->rollouts);
+	reply_rows(req, k, admin_json_rollouts);
 }
 
 /* ?name=N: one rollout with its members and its verdicts and their numbers. */
@@ -149,7 +150,8 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
 	struct evkeyvalq q = { 0 };
 	const char *name = NULL;
-	char *json = NULL, why[320];
+	json_t *o = NULL;
+	char why[320];
 	int r;
 
 	(void)peer;
@@ -160,7 +162,7 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 			    "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]");
 		goto out;
 	}
-	r = k->store->ops->rollout_status(k->store, name, &json);
+	r = admin_json_rollout_status(k->store, name, &o);
 	if (r == -ENOENT) {
 		snprintf(why, sizeof(why), "no rollout %s", name);
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
@@ -168,10 +170,9 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 		log_error("rollout status failed: %s", k->store->ops->error(k->store));
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 	} else {
-		reply_bytes(req, HTTP_OK, "OK", JSON_TYPE, json, strlen(json));
+		reply_json(req, HTTP_OK, "OK", o);
 	}
 out:
-	free(json);
 	evhttp_clear_headers(&q);
 }
 

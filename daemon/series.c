@@ -7,6 +7,7 @@
 
 #include "hist.h"
 #include "engine.h"
+#include "admin-json.h"
 #include "json-text.h"
 #include "rollout.h"
 #include "series.h"
@@ -243,21 +244,19 @@ int series_host(struct store *st, const char *host, int64_t from_ms, int64_t to_
 {
 	struct series *s = calloc(1, sizeof(*s));
 	json_t *o = NULL, *events, *h = NULL;
-	char *host_json = NULL;
 	int64_t first;
 	int r;
 
 	if (!s)
 		return -ENOMEM;
-	r = st->ops->host_json(st, host, &host_json);
+	r = admin_json_host(st, host, &h);
 	if (r < 0)
 		goto out;
-	h = json_loads_lossy(host_json);
 	first = json_integer_value(json_object_get(h, "first_seen_ms"));
 	/* a new host's charts start when it did */
 	if (!from_ms)
 		from_ms = first > to_ms - window_ms && first < to_ms ? first : to_ms - window_ms;
-	r = h ? series_init(s, from_ms, to_ms, step_ms) : -ENOMEM;
+	r = series_init(s, from_ms, to_ms, step_ms);
 	if (r < 0)
 		goto out;
 	s->events = json_array();
@@ -273,7 +272,6 @@ int series_host(struct store *st, const char *host, int64_t from_ms, int64_t to_
 out:
 	*out = o;
 	json_decref(h);
-	free(host_json);
 	series_free(s);
 	free(s);
 	return r;

@@ -67,11 +67,9 @@ bool content_type_is(struct evhttp_request *req, const char *type);
 #define PROTOBUF_TYPE "application/x-protobuf"
 #define JSON_TYPE "application/json"
 
-/* A store_row_cb adding each row to the JSON array arg. */
-int json_row_add(void *arg, const char *json);
-/* What list yields (JSON objects) as one JSON array. */
+/* What build makes of the store (admin-json.h), or 500 when the store fails. */
 void reply_rows(struct evhttp_request *req, struct kmemd *k,
-		int (*list)(struct store *, store_row_cb, void *));
+		int (*build)(struct store *, json_t **));
 /* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */
 void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);

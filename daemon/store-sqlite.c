@@ -2,7 +2,7 @@
 /*
  * The SQLite backend of kmemd's store (store.h): one file, WAL, schema
  * migrations counted in schema_version, every statement prepared once.
- * JSON for the admin API is built by SQLite's own json functions.
+ * It gives rows; the admin API's JSON is built by kmemd (admin-json.c).
  */
 #include <errno.h>
 #include <jansson.h>
@@ -124,7 +124,8 @@ enum stmt {
 	ST_SAMPLE_ADD,
 	ST_COUNTERS_ADD,
 	ST_EVENT_ADD,
-	ST_HOST_JSON,
+	ST_HOST,
+	ST_HOST_STATES,
 	ST_HOSTS,
 	ST_POLICY_ADD,
 	ST_POLICY_GET,
@@ -167,8 +168,8 @@ enum stmt {
 	ST_ROLLOUT_GAUGES,
 	ST_VERDICT_ADD,
 	ST_VERDICT_LAST,
-	ST_ROLLOUT_STATUS,
-	ST_ROLLBACK_PENDING,
+	ST_WAVE_COUNTS,
+	ST_VERDICTS,
 	ST_WINDOW_REPORTS,
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
@@ -186,19 +187,10 @@ enum stmt {
 	ST_N,
 };
 
-#define HOST_JSON                                                                                 \
-	"SELECT json_object('host_id', h.host_id, 'hostname', h.hostname,"                        \
-	" 'kernel_release', h.kernel_release, 'build_id', h.build_id,"                            \
-	" 'possible_cpus', h.possible_cpus, 'online_cpus', h.online_cpus,"                        \
-	" 'mem_total', h.mem_total, 'kasan', json(CASE h.kasan WHEN 1 THEN 'true' ELSE 'false' "  \
-	"END),"                                                                                   \
-	" 'module_version', h.module_version, 'labels', json(h.labels),"                          \
-	" 'first_seen_ms', h.first_seen_ms, 'last_seen_ms', h.last_seen_ms,"                      \
-	" 'last_seq', h.last_seq, 'revoked', json(CASE h.revoked WHEN 1 THEN 'true' ELSE"         \
-	" 'false' END), 'policy', json_object('name', h.policy_name,"                             \
-	" 'version', h.policy_version), 'mitigations', (SELECT json_group_array(json_object("     \
-	" 'id', s.id, 'state', s.state, 'mode', s.mode, 'source', s.source, 'reason', s.reason))" \
-	" FROM states s WHERE s.host_id = h.host_id)) FROM hosts h"
+#define HOST_ROW                                                                            \
+	"SELECT host_id, hostname, kernel_release, build_id, possible_cpus, online_cpus,"   \
+	" mem_total, kasan, module_version, labels, first_seen_ms, last_seen_ms, last_seq," \
+	" revoked, policy_name, policy_version FROM hosts"
 
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
@@ -234,15 +226,15 @@ static const char *const sql[ST_N] = {
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	[ST_HOST_JSON] = HOST_JSON " WHERE h.host_id = ?1",
-	[ST_HOSTS] = HOST_JSON " ORDER BY h.host_id",
+	[ST_HOST] = HOST_ROW " WHERE host_id = ?1",
+	[ST_HOST_STATES] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1"
+			   " ORDER BY id",
+	[ST_HOSTS] = HOST_ROW " ORDER BY host_id",
 	[ST_POLICY_ADD] = "INSERT INTO policies VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms FROM policies"
 			  " WHERE name = ?1 AND version = ?2",
-	[ST_POLICIES] =
-		"SELECT json_object('name', name, 'version', version, 'signer', signer,"
-		" 'key_id', key_id, 'signed', json(CASE WHEN bundle IS NULL THEN 'false' ELSE 'true' END), 'created_ms', created_ms,"
-		" 'document', json(document)) FROM policies ORDER BY name, version",
+	[ST_POLICIES] = "SELECT name, version, document, bundle IS NOT NULL, signer, key_id,"
+			" created_ms FROM policies ORDER BY name, version",
 	[ST_ASSIGN] = "INSERT INTO assignments (policy, version, selector, created_ms)"
 		      " VALUES (?1, ?2, ?3, ?4)",
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
@@ -304,22 +296,23 @@ static const char *const sql[ST_N] = {
 			  " FROM hosts WHERE revoked = 0 AND last_seq > 0 ORDER BY host_id",
 	[ST_ROLLOUT_ADD] = "INSERT INTO rollouts (name, spec, state, created_ms, updated_ms)"
 			   " VALUES (?1, ?2, ?4, ?3, ?3)",
-	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason FROM rollouts"
-			   " WHERE name = ?1",
-	[ST_ROLLOUTS] = "SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
-			" 'wave_started_ms', r.wave_started_ms, 'reason', r.reason,"
-			" 'created_ms', r.created_ms, 'updated_ms', r.updated_ms,"
-			" 'spec', json(r.spec), 'members', (SELECT json_group_array(n) FROM"
-			" (SELECT count(*) AS n FROM rollout_hosts m WHERE m.rollout = r.name"
-			" GROUP BY m.wave ORDER BY m.wave))) FROM rollouts r"
-			" ORDER BY r.created_ms DESC, r.name",
+	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason, created_ms,"
+			   " updated_ms FROM rollouts WHERE name = ?1",
+	[ST_ROLLOUTS] = "SELECT name, spec, state, wave, wave_started_ms, reason, created_ms,"
+			" updated_ms FROM rollouts ORDER BY created_ms DESC, name",
+	[ST_WAVE_COUNTS] = "SELECT count(*) FROM rollout_hosts WHERE rollout = ?1"
+			   " GROUP BY wave ORDER BY wave",
 	[ST_ROLLOUT_UPDATE] = "UPDATE rollouts SET state = ?2, wave = ?3, wave_started_ms = ?4,"
 			      " reason = ?5, updated_ms = ?6 WHERE name = ?1",
 	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	[ST_MEMBERS] = "SELECT host_id, stratum, position, wave, prev_policy, prev_version"
-		       " FROM rollout_hosts WHERE rollout = ?1 ORDER BY wave, position, host_id",
-	[ST_ROLLOUTS_STARTED] = "SELECT name, spec, state, wave, wave_started_ms, reason"
-				" FROM rollouts WHERE state != ?1 ORDER BY created_ms DESC, name",
+	[ST_MEMBERS] = "SELECT m.host_id, m.stratum, m.position, m.wave, m.prev_policy,"
+		       " m.prev_version, h.host_id IS NOT NULL, h.revoked, h.policy_name,"
+		       " h.policy_version, h.last_seen_ms FROM rollout_hosts m"
+		       " LEFT JOIN hosts h ON h.host_id = m.host_id WHERE m.rollout = ?1"
+		       " ORDER BY m.wave, m.position, m.host_id",
+	[ST_ROLLOUTS_STARTED] =
+		"SELECT name, spec, state, wave, wave_started_ms, reason,"
+		" created_ms, updated_ms FROM rollouts WHERE state != ?1 ORDER BY created_ms DESC, name",
 	[ST_CHANGES] = "SELECT (SELECT count(*) FROM assignments),"
 		       " (SELECT coalesce(max(id), 0) FROM assignments),"
 		       " (SELECT count(*) FROM rollouts),"
@@ -354,30 +347,8 @@ static const char *const sql[ST_N] = {
 		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_VERDICT_LAST] = "SELECT wave, verdict, gate FROM verdicts WHERE rollout = ?1"
 			    " ORDER BY id DESC LIMIT 1",
-	[ST_ROLLOUT_STATUS] =
-		"SELECT json_object('name', r.name, 'state', r.state, 'wave', r.wave,"
-		" 'wave_started_ms', r.wave_started_ms, 'reason', r.reason,"
-		" 'created_ms', r.created_ms, 'updated_ms', r.updated_ms, 'spec', json(r.spec),"
-		" 'members', (SELECT json_group_array(json_object('host_id', m.host_id,"
-		" 'stratum', m.stratum, 'wave', m.wave, 'previous', CASE WHEN m.prev_policy IS NULL"
-		" THEN NULL ELSE json_object('name', m.prev_policy, 'version', m.prev_version) END,"
-		" 'policy', json_object('name', h.policy_name, 'version', h.policy_version),"
-		" 'last_seen_ms', h.last_seen_ms)) FROM (SELECT * FROM rollout_hosts"
-		" WHERE rollout = r.name ORDER BY wave, position, host_id) m"
-		" LEFT JOIN hosts h ON h.host_id = m.host_id),"
-		" 'verdicts', (SELECT json_group_array(json_object('wave', v.wave, 'ts_ms', v.ts_ms,"
-		" 'verdict', v.verdict, 'gate', v.gate, 'reason', v.reason, 'detail',"
-		" json(v.detail))) FROM (SELECT * FROM verdicts WHERE rollout = r.name"
-		" ORDER BY id) v)) FROM rollouts r WHERE r.name = ?1",
-	/* reached hosts with a rollback target, not revoked, not running it yet */
-	[ST_ROLLBACK_PENDING] =
-		"SELECT count(*), min(m.host_id) FROM rollout_hosts m"
-		" JOIN rollouts r ON r.name = m.rollout JOIN hosts h ON h.host_id = m.host_id"
-		" WHERE m.rollout = ?1 AND m.wave <= r.wave AND h.revoked = 0"
-		" AND coalesce(json_extract(r.spec, '$.rollback.policy'), m.prev_policy) NOT NULL"
-		" AND (h.policy_name IS NOT coalesce(json_extract(r.spec, '$.rollback.policy'),"
-		" m.prev_policy) OR h.policy_version IS NOT"
-		" coalesce(json_extract(r.spec, '$.rollback.version'), m.prev_version))",
+	[ST_VERDICTS] = "SELECT wave, ts_ms, verdict, gate, reason, detail FROM verdicts"
+			" WHERE rollout = ?1 ORDER BY id",
 	[ST_WINDOW_REPORTS] = "SELECT min(unix_ms), max(unix_ms) FROM counters"
 			      " WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3",
 	/*
@@ -416,9 +387,9 @@ static const char *const sql[ST_N] = {
 		" SELECT t.name, '', (SELECT count(*) FROM hosts WHERE last_seq > 0"
 		" AND revoked = 0 AND last_seen_ms < CAST(strftime('%s', 'now') AS INTEGER)"
 		" * 1000 - t.ms) FROM t ORDER BY t.ms",
-	[ST_HOSTS_PAGE] = HOST_JSON " WHERE h.host_id > ?1 AND (?2 IS NULL OR"
-				    " instr(h.host_id, ?2) OR instr(h.hostname, ?2)"
-				    " OR instr(h.kernel_release, ?2)) ORDER BY h.host_id LIMIT ?3",
+	[ST_HOSTS_PAGE] = HOST_ROW " WHERE host_id > ?1 AND (?2 IS NULL OR instr(host_id, ?2)"
+				   " OR instr(hostname, ?2) OR instr(kernel_release, ?2))"
+				   " ORDER BY host_id LIMIT ?3",
 	/* one host's rows over a window, by the host indexes and the rollups' key */
 	[ST_HOST_REPORTS] = "SELECT unix_ms FROM counters WHERE host_id = ?1"
 			    " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
@@ -458,11 +429,10 @@ struct sqlite_store {
  * then.
  */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,	    [ST_HOST_JSON] = true,	  [ST_POLICY_GET] = true,
-	[ST_REVOKED] = true,	    [ST_SECRET_FIND] = true,	  [ST_ENROLLED] = true,
-	[ST_ROLLUP_GET] = true,	    [ST_ROLLOUT_GET] = true,	  [ST_ROLLOUT_STATUS] = true,
-	[ST_VERDICT_LAST] = true,   [ST_ROLLBACK_PENDING] = true, [ST_CHANGES] = true,
-	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,	[ST_HOST] = true,	    [ST_POLICY_GET] = true,
+	[ST_REVOKED] = true,	[ST_SECRET_FIND] = true,    [ST_ENROLLED] = true,
+	[ST_ROLLUP_GET] = true, [ST_ROLLOUT_GET] = true,    [ST_VERDICT_LAST] = true,
+	[ST_CHANGES] = true,	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
 static void release_held(struct sqlite_store *q)
@@ -1024,46 +994,98 @@ static void sq_rollback(struct store *s)
 		exec(DB(s), "ROLLBACK");
 }
 
-static int rows(struct store *s, sqlite3_stmt *st, store_row_cb cb, void *arg)
+static const char *text_or_empty(sqlite3_stmt *st, int col)
 {
-	int r = 0, rc;
+	const unsigned char *t = sqlite3_column_text(st, col);
 
-	(void)s;
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
-		r = cb(arg, (const char *)sqlite3_column_text(st, 0));
+	return t ? (const char *)t : "";
+}
+
+static const char *text_or_null(sqlite3_stmt *st, int col)
+{
+	return (const char *)sqlite3_column_text(st, col);
+}
+
+static int64_t int_or_null(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? STORE_NULL :
+							     sqlite3_column_int64(st, col);
+}
+
+/* Each row of st (a HOST_ROW query), then its states. */
+static int host_rows_each(struct store *s, sqlite3_stmt *st, const struct store_host_cb *cb,
+			  void *arg, bool one)
+{
+	char id[STORE_ID_MAX];
+	struct store_host h;
+	sqlite3_stmt *ms;
+	int r = 0, rc, mrc;
+	bool found = false;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		found = true;
+		h = (struct store_host){
+			.host_id = text_or_empty(st, 0),
+			.hostname = text_or_null(st, 1),
+			.kernel_release = text_or_null(st, 2),
+			.build_id = text_or_null(st, 3),
+			.possible_cpus = int_or_null(st, 4),
+			.online_cpus = int_or_null(st, 5),
+			.mem_total = int_or_null(st, 6),
+			.kasan = sqlite3_column_int(st, 7) == 1,
+			.module_version = text_or_null(st, 8),
+			.labels_json = text_or_empty(st, 9),
+			.first_seen_ms = int_or_null(st, 10),
+			.last_seen_ms = int_or_null(st, 11),
+			.last_seq = int_or_null(st, 12),
+			.revoked = sqlite3_column_int(st, 13) == 1,
+			.policy = text_or_null(st, 14),
+			.policy_version = int_or_null(st, 15),
+		};
+		r = cb->host(arg, &h);
+		if (r)
+			break;
+		/* stmt() lets go of a one-row statement's row */
+		snprintf(id, sizeof(id), "%s", h.host_id);
+		ms = stmt(s, ST_HOST_STATES);
+		sqlite3_bind_text(ms, 1, id, -1, SQLITE_STATIC);
+		while (r == 0 && (mrc = sqlite3_step(ms)) == SQLITE_ROW) {
+			const struct store_host_state m = {
+				.id = text_or_null(ms, 0),
+				.state = text_or_null(ms, 1),
+				.mode = text_or_null(ms, 2),
+				.source = text_or_null(ms, 3),
+				.reason = text_or_null(ms, 4),
+			};
+			r = cb->state(arg, &m);
+		}
+		if (r == 0 && mrc != SQLITE_DONE)
+			return -EIO;
+		if (one)
+			return 0;
+	}
 	if (r)
 		return r;
-	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-/* The one JSON value a statement makes of key; -ENOENT when it makes none. */
-static int one_json(struct store *s, enum stmt which, const char *key, char **json)
-{
-	sqlite3_stmt *st = stmt(s, which);
-	int rc;
-
-	sqlite3_bind_text(st, 1, key, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
+	if (rc != SQLITE_DONE)
 		return -EIO;
-	*json = strdup((const char *)sqlite3_column_text(st, 0));
-	return *json ? 0 : -ENOMEM;
+	return one && !found ? -ENOENT : 0;
 }
 
-static int sq_host_json(struct store *s, const char *host_id, char **json)
+static int sq_host(struct store *s, const char *host_id, const struct store_host_cb *cb, void *arg)
 {
-	return one_json(s, ST_HOST_JSON, host_id, json);
+	sqlite3_stmt *st = stmt(s, ST_HOST);
+
+	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
+	return host_rows_each(s, st, cb, arg, true);
 }
 
-static int sq_hosts(struct store *s, store_row_cb cb, void *arg)
+static int sq_hosts(struct store *s, const struct store_host_cb *cb, void *arg)
 {
-	return rows(s, stmt(s, ST_HOSTS), cb, arg);
+	return host_rows_each(s, stmt(s, ST_HOSTS), cb, arg, false);
 }
 
 static int sq_hosts_page(struct store *s, const char *after, const char *match, unsigned limit,
-			 store_row_cb cb, void *arg)
+			 const struct store_host_cb *cb, void *arg)
 {
 	sqlite3_stmt *st = stmt(s, ST_HOSTS_PAGE);
 
@@ -1071,7 +1093,7 @@ static int sq_hosts_page(struct store *s, const char *after, const char *match, 
 	if (match && *match)
 		sqlite3_bind_text(st, 2, match, -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, (int)limit);
-	return rows(s, st, cb, arg);
+	return host_rows_each(s, st, cb, arg, false);
 }
 
 static int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms)
@@ -1091,13 +1113,6 @@ static int sq_policy_add(struct store *s, const struct store_policy *p, int64_t 
 	if (rc == SQLITE_CONSTRAINT)
 		return -EEXIST;
 	return rc == SQLITE_DONE ? 0 : -EIO;
-}
-
-static const char *text_or_empty(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-
-	return t ? (const char *)t : "";
 }
 
 static int sq_policy_get(struct store *s, const char *name, uint64_t version,
@@ -1135,9 +1150,28 @@ static int sq_policy_get(struct store *s, const char *name, uint64_t version,
 	return 0;
 }
 
-static int sq_policies(struct store *s, store_row_cb cb, void *arg)
+static int sq_policies(struct store *s, int (*cb)(void *arg, const struct store_policy *p),
+		       void *arg)
 {
-	return rows(s, stmt(s, ST_POLICIES), cb, arg);
+	sqlite3_stmt *st = stmt(s, ST_POLICIES);
+	struct store_policy p;
+	int r = 0, rc;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&p, 0, sizeof(p));
+		snprintf(p.name, sizeof(p.name), "%s", text_or_empty(st, 0));
+		p.version = (uint64_t)sqlite3_column_int64(st, 1);
+		p.document_json = (char *)text_or_empty(st, 2);
+		/* whether it is signed is what a listing says of the bundle */
+		p.bundle = sqlite3_column_int(st, 3) ? (uint8_t *)"" : NULL;
+		snprintf(p.signer, sizeof(p.signer), "%s", text_or_empty(st, 4));
+		snprintf(p.key_id, sizeof(p.key_id), "%s", text_or_empty(st, 5));
+		p.created_ms = sqlite3_column_int64(st, 6);
+		r = cb(arg, &p);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 static int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id)
@@ -1624,7 +1658,10 @@ static int sq_rollout_add(struct store *s, const char *name, const char *spec_js
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* The state, wave, wave start and reason columns from col on; -EINVAL: a state kmemd does not know. */
+/*
+ * The state, wave, wave start, reason, created and updated columns from col
+ * on; -EINVAL: a state kmemd does not know.
+ */
 static int column_rollout(sqlite3_stmt *st, int col, struct store_rollout *r)
 {
 	int state = rollout_state_parse(text_or_empty(st, col));
@@ -1633,8 +1670,11 @@ static int column_rollout(sqlite3_stmt *st, int col, struct store_rollout *r)
 		return state;
 	r->state = (enum rollout_state)state;
 	r->wave = (unsigned)sqlite3_column_int(st, col + 1);
-	r->wave_started_ms = sqlite3_column_int64(st, col + 2);
+	r->wave_started_ms = int_or_null(st, col + 2);
 	snprintf(r->reason, sizeof(r->reason), "%s", text_or_empty(st, col + 3));
+	r->has_reason = sqlite3_column_type(st, col + 3) != SQLITE_NULL;
+	r->created_ms = int_or_null(st, col + 4);
+	r->updated_ms = int_or_null(st, col + 5);
 	return 0;
 }
 
@@ -1691,9 +1731,34 @@ static int sq_changes(struct store *s, struct store_changes *c)
 	return 0;
 }
 
-static int sq_rollouts(struct store *s, store_row_cb cb, void *arg)
+static int sq_rollouts(struct store *s,
+		       int (*cb)(void *arg, const struct store_rollout *r, const uint64_t *members,
+				 size_t n),
+		       void *arg)
 {
-	return rows(s, stmt(s, ST_ROLLOUTS), cb, arg);
+	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS), *wc;
+	uint64_t members[ROLLOUT_MAX_WAVES];
+	struct store_rollout r;
+	size_t n;
+	int rc, wrc, ret = 0;
+
+	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&r, 0, sizeof(r));
+		snprintf(r.name, sizeof(r.name), "%s", text_or_empty(st, 0));
+		r.spec_json = (char *)text_or_empty(st, 1);
+		if (column_rollout(st, 2, &r) < 0)
+			return -EIO;
+		wc = stmt(s, ST_WAVE_COUNTS);
+		sqlite3_bind_text(wc, 1, r.name, -1, SQLITE_STATIC);
+		for (n = 0; (wrc = sqlite3_step(wc)) == SQLITE_ROW && n < ARRAY_SIZE(members); n++)
+			members[n] = (uint64_t)sqlite3_column_int64(wc, 0);
+		if (wrc != SQLITE_DONE)
+			return -EIO;
+		ret = cb(arg, &r, members, n);
+	}
+	if (ret)
+		return ret;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 /* States by name from first on, as rollout.c names them. */
@@ -1704,14 +1769,19 @@ static void bind_states(sqlite3_stmt *st, int first, const enum rollout_state *s
 				  SQLITE_STATIC);
 }
 
-static int sq_rollouts_active(struct store *s, store_row_cb cb, void *arg)
+static int sq_rollouts_active(struct store *s, store_name_cb cb, void *arg)
 {
 	static const enum rollout_state moving[] = { ROLLOUT_RUNNING, ROLLOUT_HOLDING,
 						     ROLLOUT_PAUSED, ROLLOUT_ROLLING_BACK };
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS_ACTIVE);
+	int r = 0, rc;
 
 	bind_states(st, 1, moving, ARRAY_SIZE(moving));
-	return rows(s, st, cb, arg);
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = cb(arg, text_or_empty(st, 0));
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 static int sq_rollout_gauges(struct store *s, int64_t since_ms,
@@ -1817,22 +1887,28 @@ static int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave,
 	return 0;
 }
 
-static int sq_rollout_status(struct store *s, const char *name, char **json)
+static int sq_verdicts(struct store *s, const char *rollout,
+		       int (*cb)(void *arg, const struct store_verdict *v), void *arg)
 {
-	return one_json(s, ST_ROLLOUT_STATUS, name, json);
-}
-
-static int sq_rollback_pending(struct store *s, const char *rollout, uint64_t *n,
-			       char first[STORE_ID_MAX])
-{
-	sqlite3_stmt *st = stmt(s, ST_ROLLBACK_PENDING);
+	sqlite3_stmt *st = stmt(s, ST_VERDICTS);
+	struct store_verdict v;
+	int r = 0, rc;
 
 	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
-	if (sqlite3_step(st) != SQLITE_ROW)
-		return -EIO;
-	*n = (uint64_t)sqlite3_column_int64(st, 0);
-	snprintf(first, STORE_ID_MAX, "%s", text_or_empty(st, 1));
-	return 0;
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		v = (struct store_verdict){
+			.wave = (unsigned)sqlite3_column_int(st, 0),
+			.ts_ms = sqlite3_column_int64(st, 1),
+			.verdict = text_or_null(st, 2),
+			.gate = text_or_null(st, 3),
+			.reason = text_or_null(st, 4),
+			.detail_json = text_or_null(st, 5),
+		};
+		r = cb(arg, &v);
+	}
+	if (r)
+		return r;
+	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
 static int sq_rollout_start(struct store *s, const struct store_rollout *ro,
@@ -1878,6 +1954,11 @@ static int sq_members(struct store *s, const char *rollout,
 		m.wave = (unsigned)sqlite3_column_int(st, 3);
 		m.prev_policy = sqlite3_column_text(st, 4) ? text_or_empty(st, 4) : NULL;
 		m.prev_version = (uint64_t)sqlite3_column_int64(st, 5);
+		m.host = sqlite3_column_int(st, 6) != 0;
+		m.revoked = sqlite3_column_int(st, 7) == 1;
+		m.policy = text_or_null(st, 8);
+		m.version = int_or_null(st, 9);
+		m.last_seen_ms = int_or_null(st, 10);
 		r = cb(arg, &m);
 	}
 	if (r)
@@ -2008,7 +2089,7 @@ static const struct store_ops sqlite_ops = {
 	.begin = sq_begin,
 	.commit = sq_commit,
 	.rollback = sq_rollback,
-	.host_json = sq_host_json,
+	.host = sq_host,
 	.hosts = sq_hosts,
 	.hosts_page = sq_hosts_page,
 	.policy_add = sq_policy_add,
@@ -2045,8 +2126,7 @@ static const struct store_ops sqlite_ops = {
 	.rollouts_active = sq_rollouts_active,
 	.rollout_gauges = sq_rollout_gauges,
 	.verdict_last = sq_verdict_last,
-	.rollout_status = sq_rollout_status,
-	.rollback_pending = sq_rollback_pending,
+	.verdicts = sq_verdicts,
 	.window = sq_window,
 	.host_rows = sq_host_rows,
 };

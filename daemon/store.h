@@ -1,13 +1,17 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kmemd's store: every byte kmemd keeps goes through this interface, and
- * all of its SQL lives in one backend file per database. SQLite (WAL) is
- * the default, store-sqlite.c; a PostgreSQL backend for several kmemd
- * instances is another `struct store_ops` in another file.
+ * kmemd's store: every byte kmemd keeps goes through this interface. It
+ * loads and saves rows and decides nothing: which policy a host runs is
+ * desired.c's, a rollout's moves are engine.c's, and the admin API's JSON
+ * is built by its handlers (admin-json.c). All SQL lives in its backend's
+ * files, one per area as struct store_ops groups them below. SQLite (WAL)
+ * is the default, store-sqlite*.c; a PostgreSQL backend for several kmemd
+ * instances is another `struct store_ops` in another set of files.
  *
  * Functions return 0 or a negative errno: -ENOENT nothing found, -EEXIST
  * a second version with the same number, -EIO a database error (logged by
- * the caller with store_error()).
+ * the caller with store_error()). Strings and blobs a callback is given
+ * last until it returns.
  */
 #ifndef KMEMD_STORE_H
 #define KMEMD_STORE_H
@@ -21,6 +25,8 @@
 #include "rollout.h"
 
 #define STORE_ID_MAX 128
+/* An integer column that holds nothing (SQL's NULL). */
+#define STORE_NULL INT64_MIN
 
 struct store;
 
@@ -45,7 +51,30 @@ struct store_assignment {
 	int64_t created_ms;
 };
 
-typedef int (*store_row_cb)(void *arg, const char *json);
+/* A host as stored: what its last report said, and whether it is revoked. */
+struct store_host {
+	const char *host_id;
+	const char *hostname, *kernel_release, *build_id, *module_version; /* NULL: not known */
+	int64_t possible_cpus, online_cpus, mem_total; /* STORE_NULL: not known */
+	bool kasan, revoked;
+	const char *labels_json; /* a JSON object */
+	int64_t first_seen_ms, last_seen_ms, last_seq; /* STORE_NULL: never */
+	const char *policy; /* the policy it reports running; NULL: none */
+	int64_t policy_version; /* STORE_NULL with policy NULL */
+};
+
+/* A mitigation of a host as its last report said. */
+struct store_host_state {
+	const char *id, *state, *mode, *source, *reason;
+};
+
+/* What host(), hosts() and hosts_page() give: each host, then its states in id order. */
+struct store_host_cb {
+	int (*host)(void *arg, const struct store_host *h);
+	int (*state)(void *arg, const struct store_host_state *m);
+};
+
+typedef int (*store_name_cb)(void *arg, const char *name);
 
 /*
  * What changes when an assignment is added or a rollout moves, by this
@@ -73,8 +102,11 @@ struct store_rollout {
 	char *spec_json; /* malloc'ed by rollout_get */
 	enum rollout_state state; /* kept by rollout_state_name() */
 	unsigned wave; /* the wave running (or last run) */
-	int64_t wave_started_ms;
+	int64_t wave_started_ms; /* STORE_NULL: not started */
 	char reason[256]; /* of the last change of state */
+	bool has_reason; /* false: it never changed state */
+	int64_t created_ms,
+		updated_ms; /* read, not written: rollout_add and rollout_update set them */
 };
 
 /* A wave's verdict, with the numbers behind it (daemon/gates.h). */
@@ -95,6 +127,12 @@ struct store_member {
 	unsigned wave;
 	const char *prev_policy; /* NULL: none */
 	uint64_t prev_version;
+	/* read from its host, not written: */
+	bool host; /* false: there is no such host (nothing below) */
+	bool revoked;
+	const char *policy; /* what it reports running; NULL: none */
+	int64_t version; /* STORE_NULL with policy NULL */
+	int64_t last_seen_ms; /* STORE_NULL: never */
 };
 
 /* A rollout for /metrics: progress, and the gate inputs of its last verdict. */
@@ -169,21 +207,17 @@ struct store_host_rows {
 typedef int (*store_sample_cb)(void *arg, const struct store_sample *s);
 typedef int (*store_tally_cb)(void *arg, const char *a, const char *b, uint64_t n);
 
+/*
+ * A backend: one set of files per database, one file per area (the
+ * comments below), the SQL of each op next to it.
+ */
 struct store_ops {
+	/* Common: the connection, batches, and letting go of snapshots. */
 	const char *name;
 	/* err: why it failed, for the caller to log */
 	int (*open)(const char *where, struct store **out, char *err, size_t errlen);
 	void (*close)(struct store *s);
 	const char *(*error)(struct store *s);
-	/*
-	 * One report, whole or not at all: the host's facts and states, probe
-	 * samples, counters and events. 1 (and nothing stored) when this is a
-	 * report stored before (the same seq and time from the same host).
-	 * Outside a batch a failed report stores nothing; inside one it may
-	 * have left part of itself in the batch, and the caller rolls the
-	 * batch back (no savepoint per report: that is most of its cost).
-	 */
-	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 	/*
 	 * A batch: ingests between begin and commit are kept together, and
 	 * none is durable before commit returns 0 (a failed commit undoes
@@ -194,20 +228,54 @@ struct store_ops {
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);
 	void (*rollback)(struct store *s);
-	/* The host's facts, labels, states and policies as one JSON object. */
-	int (*host_json)(struct store *s, const char *host_id, char **json);
-	/* Each host as a JSON object, in host id order. */
-	int (*hosts)(struct store *s, store_row_cb cb, void *arg);
+	/*
+	 * Called between event-loop rounds, when no query is being iterated:
+	 * queries left on a row let go of their read snapshot, so that the store
+	 * sees other writers (an operator's sqlite3) and checkpoints can reset
+	 * the write-ahead log.
+	 */
+	void (*idle)(struct store *s);
+
+	/* Ingest: reports in, and the telemetry they left read back. */
+	/*
+	 * One report, whole or not at all: the host's facts and states, probe
+	 * samples, counters and events. 1 (and nothing stored) when this is a
+	 * report stored before (the same seq and time from the same host).
+	 * Outside a batch a failed report stores nothing; inside one it may
+	 * have left part of itself in the batch, and the caller rolls the
+	 * batch back (no savepoint per report: that is most of its cost).
+	 */
+	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
+	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
+		       void *arg);
+	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
+	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
+	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+		      const char *const *probes, size_t nprobes, struct store_window *w);
+	/* host's reports, events and probe samples over [from_ms, to_ms), for charts. */
+	int (*host_rows)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+			 const struct store_host_rows *cb, void *arg);
+
+	/* Hosts and policies: assignments, secrets, enrollment, names, revocation, audit. */
+	/* One host and its states; -ENOENT. */
+	int (*host)(struct store *s, const char *host_id, const struct store_host_cb *cb,
+		    void *arg);
+	/* Each host, in host id order. */
+	int (*hosts)(struct store *s, const struct store_host_cb *cb, void *arg);
 	/*
 	 * Up to limit hosts after the id after ("": from the first), those
 	 * whose id, hostname or kernel release contain match (NULL: all).
 	 */
 	int (*hosts_page)(struct store *s, const char *after, const char *match, unsigned limit,
-			  store_row_cb cb, void *arg);
+			  const struct store_host_cb *cb, void *arg);
+	/* Every host not revoked, in host id order. */
+	int (*host_facts)(struct store *s, store_facts_cb cb, void *arg);
 	int (*policy_add)(struct store *s, const struct store_policy *p, int64_t now_ms);
 	int (*policy_get)(struct store *s, const char *name, uint64_t version,
 			  struct store_policy *p);
-	int (*policies)(struct store *s, store_row_cb cb, void *arg);
+	/* Each version by name and version; p->bundle (NULL: unsigned) is the stored one. */
+	int (*policies)(struct store *s, int (*cb)(void *arg, const struct store_policy *p),
+			void *arg);
 	int (*assign)(struct store *s, const struct store_assignment *a, int64_t now_ms,
 		      int64_t *id);
 	/* Assignments newest first, until cb returns non-zero. */
@@ -219,16 +287,6 @@ struct store_ops {
 	int (*revoke)(struct store *s, const char *host_id, int64_t now_ms);
 	/* 1 revoked, 0 not, or a negative errno. */
 	int (*revoked)(struct store *s, const char *host_id);
-	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
-		       void *arg);
-	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
-	/*
-	 * Called between event-loop rounds, when no query is being iterated:
-	 * queries left on a row let go of their read snapshot, so that the store
-	 * sees other writers (an operator's sqlite3) and checkpoints can reset
-	 * the write-ahead log.
-	 */
-	void (*idle)(struct store *s);
 	/* A new enrollment secret (id, uses and revoked are not read). */
 	int (*secret_add)(struct store *s, const struct store_secret *sec, int64_t *id);
 	/* The secret whose hex SHA-256 this is; -ENOENT. */
@@ -250,6 +308,45 @@ struct store_ops {
 		     int (*cb)(void *arg, int kind, const char *name, const char *host), void *arg);
 	int (*name_add)(struct store *s, int kind, const char *name, const char *host,
 			int64_t now_ms);
+
+	/* Rollouts: their documents, states, members and verdicts. */
+	/* A new rollout, pending; -EEXIST when the name is taken. */
+	int (*rollout_add)(struct store *s, const char *name, const char *spec_json,
+			   int64_t now_ms);
+	/* -ENOENT when there is none; store_rollout_clear() after. */
+	int (*rollout_get)(struct store *s, const char *name, struct store_rollout *r);
+	/* Each rollout newest first, with its member count per wave (waves in order). */
+	int (*rollouts)(struct store *s,
+			int (*cb)(void *arg, const struct store_rollout *r, const uint64_t *members,
+				  size_t n),
+			void *arg);
+	/* The names of rollouts the engine moves: running, holding, paused, rolling back. */
+	int (*rollouts_active)(struct store *s, store_name_cb cb, void *arg);
+	/* Its state, wave, wave start and reason as r says, with verdict v (NULL: none), together. */
+	int (*rollout_update)(struct store *s, const struct store_rollout *r,
+			      const struct store_verdict *v, int64_t now_ms);
+	/* A pending rollout's n members, and r's state, all or nothing. */
+	int (*rollout_start)(struct store *s, const struct store_rollout *r,
+			     const struct store_member *m, size_t n, int64_t now_ms);
+	/* The members in plan order, with what their hosts run now. */
+	int (*members)(struct store *s, const char *rollout,
+		       int (*cb)(void *arg, const struct store_member *m), void *arg);
+	/* Every rollout but pending ones, newest first. */
+	int (*rollouts_started)(struct store *s,
+				int (*cb)(void *arg, const struct store_rollout *r), void *arg);
+	int (*changes)(struct store *s, struct store_changes *c);
+	/* Unfinished rollouts and those finished after since_ms, oldest first. */
+	int (*rollout_gauges)(struct store *s, int64_t since_ms,
+			      int (*cb)(void *arg, const struct store_rollout_gauges *g),
+			      void *arg);
+	/* The wave, verdict and gate of the rollout's last verdict; -ENOENT: none yet. */
+	int (*verdict_last)(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
+			    char gate[32]);
+	/* The rollout's verdicts, oldest first. */
+	int (*verdicts)(struct store *s, const char *rollout,
+			int (*cb)(void *arg, const struct store_verdict *v), void *arg);
+
+	/* Upkeep: telemetry expired and rolled up. */
 	/* Drops telemetry (raw, hourly, events) older than before_ms; how many rows. */
 	int (*expire)(struct store *s, int64_t before_ms, uint64_t *rows);
 	/*
@@ -262,55 +359,6 @@ struct store_ops {
 	 */
 	int (*rollup)(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX],
 		      unsigned max_hosts, uint64_t *rows);
-	/* Every host not revoked, in host id order. */
-	int (*host_facts)(struct store *s, store_facts_cb cb, void *arg);
-	/* A new rollout, pending; -EEXIST when the name is taken. */
-	int (*rollout_add)(struct store *s, const char *name, const char *spec_json,
-			   int64_t now_ms);
-	/* -ENOENT when there is none; store_rollout_clear() after. */
-	int (*rollout_get)(struct store *s, const char *name, struct store_rollout *r);
-	/* Each rollout as a JSON object (with its member count per wave), newest first. */
-	int (*rollouts)(struct store *s, store_row_cb cb, void *arg);
-	/* The names of rollouts the engine moves: running, holding, paused, rolling back. */
-	int (*rollouts_active)(struct store *s, store_row_cb cb, void *arg);
-	/* Its state, wave, wave start and reason as r says, with verdict v (NULL: none), together. */
-	int (*rollout_update)(struct store *s, const struct store_rollout *r,
-			      const struct store_verdict *v, int64_t now_ms);
-	/* A pending rollout's n members, and r's state, all or nothing. */
-	int (*rollout_start)(struct store *s, const struct store_rollout *r,
-			     const struct store_member *m, size_t n, int64_t now_ms);
-	/* The members in plan order. */
-	int (*members)(struct store *s, const char *rollout,
-		       int (*cb)(void *arg, const struct store_member *m), void *arg);
-	/* Every rollout but pending ones, newest first; r's strings last until cb returns. */
-	int (*rollouts_started)(struct store *s,
-				int (*cb)(void *arg, const struct store_rollout *r), void *arg);
-	int (*changes)(struct store *s, struct store_changes *c);
-	/* Unfinished rollouts and those finished after since_ms, oldest first. */
-	int (*rollout_gauges)(struct store *s, int64_t since_ms,
-			      int (*cb)(void *arg, const struct store_rollout_gauges *g),
-			      void *arg);
-	/* The wave, verdict and gate of the rollout's last verdict; -ENOENT: none yet. */
-	int (*verdict_last)(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
-			    char gate[32]);
-	/*
-	 * One rollout as JSON: what rollouts() gives, its members in plan order
-	 * (stratum, wave, previous policy, the policy each runs now) and its
-	 * verdicts oldest first.
-	 */
-	int (*rollout_status)(struct store *s, const char *name, char **json);
-	/*
-	 * How many hosts a rolled-back rollout reached that do not run its
-	 * rollback target yet (revoked ones aside), and the first of them.
-	 */
-	int (*rollback_pending)(struct store *s, const char *rollout, uint64_t *n,
-				char first[STORE_ID_MAX]);
-	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
-	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-		      const char *const *probes, size_t nprobes, struct store_window *w);
-	/* host's reports, events and probe samples over [from_ms, to_ms), for charts. */
-	int (*host_rows)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-			 const struct store_host_rows *cb, void *arg);
 };
 
 void store_rollout_clear(struct store_rollout *r);

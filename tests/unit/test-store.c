@@ -14,7 +14,75 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "admin-json.h"
 #include "store.h"
+
+/* The admin API's JSON of the store's rows (admin-json.h), as text. */
+static int json_text_of(int r, json_t *o, char **text)
+{
+	*text = NULL;
+	if (r == 0) {
+		*text = json_dumps(o, JSON_COMPACT);
+		json_decref(o);
+	}
+	return r;
+}
+
+static int host_text(struct store *s, const char *host, char **text)
+{
+	json_t *o = NULL;
+	int r = admin_json_host(s, host, &o);
+
+	return json_text_of(r, o, text);
+}
+
+static int status_text(struct store *s, const char *name, char **text)
+{
+	json_t *o = NULL;
+	int r = admin_json_rollout_status(s, name, &o);
+
+	return json_text_of(r, o, text);
+}
+
+/* The last rollout's JSON, in 1024 bytes. */
+static int rollouts_text(struct store *s, char *json)
+{
+	json_t *o = NULL;
+	char *text = NULL;
+	int r = admin_json_rollouts(s, &o);
+
+	r = json_text_of(r, o, &text);
+
+	if (r == 0)
+		snprintf(json, 1024, "%s", text);
+	free(text);
+	return r;
+}
+
+struct member_find {
+	const char *host;
+	char *out;
+};
+
+static int member_find(void *arg, const struct store_member *m)
+{
+	struct member_find *f = arg;
+
+	if (strcmp(m->host_id, f->host) == 0)
+		snprintf(f->out, STORE_ID_MAX + 24, "%s@%lld", m->policy ?: "",
+			 (long long)m->version);
+	return 0;
+}
+
+/* What host, a member of rollout, runs now: "name@version". */
+static const char *member_policy(struct store *s, const char *rollout, const char *host, char *out)
+{
+	struct member_find f = { .host = host, .out = out };
+
+	out[0] = 0;
+	assert_int_equal(s->ops->members(s, rollout, member_find, &f), 0);
+	return out;
+}
 
 static char path[4096];
 
@@ -91,7 +159,7 @@ static void test_reports(void **state)
 	rep.unix_ms = p.end_unix_ms = e.unix_ms = 2000;
 	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_TRIPPED;
 	assert_int_equal(s->ops->ingest(s, &rep, 7000), 0);
-	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
+	assert_int_equal(host_text(s, "web-1", &json), 0);
 	assert_non_null(strstr(json, "\"host_id\":\"web-1\""));
 	/* nothing but the time changed, within a minute: the row was not rewritten */
 	assert_non_null(strstr(json, "\"last_seen_ms\":5000"));
@@ -99,11 +167,11 @@ static void test_reports(void **state)
 			       "{\"id\":\"rstat-yield\",\"state\":\"tripped\",\"mode\":\"on\","
 			       "\"source\":\"policy\",\"reason\":\"on: enacted\"}"));
 	free(json);
-	assert_int_equal(s->ops->host_json(s, "web-2", &json), -ENOENT);
+	assert_int_equal(host_text(s, "web-2", &json), -ENOENT);
 	/* a minute on, last_seen moves */
 	rep.seq = 3;
 	assert_int_equal(s->ops->ingest(s, &rep, 65001), 0);
-	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
+	assert_int_equal(host_text(s, "web-1", &json), 0);
 	assert_non_null(strstr(json, "\"last_seen_ms\":65001"));
 	assert_non_null(strstr(json, "\"last_seq\":3"));
 	free(json);
@@ -112,7 +180,7 @@ static void test_reports(void **state)
 	rep.seq = 2;
 	rep.n_mitigations = 0;
 	assert_int_equal(s->ops->ingest(s, &rep, 7500), 0);
-	assert_int_equal(s->ops->host_json(s, "web-1", &json), 0);
+	assert_int_equal(host_text(s, "web-1", &json), 0);
 	assert_non_null(strstr(json, "\"mitigations\":[]"));
 	free(json);
 	rep.seq = 1;
@@ -429,12 +497,6 @@ static int collect_members(void *arg, const struct store_member *m)
 	return 0;
 }
 
-static int rollouts_json(void *arg, const char *json)
-{
-	snprintf(arg, 1024, "%s", json);
-	return 0;
-}
-
 /* A report of one mitigation, rstat-yield, on with reason. */
 static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
 {
@@ -717,7 +779,7 @@ static void test_rollouts(void **state)
 		assert_int_equal(wave, 1);
 		assert_string_equal(verdict, "fail");
 		assert_string_equal(gate, "lockups");
-		assert_int_equal(s->ops->rollout_status(s, "r1", &status), 0);
+		assert_int_equal(status_text(s, "r1", &status), 0);
 		assert_non_null(strstr(status, "\"verdicts\":[{\"wave\":1,\"ts_ms\":5000,"
 					       "\"verdict\":\"fail\",\"gate\":\"lockups\""));
 		assert_non_null(strstr(status, "\"detail\":{\"lockup_p\":0.001}}]"));
@@ -729,38 +791,33 @@ static void test_rollouts(void **state)
 				       "\"host_id\":\"web-3\",\"stratum\":\"b/cpus<=4/web\","
 				       "\"wave\":1,\"previous\":null"));
 		free(status);
-		assert_int_equal(s->ops->rollout_status(s, "r9", &status), -ENOENT);
+		assert_int_equal(status_text(s, "r9", &status), -ENOENT);
 		/* the verdict and the state go together: no rollout, no verdict */
 		r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_ROLLING_BACK };
 		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), -ENOENT);
 		assert_int_equal(s->ops->verdict_last(s, "r9", &wave, verdict, gate), -ENOENT);
 		r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_ROLLED_BACK, .wave = 1 };
 	}
-	/* rolled back once every host reached runs its target: web-2 still runs web/6 */
+	/* members say what their hosts run now, for the engine to see a rollback through */
 	{
-		uint64_t pending;
-		char first[STORE_ID_MAX];
+		char policy[STORE_ID_MAX + 24];
 
-		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
-		assert_int_equal(pending, 0);
+		assert_string_equal(member_policy(s, "r1", "web-2", policy), "base@4");
 		f.host_id = "web-2";
 		rep.seq = 2;
 		rep.unix_ms = 5100;
 		rep.policy_name = "web";
 		rep.policy_version = 6;
 		assert_int_equal(s->ops->ingest(s, &rep, 5100), 0);
-		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
-		assert_int_equal(pending, 1);
-		assert_string_equal(first, "web-2");
+		assert_string_equal(member_policy(s, "r1", "web-2", policy), "web@6");
 		rep.seq = 3;
 		rep.unix_ms = 5200;
 		rep.policy_name = "base";
 		rep.policy_version = 4;
 		assert_int_equal(s->ops->ingest(s, &rep, 5200), 0);
-		assert_int_equal(s->ops->rollback_pending(s, "r1", &pending, first), 0);
-		assert_int_equal(pending, 0);
+		assert_string_equal(member_policy(s, "r1", "web-2", policy), "base@4");
 	}
-	assert_int_equal(s->ops->rollouts(s, rollouts_json, json), 0);
+	assert_int_equal(rollouts_text(s, json), 0);
 	assert_non_null(strstr(json, "\"state\":\"rolled-back\""));
 	assert_non_null(strstr(json, "\"members\":[1,2]"));
 

@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The admin API's JSON from the store's rows. The store only loads and
+ * saves; what an operator reads is shaped here, in one place, and a second
+ * store backend answers the same bytes. SQL NULL is JSON null.
+ */
+#include <errno.h>
+
+#include "admin-json.h"
+#include "json-text.h"
+#include "rollout.h"
+
+static json_t *text_or_null(const char *s)
+{
+	return s ? json_text(s) : json_null();
+}
+
+static json_t *int_or_null(int64_t v)
+{
+	return v == STORE_NULL ? json_null() : json_integer(v);
+}
+
+/* A JSON document kept as text (a spec, a label set, a verdict's numbers); NULL: null. */
+static json_t *doc_or_null(const char *text)
+{
+	return text ? json_loads_lossy(text) : json_null();
+}
+
+/* {"name": policy, "version": version}, either null. */
+static json_t *policy_ref(const char *policy, int64_t version)
+{
+	return json_pack("{s:o, s:o}", "name", text_or_null(policy), "version",
+			 int_or_null(version));
+}
+
+static int add_host(void *arg, const struct store_host *h)
+{
+	json_t *o = json_pack(
+		"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o,"
+		" s:b, s:o, s:[]}",
+		"host_id", json_text(h->host_id), "hostname", text_or_null(h->hostname),
+		"kernel_release", text_or_null(h->kernel_release), "build_id",
+		text_or_null(h->build_id), "possible_cpus", int_or_null(h->possible_cpus),
+		"online_cpus", int_or_null(h->online_cpus), "mem_total", int_or_null(h->mem_total),
+		"kasan", h->kasan, "module_version", text_or_null(h->module_version), "labels",
+		doc_or_null(h->labels_json), "first_seen_ms", int_or_null(h->first_seen_ms),
+		"last_seen_ms", int_or_null(h->last_seen_ms), "last_seq", int_or_null(h->last_seq),
+		"revoked", h->revoked, "policy", policy_ref(h->policy, h->policy_version),
+		"mitigations");
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+/* A state goes to the host added last. */
+static int add_state(void *arg, const struct store_host_state *m)
+{
+	json_t *host = json_array_get(arg, json_array_size(arg) - 1);
+	json_t *o = json_pack("{s:o, s:o, s:o, s:o, s:o}", "id", text_or_null(m->id), "state",
+			      text_or_null(m->state), "mode", text_or_null(m->mode), "source",
+			      text_or_null(m->source), "reason", text_or_null(m->reason));
+
+	return o && json_array_append_new(json_object_get(host, "mitigations"), o) == 0 ? 0 :
+											  -ENOMEM;
+}
+
+static const struct store_host_cb host_cb = { .host = add_host, .state = add_state };
+
+/* r < 0: *rows let go; else *out is it. */
+static int done(int r, json_t *rows, json_t **out)
+{
+	if (r < 0) {
+		json_decref(rows);
+		return r;
+	}
+	*out = rows;
+	return 0;
+}
+
+int admin_json_hosts(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->hosts(st, &host_cb, rows) : -ENOMEM, rows, out);
+}
+
+int admin_json_hosts_page(struct store *st, const char *after, const char *match, unsigned limit,
+			  json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->hosts_page(st, after, match, limit, &host_cb, rows) : -ENOMEM,
+		    rows, out);
+}
+
+int admin_json_host(struct store *st, const char *host_id, json_t **out)
+{
+	json_t *rows = json_array();
+	int r = rows ? st->ops->host(st, host_id, &host_cb, rows) : -ENOMEM;
+
+	if (r == 0)
+		*out = json_incref(json_array_get(rows, 0));
+	json_decref(rows);
+	return r;
+}
+
+static int add_policy(void *arg, const struct store_policy *p)
+{
+	json_t *o = json_pack("{s:o, s:I, s:o, s:o, s:b, s:I, s:o}", "name", json_text(p->name),
+			      "version", (json_int_t)p->version, "signer", json_text(p->signer),
+			      "key_id", json_text(p->key_id), "signed", p->bundle != NULL,
+			      "created_ms", (json_int_t)p->created_ms, "document",
+			      doc_or_null(p->document_json));
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_policies(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->policies(st, add_policy, rows) : -ENOMEM, rows, out);
+}
+
+/* What a rollout's listing and its status both say of it. */
+static json_t *rollout_json(const struct store_rollout *r)
+{
+	return json_pack("{s:o, s:s, s:I, s:o, s:o, s:o, s:o, s:o}", "name", json_text(r->name),
+			 "state", rollout_state_name(r->state), "wave", (json_int_t)r->wave,
+			 "wave_started_ms", int_or_null(r->wave_started_ms), "reason",
+			 r->has_reason ? json_text(r->reason) : json_null(), "created_ms",
+			 int_or_null(r->created_ms), "updated_ms", int_or_null(r->updated_ms),
+			 "spec", doc_or_null(r->spec_json));
+}
+
+static int add_rollout(void *arg, const struct store_rollout *r, const uint64_t *members, size_t n)
+{
+	json_t *o = rollout_json(r), *counts = json_array();
+	size_t i;
+	int ret = o && counts ? 0 : -ENOMEM;
+
+	for (i = 0; ret == 0 && i < n; i++)
+		ret = json_array_append_new(counts, json_integer((json_int_t)members[i]));
+	if (ret < 0) {
+		json_decref(counts);
+		json_decref(o);
+		return ret;
+	}
+	/* both steal their value, also when they fail */
+	if (json_object_set_new(o, "members", counts) < 0) {
+		json_decref(o);
+		return -ENOMEM;
+	}
+	return json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_rollouts(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->rollouts(st, add_rollout, rows) : -ENOMEM, rows, out);
+}
+
+static int add_member(void *arg, const struct store_member *m)
+{
+	json_t *prev = m->prev_policy ? policy_ref(m->prev_policy, (int64_t)m->prev_version) :
+					json_null();
+	json_t *o = json_pack("{s:o, s:o, s:I, s:o, s:o, s:o}", "host_id", json_text(m->host_id),
+			      "stratum", text_or_null(m->stratum), "wave", (json_int_t)m->wave,
+			      "previous", prev, "policy", policy_ref(m->policy, m->version),
+			      "last_seen_ms", int_or_null(m->last_seen_ms));
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+static int add_verdict(void *arg, const struct store_verdict *v)
+{
+	json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "wave", (json_int_t)v->wave,
+			      "ts_ms", (json_int_t)v->ts_ms, "verdict", text_or_null(v->verdict),
+			      "gate", text_or_null(v->gate), "reason", text_or_null(v->reason),
+			      "detail", doc_or_null(v->detail_json));
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_rollout_status(struct store *st, const char *name, json_t **out)
+{
+	struct store_rollout r;
+	json_t *o = NULL, *members = json_array(), *verdicts = json_array();
+	int ret = members && verdicts ? st->ops->rollout_get(st, name, &r) : -ENOMEM;
+
+	if (ret < 0)
+		goto fail;
+	o = rollout_json(&r);
+	store_rollout_clear(&r);
+	ret = o ? st->ops->members(st, name, add_member, members) : -ENOMEM;
+	if (ret == 0)
+		ret = st->ops->verdicts(st, name, add_verdict, verdicts);
+	if (ret == 0) {
+		/* both steal their value, also when they fail */
+		int a = json_object_set_new(o, "members", members);
+		int b = json_object_set_new(o, "verdicts", verdicts);
+
+		members = verdicts = NULL;
+		ret = a < 0 || b < 0 ? -ENOMEM : 0;
+	}
+	if (ret == 0) {
+		*out = o;
+		return 0;
+	}
+fail:
+	json_decref(o);
+	json_decref(members);
+	json_decref(verdicts);
+	return ret;
+}
