@@ -5,11 +5,8 @@
  * request read whole goes to the router (router.h).
  */
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,10 +20,10 @@
 
 #include "conn.h"
 #include "hostport.h"
+#include "http.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
-#include "http.h"
 #include "router.h"
 #include "tls.h"
 
@@ -47,7 +44,7 @@ static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 	return conn_new(base, s->ctx);
 }
 
-/* A request read whole: admitted to its connection's share, then routed. */
+/* A request read whole, on a connection within max_connections, goes to the router. */
 static void on_request(struct evhttp_request *req, void *arg)
 {
 	struct server *s = arg;

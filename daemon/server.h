@@ -20,8 +20,8 @@
 #include "http.h"
 #include "kmemd.h"
 #include "selector.h"
-#include "store.h"
 #include "router.h"
+#include "store.h"
 #include "tls.h"
 
 /* A store_row_cb adding each row to the JSON array arg. */
