@@ -16,7 +16,6 @@
 #include "json-text.h"
 #include "kmemctl/v1/policy.pb-c.h"
 #include "log.h"
-#include "message-ids.h"
 #include "macro.h"
 #include "policydoc.h"
 #include "report-check.h"
@@ -33,8 +32,7 @@ void reply_rows(struct evhttp_request *req, struct kmemd *k,
 	int r = build(k->store, &rows);
 
 	if (r < 0) {
-		log_error("store query failed: %s", k->store->ops->error(k->store));
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		reply_store_failed(req, k);
 		return;
 	}
 	reply_json(req, HTTP_OK, "OK", rows);
@@ -65,8 +63,8 @@ static const char *verify_error(int r)
 static int signed_policy(struct evhttp_request *req, struct kmemd *k, const uint8_t *body,
 			 size_t len, struct store_policy *p, char *why, size_t whylen)
 {
-	Kmemctl__V1__PolicyPayload *payload = NULL;
-	Kmemctl__V1__SignedPolicy *sp;
+	_cleanup_pb_ Kmemctl__V1__PolicyPayload *payload = NULL;
+	_cleanup_pb_ Kmemctl__V1__SignedPolicy *sp = NULL;
 	int r;
 
 	(void)req;
@@ -85,9 +83,6 @@ static int signed_policy(struct evhttp_request *req, struct kmemd *k, const uint
 	if (p->bundle)
 		memcpy(p->bundle, body, len);
 	p->bundle_len = len;
-	if (sp)
-		kmemctl__v1__signed_policy__free_unpacked(sp, NULL);
-	kmemctl__v1__policy_payload__free_unpacked(payload, NULL);
 	return p->document_json && p->bundle ? 0 : -ENOMEM;
 }
 
@@ -95,11 +90,11 @@ static int signed_policy(struct evhttp_request *req, struct kmemd *k, const uint
 static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, struct store_policy *p,
 			   char *why, size_t whylen)
 {
-	json_t *o, *doc = NULL;
+	_cleanup_json_ json_t *o = NULL;
+	json_t *doc = NULL;
 	const char *name = NULL;
 	json_int_t version = 0;
 	json_error_t je;
-	int r = -EINVAL;
 
 	if (k->cfg->require_signature) {
 		snprintf(why, whylen,
@@ -112,31 +107,29 @@ static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, str
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "name", &name, "version",
 				 &version, "document", &doc) < 0) {
 		snprintf(why, whylen, "want {\"name\", \"version\", \"document\"}: %s", je.text);
-		goto out;
+		return -EINVAL;
 	}
 	if (version < 1) {
 		snprintf(why, whylen, "\"version\" must be a positive integer");
-		goto out;
+		return -EINVAL;
 	}
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->version = (uint64_t)version;
 	p->document_json = json_dumps(doc, JSON_COMPACT);
-	r = p->document_json ? 0 : -ENOMEM;
-out:
-	json_decref(o);
-	return r;
+	return p->document_json ? 0 : -ENOMEM;
 }
 
 void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	struct store_policy p = { 0 };
+	_cleanup_(store_policy_clear) struct store_policy p = { 0 };
 	struct policy_doc doc;
-	char why[512], detail[256];
+	char why[512];
 	const uint8_t *body;
 	size_t len;
 	int r;
 
+	(void)peer;
 	body = request_body(req, &len);
 	if (!body) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", "empty body");
@@ -177,132 +170,88 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 			    r == -EIO	 ? HTTP_INTERNAL :
 					   HTTP_BADREQUEST,
 			    r == -EEXIST ? "Conflict" : "Bad Request", why);
-		store_policy_clear(&p);
 		return;
 	}
-	snprintf(detail, sizeof(detail), "%s/%llu%s", p.name, (unsigned long long)p.version,
-		 p.bundle ? "" : " (unsigned)");
-	kmemd_audit(k, MID_POLICY_UPLOADED, peer->cn, "policy.add", NULL, detail);
+	audit_detail(req, NULL, "%s/%llu%s", p.name, (unsigned long long)p.version,
+		     p.bundle ? "" : " (unsigned)");
 	reply_json(req, 201, "Created",
 		   json_pack("{s:s, s:I, s:b}", "name", p.name, "version", (json_int_t)p.version,
 			     "signed", p.bundle != NULL));
-	store_policy_clear(&p);
 }
 
 void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 			     const struct tls_identity *peer)
 {
+	_cleanup_(store_policy_clear) struct store_policy p = { 0 };
+	_cleanup_free_ char *selector_json = NULL;
 	struct store_assignment a = { 0 };
-	struct store_policy p;
-	struct selector sel;
-	json_t *o, *selector = NULL;
+	_cleanup_json_ json_t *o = NULL;
+	json_t *selector = NULL;
 	const char *policy = NULL;
 	json_int_t version = 0;
-	char why[256], detail[512];
-	const uint8_t *body;
-	json_error_t je;
+	struct selector sel;
+	char why[256] = "out of memory";
 	int64_t id;
-	size_t len;
-	int r;
 
-	body = request_json(req, &len);
-	if (!body)
+	(void)peer;
+	o = request_json_unpack(req, "want {\"policy\", \"version\", \"selector\"}", true,
+				"{s:s, s:I, s:o}", "policy", &policy, "version", &version,
+				"selector", &selector);
+	if (!o)
 		return;
-	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "policy", &policy,
-				 "version", &version, "selector", &selector) < 0) {
-		snprintf(why, sizeof(why), "want {\"policy\", \"version\", \"selector\"}: %s",
-			 je.text);
-		goto bad;
+	selector_json = json_dumps(selector, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!selector_json ||
+	    selector_parse(selector_json, strlen(selector_json), &sel, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+		return;
 	}
-	a.selector_json = json_dumps(selector, JSON_COMPACT | JSON_SORT_KEYS);
-	if (!a.selector_json ||
-	    selector_parse(a.selector_json, strlen(a.selector_json), &sel, why, sizeof(why)) < 0)
-		goto bad;
 	if (version < 1 || k->store->ops->policy_get(k->store, policy, (uint64_t)version, &p) < 0) {
 		snprintf(why, sizeof(why), "no policy %s version %lld", policy, (long long)version);
-		json_decref(o);
-		free(a.selector_json);
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
 		return;
 	}
-	r = p.bundle ? 0 : -EPERM;
-	store_policy_clear(&p);
-	if (r < 0) {
+	if (!p.bundle) {
 		snprintf(why, sizeof(why),
 			 "policy %s version %lld is unsigned: agents run signed "
 			 "policies only",
 			 policy, (long long)version);
-		json_decref(o);
-		free(a.selector_json);
 		reply_error(req, 409, "Conflict", why);
 		return;
 	}
 	snprintf(a.policy, sizeof(a.policy), "%s", policy);
 	a.version = (uint64_t)version;
-	r = k->store->ops->assign(k->store, &a, kmemd_now_ms(), &id);
-	if (r < 0) {
-		json_decref(o);
-		free(a.selector_json);
+	a.selector_json = selector_json;
+	if (k->store->ops->assign(k->store, &a, kmemd_now_ms(), &id) < 0) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "%s/%llu to %s", a.policy, (unsigned long long)a.version,
-		 a.selector_json);
-	kmemd_audit(k, MID_POLICY_ASSIGNED, peer->cn, "policy.assign", NULL, detail);
+	audit_detail(req, NULL, "%s/%llu to %s", a.policy, (unsigned long long)a.version,
+		     a.selector_json);
 	kmemd_desired_refresh(k);
 	reply_json(req, 201, "Created", json_pack("{s:I}", "id", (json_int_t)id));
-	json_decref(o);
-	free(a.selector_json);
-	return;
-bad:
-	json_decref(o);
-	free(a.selector_json);
-	reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
 }
 
-/* {"host": ID} of a request; NULL when it is not that (400 sent). json: free it after. */
-static const char *host_body(struct evhttp_request *req, json_t **json)
-{
-	const char *host = NULL;
-	const uint8_t *body;
-	json_error_t je;
-	size_t len;
-
-	*json = NULL;
-	body = request_json(req, &len);
-	if (!body)
-		return NULL;
-	*json = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!*json || json_unpack_ex(*json, &je, JSON_STRICT, "{s:s}", "host", &host) < 0 ||
-	    !text_name_valid(host, REPORT_HOST_ID_MAX)) {
-		json_decref(*json);
-		*json = NULL;
-		reply_error(req, HTTP_BADREQUEST, "Bad Request",
-			    "want {\"host\": ID} with an id of 1 to 64 of " TEXT_NAME_CHARSET);
-		return NULL;
-	}
-	return host;
-}
-
-/* {"host": ID} done by op, audited as action with mid; answered {"host", key: true}. */
+/* {"host": ID} done by op; answered {"host", key: true}. */
 static void host_action(struct evhttp_request *req, struct kmemd *k,
-			const struct tls_identity *peer, int (*op)(struct store *, const char *),
-			const char *mid, const char *action, const char *key)
+			int (*op)(struct store *, const char *), const char *key)
 {
-	json_t *o;
-	const char *host = host_body(req, &o);
+	static const char want[] =
+		"want {\"host\": ID} with an id of 1 to 64 of " TEXT_NAME_CHARSET;
+	const char *host = NULL;
+	_cleanup_json_ json_t *o = request_json_unpack(req, want, false, "{s:s}", "host", &host);
 
-	if (!host)
+	if (!o)
 		return;
+	if (!text_name_valid(host, REPORT_HOST_ID_MAX)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		return;
+	}
 	if (op(k->store, host) < 0) {
-		json_decref(o);
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	kmemd_audit(k, mid, peer->cn, action, host, host);
+	audit_detail(req, host, "%s", host);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, key, 1));
-	json_decref(o);
 }
 
 static int revoke_now(struct store *st, const char *host)
@@ -319,12 +268,14 @@ static int reenroll(struct store *st, const char *host)
 void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
-	host_action(req, k, peer, revoke_now, MID_HOST_REVOKED, "host.revoke", "revoked");
+	(void)peer;
+	host_action(req, k, revoke_now, "revoked");
 }
 
 /* {"host": ID}: the id may enroll once more (a reinstall), taking it over. */
 void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	host_action(req, k, peer, reenroll, MID_HOST_REENROLL, "host.reenroll", "reenroll");
+	(void)peer;
+	host_action(req, k, reenroll, "reenroll");
 }

@@ -52,12 +52,6 @@ static int add_total(void *arg, const char *a, const char *b, uint64_t n)
 	return 0;
 }
 
-static void store_failed(struct evhttp_request *req, struct kmemd *k)
-{
-	log_error("store query failed: %s", k->store->ops->error(k->store));
-	reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-}
-
 /*
  * GET /v1/fleet: hosts reporting, by kernel ([release, n]), by policy
  * ([name, version, n]; "" and "" for none), and hosts per mitigation and
@@ -83,23 +77,12 @@ void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct 
 		json_decref(kernels);
 		json_decref(policies);
 		json_decref(states);
-		store_failed(req, k);
+		reply_store_failed(req, k);
 		return;
 	}
 	reply_json(req, HTTP_OK, "OK",
 		   json_pack("{s:I, s:o, s:o, s:o}", "hosts", (json_int_t)hosts, "kernels", kernels,
 			     "policies", policies, "mitigations", states));
-}
-
-/* The query, parsed; a 400 saying what is wanted when it does not parse. */
-static bool query(struct evhttp_request *req, struct evkeyvalq *q, const char *want)
-{
-	const char *s = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-
-	if (evhttp_parse_query_str(s ?: "", q) == 0)
-		return true;
-	reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
-	return false;
 }
 
 /*
@@ -110,34 +93,32 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 {
 	static const char want[] = "want [?limit=1..1000[&after=ID][&match=TEXT]]";
 	const char *after, *match, *limit;
-	struct evkeyvalq q = { 0 };
+	_cleanup_query_ struct evkeyvalq q = { 0 };
 	json_t *rows;
 	int64_t n = 0;
 	int r;
 
 	(void)peer;
-	if (!query(req, &q, want))
+	if (!request_query(req, &q, want))
 		return;
 	limit = evhttp_find_header(&q, "limit");
 	after = evhttp_find_header(&q, "after");
 	match = evhttp_find_header(&q, "match");
 	if (!limit && !after && !match) {
 		reply_rows(req, k, admin_json_hosts);
-		goto out;
+		return;
 	}
 	if (query_number(limit ?: "100", HOSTS_PAGE_MAX, &n) < 0 || n < 1 ||
 	    (after && strlen(after) >= STORE_ID_MAX) || (match && strlen(match) > 128)) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
-		goto out;
+		return;
 	}
 	r = admin_json_hosts_page(k->store, after, match, (unsigned)n, &rows);
 	if (r < 0) {
-		store_failed(req, k);
-		goto out;
+		reply_store_failed(req, k);
+		return;
 	}
 	reply_json(req, HTTP_OK, "OK", rows);
-out:
-	evhttp_clear_headers(&q);
 }
 
 /* Why there is no series (r); what and name say what was asked for. */
@@ -180,26 +161,24 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 {
 	static const char want[] = "want ?id=HOST[&from=MS&to=MS][&step=MS]";
 	int64_t now = kmemd_now_ms(), from = 0, to = 0, step = 0;
-	struct evkeyvalq q = { 0 };
+	_cleanup_query_ struct evkeyvalq q = { 0 };
 	const char *id;
 	json_t *o;
 	int r;
 
 	(void)peer;
-	if (!query(req, &q, want))
+	if (!request_query(req, &q, want))
 		return;
 	id = evhttp_find_header(&q, "id");
 	if (!text_name_valid(id, STORE_ID_MAX - 1) || !window(&q, &from, &to, &step)) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
-		goto out;
+		return;
 	}
 	r = series_host(k->store, id, from, to ?: now, HOST_WINDOW_MS, step, HOST_EVENTS, &o);
 	if (r < 0)
 		series_failed(req, r, "host", id, 0, k->store->ops->error(k->store));
 	else
 		reply_json(req, HTTP_OK, "OK", o);
-out:
-	evhttp_clear_headers(&q);
 }
 
 /* A rollout's series from the worker, to the request that waited for it. */
@@ -227,19 +206,19 @@ void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 	static const char want[] = "want ?name=ROLLOUT[&wave=K][&from=MS&to=MS][&step=MS]";
 	int64_t wave = 0;
 	struct series_key key = { 0 };
-	struct evkeyvalq q = { 0 };
+	_cleanup_query_ struct evkeyvalq q = { 0 };
 	const char *name;
 	int r;
 
 	(void)peer;
-	if (!query(req, &q, want))
+	if (!request_query(req, &q, want))
 		return;
 	name = evhttp_find_header(&q, "name");
 	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1) ||
 	    !window(&q, &key.from_ms, &key.to_ms, &key.step_ms) ||
 	    query_number(evhttp_find_header(&q, "wave"), 64, &wave) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
-		goto out;
+		return;
 	}
 	snprintf(key.name, sizeof(key.name), "%s", name);
 	key.wave = (int)wave - 1;
@@ -248,6 +227,4 @@ void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
 		reply_error(req, HTTP_SERVUNAVAIL, "Service Unavailable",
 			    r == -EBUSY ? "too many rollout series are being computed; try again" :
 					  "out of memory");
-out:
-	evhttp_clear_headers(&q);
 }

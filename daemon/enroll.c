@@ -20,7 +20,6 @@
 #include "kmemctl/v1/enroll.pb-c.h"
 #include "log.h"
 #include "macro.h"
-#include "message-ids.h"
 #include "pki.h"
 #include "requests.h"
 #include "server.h"
@@ -203,17 +202,11 @@ static int enroll_allowed(struct evhttp_request *req, struct kmemd *k,
 /* The request as sent; NULL when it is not one (400 sent). */
 static Kmemctl__V1__EnrollRequest *enroll_request(struct evhttp_request *req)
 {
-	Kmemctl__V1__EnrollRequest *er = NULL;
-	const uint8_t *body;
-	size_t len;
+	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = (Kmemctl__V1__EnrollRequest *)request_message(
+		req, &kmemctl__v1__enroll_request__descriptor);
 
-	body = request_body(req, &len);
-	if (content_type_is(req, PROTOBUF_TYPE) && body)
-		er = kmemctl__v1__enroll_request__unpack(NULL, len, body);
 	if (er && enroll_request_valid(er))
-		return er;
-	if (er)
-		kmemctl__v1__enroll_request__free_unpacked(er, NULL);
+		return TAKE_PTR(er);
 	enroll_refuse(
 		req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
 		"want an EnrollRequest with a secret, a host id of 1 to 64 of " TEXT_NAME_CHARSET
@@ -268,9 +261,9 @@ static int enroll_record(struct evhttp_request *req, struct kmemd *k,
 void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
-	Kmemctl__V1__EnrollRequest *er = NULL;
+	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = NULL;
 	_cleanup_free_ char *pem = NULL, *ca_pem = NULL;
-	char key[48] = "?", addr[64] = "?", detail[200];
+	char key[48] = "?", addr[64] = "?";
 	struct store_secret sec;
 
 	(void)peer;
@@ -290,29 +283,26 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 	er = enroll_request(req);
 	if (!er || enroll_allowed(req, k, er, addr, &sec) < 0 ||
 	    enroll_issue(req, k, er, &pem, &ca_pem) < 0 || enroll_record(req, k, er, &sec) < 0)
-		goto out;
-	snprintf(detail, sizeof(detail), "%s from %s with secret %lld", er->host_id, addr,
-		 (long long)sec.id);
-	kmemd_audit(k, MID_HOST_ENROLLED, er->host_id, "host.enroll", er->host_id, detail);
+		return;
+	audit_detail(req, er->host_id, "%s from %s with secret %lld", er->host_id, addr,
+		     (long long)sec.id);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
 	reply_message(req, HTTP_OK, "OK", &rr.base);
-out:
-	if (er)
-		kmemctl__v1__enroll_request__free_unpacked(er, NULL);
 }
 
 void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
 	unsigned char raw[SECRET_BYTES];
-	char secret[2 * SECRET_BYTES + 1], why[192], detail[256];
+	char secret[2 * SECRET_BYTES + 1], why[192];
 	struct store_secret sec;
 	const uint8_t *body;
 	int64_t id;
 	size_t len, i;
 
+	(void)peer;
 	/*
 	 * JSON only, as the other admin routes: a browser holding an operator
 	 * certificate cannot send that content type cross-site without a
@@ -339,9 +329,8 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "secret %lld, %lld uses, hosts '%s'", (long long)id,
-		 (long long)sec.max_uses, sec.host_pattern);
-	kmemd_audit(k, MID_ENROLL_SECRET_ADDED, peer->cn, "enroll.secret.add", NULL, detail);
+	audit_detail(req, NULL, "secret %lld, %lld uses, hosts '%s'", (long long)id,
+		     (long long)sec.max_uses, sec.host_pattern);
 	reply_json(req, 201, "Created",
 		   json_pack("{s:I, s:s, s:I, s:I, s:s?}", "id", (json_int_t)id, "secret", secret,
 			     "expires_ms", (json_int_t)sec.expires_ms, "uses",
@@ -353,22 +342,12 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	json_int_t id = 0;
-	const uint8_t *body;
-	char detail[64];
-	json_error_t je;
-	json_t *o;
-	size_t len;
+	json_t *o = request_json_unpack(req, "want {\"id\": N}", false, "{s:I}", "id", &id);
 	int r;
 
-	body = request_json(req, &len);
-	if (!body)
+	(void)peer;
+	if (!o)
 		return;
-	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:I}", "id", &id) < 0) {
-		json_decref(o);
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", "want {\"id\": N}");
-		return;
-	}
 	json_decref(o);
 	r = k->store->ops->secret_revoke(k->store, id);
 	if (r < 0) {
@@ -377,7 +356,6 @@ void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
 			    r == -ENOENT ? "no such secret" : "the store failed");
 		return;
 	}
-	snprintf(detail, sizeof(detail), "secret %lld", (long long)id);
-	kmemd_audit(k, MID_ENROLL_SECRET_REVOKED, peer->cn, "enroll.secret.revoke", NULL, detail);
+	audit_detail(req, NULL, "secret %lld", (long long)id);
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:I, s:b}", "id", id, "revoked", 1));
 }

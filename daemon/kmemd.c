@@ -25,10 +25,11 @@
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: kmemd [-d] [-n [-v]] [-c FILE]\n"
-		     "       kmemd -V | -h\n"
+		     "       kmemd -r | -V | -h\n"
 		     "  -c FILE  configuration file (default " KMEMD_CONF ", plus FILE.d/*.conf)\n"
 		     "  -n       check the configuration and exit; with -v print it normalized\n"
 		     "  -d       log debug messages\n"
+		     "  -r       print the routes: method, path, role, flags, audit action\n"
 		     "  -V       print the version\n"
 		     "  -h       print this usage and exit\n");
 }
@@ -335,7 +336,7 @@ int main(int argc, char **argv)
 	int c, r;
 
 	log_setup("kmemd", LOG_TARGET_AUTO);
-	while ((c = getopt(argc, argv, "c:ndvVh")) != -1) {
+	while ((c = getopt(argc, argv, "c:ndrvVh")) != -1) {
 		switch (c) {
 		case 'c':
 			path = optarg;
@@ -349,6 +350,9 @@ int main(int argc, char **argv)
 		case 'd':
 			debug = true;
 			break;
+		case 'r':
+			router_print(stdout);
+			return 0;
 		case 'V':
 			printf("kmemd %s\n", KMEMCTL_VERSION);
 			return 0;

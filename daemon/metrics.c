@@ -307,7 +307,7 @@ static void event_counters(struct evbuffer *b, const struct kmemd_stats *st)
 
 void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
-	struct evbuffer *b = evbuffer_new();
+	_cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
 	const struct kmemd_stats *st = &k->stats;
 	const struct probe_totals *t = &st->probes;
 	char labels[256];
@@ -317,8 +317,8 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 
 	(void)peer;
 	if (!b) {
-		r = -ENOMEM;
-		goto out;
+		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
+		return;
 	}
 	r = tally(k, b, STORE_TALLY_HOSTS, "kmemd_hosts", "gauge", "Hosts that have reported.",
 		  NULL, NULL, &dropped);
@@ -334,12 +334,15 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_stored", "gauge",
 			  "Events in the store by kind; retention deletes old ones.", "kind", NULL,
 			  &dropped);
-	if (r < 0)
-		goto out;
-	event_counters(b, st);
-	r = rollout_metrics(k, b);
-	if (r < 0)
-		goto out;
+	if (r == 0) {
+		event_counters(b, st);
+		r = rollout_metrics(k, b);
+	}
+	if (r < 0) {
+		log_error("metrics: the store failed: %s", k->store->ops->error(k->store));
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
 	evbuffer_add_printf(b, "# HELP kmemd_probe_seconds What the probes of kmemctl.ko "
 			       "measured, by the policy the hosts ran.\n"
 			       "# TYPE kmemd_probe_seconds histogram\n");
@@ -388,18 +391,7 @@ void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tl
 	connections(b);
 	names(b, k->names);
 	process(b);
-out:
-	if (r < 0) {
-		if (b)
-			evbuffer_free(b);
-		log_error("metrics: the store failed: %s", k->store->ops->error(k->store));
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; version=0.0.4; charset=utf-8");
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
-	evbuffer_free(b);
+	reply_buffer(req, HTTP_OK, "OK", "text/plain; version=0.0.4; charset=utf-8", TAKE_PTR(b));
 }
 
 struct merged {
@@ -434,22 +426,17 @@ static int merge(void *arg, const struct store_sample *x)
 void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
+	_cleanup_query_ struct evkeyvalq q = { 0 };
+	_cleanup_free_ struct merged *m = NULL;
 	struct store_filter f = { 0 };
-	struct evkeyvalq q = { 0 };
-	struct merged *m = NULL;
 	char label[256], *colon;
 	json_t *buckets;
 	const char *v;
 	int r, i;
 
 	(void)peer;
-	if (!query || evhttp_parse_query_str(query, &q) < 0) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request",
-			    "want ?probe=NAME[&from=MS&to=MS]"
-			    "[&host=ID][&label=KEY:VALUE]");
+	if (!request_query(req, &q, "want ?probe=NAME[&from=MS&to=MS][&host=ID][&label=KEY:VALUE]"))
 		return;
-	}
 	f.probe = evhttp_find_header(&q, "probe");
 	f.host = evhttp_find_header(&q, "host");
 	v = evhttp_find_header(&q, "label");
@@ -458,7 +445,7 @@ void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 		colon = strchr(label, ':');
 		if (!colon || colon == label) {
 			reply_error(req, HTTP_BADREQUEST, "Bad Request", "label must be KEY:VALUE");
-			goto out;
+			return;
 		}
 		*colon = '\0';
 		f.label_key = label;
@@ -475,13 +462,13 @@ void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 			req, HTTP_BADREQUEST, "Bad Request",
 			"probe is required; probe, host and label keys are names of " TEXT_NAME_CHARSET
 			"; from and to are unix milliseconds");
-		goto out;
+		return;
 	}
 	m = calloc(1, sizeof(*m));
 	r = m ? k->store->ops->samples(k->store, &f, merge, m) : -ENOMEM;
 	if (r < 0) {
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		goto out;
+		reply_store_failed(req, k);
+		return;
 	}
 	buckets = json_array();
 	for (i = 0; i < HIST_BUCKETS; i++)
@@ -498,7 +485,4 @@ void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
 			     (json_int_t)hist_quantile(&m->h, 0.9), "p99_ns",
 			     (json_int_t)hist_quantile(&m->h, 0.99), "max_ns",
 			     (json_int_t)m->h.max_ns, "buckets", buckets));
-out:
-	free(m);
-	evhttp_clear_headers(&q);
 }

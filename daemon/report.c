@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* POST /v1/agent/report: decode, validate, acknowledge. */
 #include <errno.h>
-#include <event2/buffer.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
@@ -31,18 +30,6 @@ static void refuse(struct evhttp_request *req, int code, const char *reason,
 	rr.status = status;
 	rr.reason = (char *)why;
 	reply_message(req, code, reason, &rr.base);
-}
-
-/* The body as one contiguous buffer; evhttp already bounded its size. */
-static Kmemctl__V1__Report *decode_body(struct evhttp_request *req)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-	size_t len = evbuffer_get_length(in);
-	const uint8_t *data = evbuffer_pullup(in, -1);
-
-	if (!data && len)
-		return NULL;
-	return kmemctl__v1__report__unpack(NULL, len, data);
 }
 
 static int64_t mono_ns(void)
@@ -228,7 +215,7 @@ static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1
 	uint8_t *buf = pack_message(&rr->base, &len);
 
 	if (!buf) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
 		return;
 	}
 	b->p[b->n].req = req;
@@ -241,20 +228,18 @@ static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1
 
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
-	const char *type =
-		evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep;
 	struct names_cut cut = { 0 };
 	int r, left_out = 0;
 	char why[320];
 
-	if (!type || strcmp(type, PROTOBUF_TYPE) != 0) {
+	if (!content_type_is(req, PROTOBUF_TYPE)) {
 		reply_text(req, 415, "Unsupported Media Type",
 			   "content type must be " PROTOBUF_TYPE);
 		return;
 	}
-	rep = decode_body(req);
+	rep = (Kmemctl__V1__Report *)request_message(req, &kmemctl__v1__report__descriptor);
 	if (rep)
 		cut = (struct names_cut){ rep->n_probes, rep->n_mitigations };
 	if (!rep || !rep->facts || !rep->facts->host_id || !rep->facts->host_id[0]) {

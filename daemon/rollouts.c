@@ -16,6 +16,7 @@
 #include "desired.h"
 #include "engine.h"
 #include "log.h"
+#include "macro.h"
 #include "message-ids.h"
 #include "policydoc.h"
 #include "rollout.h"
@@ -50,8 +51,9 @@ static int signed_policy(struct kmemd *k, const char *name, uint64_t version, ch
 static int undoes(struct kmemd *k, const struct rollout_spec *s, const char *name, uint64_t version,
 		  char *why, size_t len)
 {
-	struct store_policy p = { 0 }, b = { 0 };
-	struct policy_doc *d = malloc(2 * sizeof(*d));
+	_cleanup_(store_policy_clear) struct store_policy p = { 0 };
+	_cleanup_(store_policy_clear) struct store_policy b = { 0 };
+	_cleanup_free_ struct policy_doc *d = malloc(2 * sizeof(*d));
 	char err[160];
 	int r = d ? k->store->ops->policy_get(k->store, s->policy, s->version, &p) : -ENOMEM;
 
@@ -73,27 +75,26 @@ static int undoes(struct kmemd *k, const struct rollout_spec *s, const char *nam
 			 (unsigned long long)s->version, err);
 		r = -EPERM;
 	}
-	store_policy_clear(&p);
-	store_policy_clear(&b);
-	free(d);
 	return r;
 }
 
 void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	struct rollout_spec *s = malloc(sizeof(*s));
-	char why[320], detail[320];
+	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	_cleanup_free_ char *text = NULL;
 	const uint8_t *body;
+	char why[320];
 	size_t len;
 	int r;
 
+	(void)peer;
 	body = request_json(req, &len);
 	if (!body)
-		goto out;
+		return;
 	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
-		goto out;
+		return;
 	}
 	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
 	if (r == 0 && s->rollback_policy[0])
@@ -102,38 +103,30 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 		r = undoes(k, s, s->rollback_policy, s->rollback_version, why, sizeof(why));
 	if (r == -EIO || r == -ENOMEM) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		goto out;
+		return;
 	}
 	if (r < 0) {
 		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
 			    r == -ENOENT ? "Not Found" : "Conflict", why);
-		goto out;
+		return;
 	}
 	/* the document as sent: kmemd's own reading of it is rollout_spec_parse() */
-	{
-		char *text = strndup((const char *)body, len);
-
-		r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) :
-			   -ENOMEM;
-		free(text);
-	}
+	text = strndup((const char *)body, len);
+	r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) : -ENOMEM;
 	if (r == -EEXIST) {
 		snprintf(why, sizeof(why), "a rollout named %s exists", s->name);
 		reply_error(req, 409, "Conflict", why);
-		goto out;
+		return;
 	}
 	if (r < 0) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		goto out;
+		return;
 	}
-	snprintf(detail, sizeof(detail), "%s: %s/%llu in %zu waves", s->name, s->policy,
-		 (unsigned long long)s->version, s->nwaves);
-	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.create", NULL, detail);
+	audit_detail(req, NULL, "%s: %s/%llu in %zu waves", s->name, s->policy,
+		     (unsigned long long)s->version, s->nwaves);
 	reply_json(req, 201, "Created",
 		   json_pack("{s:s, s:s}", "name", s->name, "state",
 			     rollout_state_name(ROLLOUT_PENDING)));
-out:
-	free(s);
 }
 
 void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
@@ -147,33 +140,30 @@ void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
 void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
-	const char *query = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-	struct evkeyvalq q = { 0 };
-	const char *name = NULL;
+	static const char want[] = "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]";
+	_cleanup_query_ struct evkeyvalq q = { 0 };
+	const char *name;
 	json_t *o = NULL;
 	char why[320];
 	int r;
 
 	(void)peer;
-	if (query && evhttp_parse_query_str(query, &q) == 0)
-		name = evhttp_find_header(&q, "name");
+	if (!request_query(req, &q, want))
+		return;
+	name = evhttp_find_header(&q, "name");
 	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request",
-			    "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]");
-		goto out;
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		return;
 	}
 	r = admin_json_rollout_status(k->store, name, &o);
 	if (r == -ENOENT) {
 		snprintf(why, sizeof(why), "no rollout %s", name);
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
 	} else if (r < 0) {
-		log_error("rollout status failed: %s", k->store->ops->error(k->store));
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		reply_store_failed(req, k);
 	} else {
 		reply_json(req, HTTP_OK, "OK", o);
 	}
-out:
-	evhttp_clear_headers(&q);
 }
 
 /* The hosts the rollout's selector picks now, with what each runs. */
@@ -302,37 +292,29 @@ static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_s
 void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
-	struct rollout_spec *s = malloc(sizeof(*s));
-	struct store_rollout ro = { 0 };
+	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	_cleanup_(store_rollout_clear) struct store_rollout ro = { 0 };
 	const char *name = NULL, *action = NULL;
-	char why[320], detail[400];
-	const uint8_t *body;
-	json_error_t je;
-	json_t *o = NULL;
-	size_t len;
+	_cleanup_json_ json_t *o = NULL;
+	char why[320];
 	int r;
 
-	body = request_json(req, &len);
-	if (!body)
-		goto out;
-	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
-	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:s}", "name", &name, "action",
-				 &action) < 0) {
-		snprintf(why, sizeof(why), "want {\"name\", \"action\"}: %s", je.text);
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
-		goto out;
-	}
+	(void)peer;
+	o = request_json_unpack(req, "want {\"name\", \"action\"}", true, "{s:s, s:s}", "name",
+				&name, "action", &action);
+	if (!o)
+		return;
 	r = s ? k->store->ops->rollout_get(k->store, name, &ro) : -ENOMEM;
 	if (r == -ENOENT) {
 		snprintf(why, sizeof(why), "no rollout %s", name);
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
-		goto out;
+		return;
 	}
 	/* kept documents were checked when created */
 	if (r < 0 ||
 	    rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, why, sizeof(why)) < 0) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		goto out;
+		return;
 	}
 	r = act(k, &ro, s, action, why, sizeof(why));
 	if (r < 0) {
@@ -344,20 +326,15 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			    r == -EIO	 ? "Internal Server Error" :
 					   "Conflict",
 			    why);
-		goto out;
+		return;
 	}
-	snprintf(detail, sizeof(detail), "%s: %s, now %s in wave %u", ro.name, action,
-		 rollout_state_name(ro.state), ro.wave + 1);
-	kmemd_audit(k, MID_ROLLOUT_ACTION, peer->cn, "rollout.action", NULL, detail);
+	audit_detail(req, NULL, "%s: %s, now %s in wave %u", ro.name, action,
+		     rollout_state_name(ro.state), ro.wave + 1);
 	kmemd_desired_refresh(k);
 	reply_json(req, HTTP_OK, "OK",
 		   json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state",
 			     rollout_state_name(ro.state), "wave", (int)ro.wave, "reason",
 			     ro.reason));
-out:
-	json_decref(o);
-	store_rollout_clear(&ro);
-	free(s);
 }
 
 /* The engine's changes, to the journal: verdicts under their MESSAGE_ID. */

@@ -1,15 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmemd's HTTPS front: one evhttp over TLS 1.3 with client certificates,
- * a route table that states per route which certificate role may call it,
- * and the handlers' common plumbing (identity, body, replies).
+ * kmemd's transport: the listener, TLS 1.3 with client certificates and
+ * the limits of evhttp, its connections' admission being conn.c's. Each
+ * request read whole goes to the router (router.h).
  */
 #include <errno.h>
-#include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <event2/http.h>
-#include <event2/keyvalq_struct.h>
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -23,12 +20,11 @@
 
 #include "conn.h"
 #include "hostport.h"
+#include "http.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
-#include "message-ids.h"
-#include "server.h"
-#include "store.h"
+#include "router.h"
 #include "tls.h"
 
 struct server {
@@ -41,32 +37,6 @@ struct server {
 	struct kmemd *k;
 };
 
-static const struct route routes[] = {
-	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, handle_health },
-	{ EVHTTP_REQ_GET, "/", ROLE_ADMIN, handle_web_index },
-	/* a path ending in '/' (other than "/") takes every path under it */
-	{ EVHTTP_REQ_GET, "/static/", ROLE_ADMIN, handle_web_static },
-	{ EVHTTP_REQ_POST, "/v1/agent/report", ROLE_HOST, handle_report },
-	{ EVHTTP_REQ_GET, "/v1/policies", ROLE_ADMIN, handle_policies_get },
-	{ EVHTTP_REQ_POST, "/v1/policies", ROLE_ADMIN, handle_policies_post },
-	{ EVHTTP_REQ_POST, "/v1/assignments", ROLE_ADMIN, handle_assignments_post },
-	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, handle_hosts_get },
-	{ EVHTTP_REQ_GET, "/v1/hosts/detail", ROLE_ADMIN, handle_host_detail },
-	{ EVHTTP_REQ_GET, "/v1/fleet", ROLE_ADMIN, handle_fleet_get },
-	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, handle_revoke_post },
-	{ EVHTTP_REQ_POST, "/v1/hosts/reenroll", ROLE_ADMIN, handle_reenroll_post },
-	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, handle_telemetry_get },
-	{ EVHTTP_REQ_POST, "/v1/enroll", ROLE_ANY, handle_enroll },
-	{ EVHTTP_REQ_POST, "/v1/enroll/secrets", ROLE_ADMIN, handle_secret_post },
-	{ EVHTTP_REQ_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, handle_secret_revoke },
-	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, handle_metrics },
-	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_post },
-	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, handle_rollouts_get },
-	{ EVHTTP_REQ_GET, "/v1/rollouts/status", ROLE_ADMIN, handle_rollout_status },
-	{ EVHTTP_REQ_GET, "/v1/rollouts/series", ROLE_ADMIN, handle_rollout_series },
-	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, handle_rollout_action },
-};
-
 static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 {
 	struct server *s = arg;
@@ -74,237 +44,18 @@ static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
 	return conn_new(base, s->ctx);
 }
 
-void kmemd_request_peer(struct evhttp_request *req, char *addr, size_t addrlen, char *key,
-			size_t keylen)
-{
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	const struct sockaddr *sa = conn ? evhttp_connection_get_addr(conn) : NULL;
-	char *host = NULL;
-	ev_uint16_t port;
-
-	if (conn)
-		evhttp_connection_get_peer(conn, &host, &port);
-	snprintf(addr, addrlen, "%s", host ? host : "?");
-	if (sa)
-		conn_addr_key(sa, key, keylen);
-	else
-		snprintf(key, keylen, "%s", addr);
-}
-
-static SSL *request_ssl(struct evhttp_request *req)
-{
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-
-	return bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-}
-
-void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
-{
-	struct evbuffer *b = evbuffer_new();
-
-	if (!b) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-			  "text/plain; charset=utf-8");
-	evbuffer_add_printf(b, "%s\n", text);
-	evhttp_send_reply(req, code, reason, b);
-	evbuffer_free(b);
-}
-
-void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
-		 const void *data, size_t len)
-{
-	struct evbuffer *b = evbuffer_new();
-
-	if (!b) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
-	evbuffer_add(b, data, len);
-	evhttp_send_reply(req, code, reason, b);
-	evbuffer_free(b);
-}
-
-uint8_t *pack_message(const ProtobufCMessage *m, size_t *len)
-{
-	uint8_t *buf;
-
-	*len = protobuf_c_message_get_packed_size(m);
-	buf = malloc(*len ? *len : 1);
-	if (buf)
-		protobuf_c_message_pack(m, buf);
-	return buf;
-}
-
-void reply_message(struct evhttp_request *req, int code, const char *reason,
-		   const ProtobufCMessage *m)
-{
-	size_t len;
-	uint8_t *buf = pack_message(m, &len);
-
-	if (!buf) {
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	reply_bytes(req, code, reason, PROTOBUF_TYPE, buf, len);
-	free(buf);
-}
-
-int64_t kmemd_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor, const char *action,
-		 const char *host, const char *detail)
-{
-	char f_actor[96], f_action[64], f_detail[1100], f_host[96];
-	const char *fields[] = { f_actor, f_action, f_detail, host ? f_host : NULL, NULL };
-
-	snprintf(f_actor, sizeof(f_actor), "ACTOR=%s", actor);
-	snprintf(f_action, sizeof(f_action), "ACTION=%s", action);
-	snprintf(f_detail, sizeof(f_detail), "DETAIL=%s", detail);
-	snprintf(f_host, sizeof(f_host), "HOST_ID=%s", host ? host : "");
-	/* the change is made: a lost audit row still leaves the journal's */
-	if (k->store->ops->audit(k->store, kmemd_now_ms(), actor, action, detail) < 0)
-		log_error("the audit row for %s by '%s' (%s) was not stored: %s", action, actor,
-			  detail, k->store->ops->error(k->store));
-	log_event(LOG_NOTICE, message_id, fields, "%s by '%s': %s", action, actor, detail);
-}
-
-void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o)
-{
-	char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	struct evbuffer *b = evbuffer_new();
-
-	json_decref(o);
-	if (!text || !b) {
-		free(text);
-		if (b)
-			evbuffer_free(b);
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
-		return;
-	}
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", JSON_TYPE);
-	evbuffer_add(b, text, strlen(text));
-	evbuffer_add(b, "\n", 1);
-	evhttp_send_reply(req, code, reason, b);
-	evbuffer_free(b);
-	free(text);
-}
-
-void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
-{
-	reply_json(req, code, reason, json_pack("{s:s}", "error", why));
-}
-
-const uint8_t *request_body(struct evhttp_request *req, size_t *len)
-{
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-
-	*len = evbuffer_get_length(in);
-	return *len ? evbuffer_pullup(in, -1) : NULL;
-}
-
-const uint8_t *request_json(struct evhttp_request *req, size_t *len)
-{
-	const uint8_t *body = request_body(req, len);
-
-	if (!content_type_is(req, JSON_TYPE) || !body) {
-		reply_error(req, 415, "Unsupported Media Type", "send JSON");
-		return NULL;
-	}
-	return body;
-}
-
-bool content_type_is(struct evhttp_request *req, const char *type)
-{
-	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
-	size_t n = strlen(type);
-
-	return t && !strncmp(t, type, n) && (t[n] == '\0' || t[n] == ';');
-}
-
-/*
- * With a separate admin CA, operators are whoever it vouches for and no
- * one else: the fleet CA, whose key kmemd keeps online for enrollment,
- * cannot make an operator, and the admin CA cannot make a host. Without
- * one, the OU ("host", "admin") of a fleet CA certificate says.
- */
-static bool role_allows(const struct server *s, enum route_role role, SSL *ssl,
-			const struct tls_identity *id, int id_result)
-{
-	bool by_admin_ca = s->admin_cas && ssl && tls_peer_anchored_in(ssl, s->admin_cas);
-
-	switch (role) {
-	case ROLE_ANY:
-		return true;
-	case ROLE_HOST:
-		return id_result == 0 && !by_admin_ca && strcmp(id->ou, "host") == 0;
-	case ROLE_ADMIN:
-		return id_result == 0 &&
-		       (s->admin_cas ? by_admin_ca : strcmp(id->ou, "admin") == 0);
-	}
-	return false;
-}
-
-static void dispatch(struct evhttp_request *req, void *arg)
+/* A request read whole, on a connection within max_connections, goes to the router. */
+static void on_request(struct evhttp_request *req, void *arg)
 {
 	struct server *s = arg;
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
-	const struct tls_identity *id = NULL;
-	bool path_known = false;
-	int id_result;
 
-	if (!path) {
-		reply_text(req, HTTP_BADREQUEST, "Bad Request", "bad request target");
-		return;
-	}
 	if (!conn_request_read(req)) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 		reply_text(req, 503, "Service Unavailable",
 			   "kmemd is at max_connections; try again later");
 		return;
 	}
-	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
-		size_t n = strlen(routes[i].path);
-		bool prefix = n > 1 && routes[i].path[n - 1] == '/';
-
-		if (prefix ? strncmp(routes[i].path, path, n) != 0 :
-			     strcmp(routes[i].path, path) != 0)
-			continue;
-		path_known = true;
-		if (routes[i].method != method)
-			continue;
-		id_result = conn_peer_identity(req, &id);
-		if (routes[i].role != ROLE_ANY && id_result < 0) {
-			reply_text(req, 401, "Unauthorized", "a client certificate is required");
-			return;
-		}
-		if (!role_allows(s, routes[i].role, request_ssl(req), id, id_result)) {
-			reply_text(req, 403, "Forbidden",
-				   "certificate role may not call this route");
-			return;
-		}
-		/* an admin write never rides, unanswered, in the reports' batch */
-		if (routes[i].handler != handle_report)
-			batch_commit(s->k);
-		routes[i].handler(req, s->k, id_result == 0 ? id : NULL);
-		return;
-	}
-	if (path_known) {
-		reply_text(req, HTTP_BADMETHOD, "Method Not Allowed", "method not allowed");
-		return;
-	}
-	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
+	router_dispatch(req, s->k, s->admin_cas);
 }
 
 /* Some certificate is in both bundles. */
@@ -441,7 +192,7 @@ static int setup_http(struct server *s)
 	server_limits(s);
 	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
 						    EVHTTP_REQ_DELETE);
-	evhttp_set_gencb(s->http, dispatch, s);
+	evhttp_set_gencb(s->http, on_request, s);
 	fd = listen_socket(host, port);
 	if (fd < 0)
 		return log_error_errno(fd, "cannot listen on '%s': %m", s->cfg->listen);

@@ -6,7 +6,6 @@
  * reaches outside the directory; pages talk to the same admin API.
  */
 #include <errno.h>
-#include <event2/buffer.h>
 #include <event2/http.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,9 +47,9 @@ static void send_file(struct evhttp_request *req, struct kmemd *k, const char *n
 {
 	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	const char *type = type_of(name);
-	struct evbuffer *b;
+	_cleanup_evbuffer_ struct evbuffer *b = NULL;
+	_cleanup_close_ int dir = -1, fd = -1;
 	struct stat st;
-	int dir, fd;
 
 	if (!type) {
 		reply_text(req, HTTP_NOTFOUND, "Not Found", "no such file");
@@ -58,32 +57,24 @@ static void send_file(struct evhttp_request *req, struct kmemd *k, const char *n
 	}
 	dir = open(k->cfg->web_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	fd = dir < 0 ? -1 : openat(dir, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (dir >= 0)
-		close(dir);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > WEB_FILE_MAX) {
-		if (fd >= 0)
-			close(fd);
 		if (errno != ENOENT)
 			log_warning("dashboard file '%s/%s' unreadable", k->cfg->web_root, name);
 		reply_text(req, HTTP_NOTFOUND, "Not Found", "no such file");
 		return;
 	}
 	b = evbuffer_new();
-	/* once added, the buffer owns fd */
 	if (!b || evbuffer_add_file(b, fd, 0, st.st_size) < 0) {
-		if (b)
-			evbuffer_free(b);
-		close(fd);
 		reply_text(req, HTTP_INTERNAL, "Internal Server Error", "out of memory");
 		return;
 	}
-	evhttp_add_header(h, "Content-Type", type);
+	/* the buffer owns fd now */
+	fd = -1;
 	evhttp_add_header(h, "Cache-Control", "no-cache");
 	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
 	evhttp_add_header(h, "Content-Security-Policy",
 			  "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
-	evhttp_send_reply(req, HTTP_OK, "OK", b);
-	evbuffer_free(b);
+	reply_buffer(req, HTTP_OK, "OK", type, TAKE_PTR(b));
 }
 
 void handle_web_index(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)

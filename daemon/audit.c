@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: GPL-2.0
+/* The audit log of changes (audit.h). */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "audit.h"
+#include "http.h"
+#include "kmemd.h"
+#include "log.h"
+#include "store.h"
+
+/*
+ * The request being handled on an audited route. One at a time: handlers
+ * run on kmemd's one event loop, and an audited one answers before it
+ * returns.
+ */
+static struct {
+	struct kmemd *k;
+	struct evhttp_request *req;
+	const char *action, *message_id;
+	char actor[96], host[96], detail[1024];
+	bool told, answered;
+} cur;
+
+static void kmemd_audit(struct kmemd *k, const char *message_id, const char *actor,
+			const char *action, const char *host, const char *detail)
+{
+	char f_actor[128], f_action[64], f_detail[1100], f_host[128];
+	const char *fields[] = { f_actor, f_action, f_detail, host ? f_host : NULL, NULL };
+
+	snprintf(f_actor, sizeof(f_actor), "ACTOR=%s", actor);
+	snprintf(f_action, sizeof(f_action), "ACTION=%s", action);
+	snprintf(f_detail, sizeof(f_detail), "DETAIL=%s", detail);
+	snprintf(f_host, sizeof(f_host), "HOST_ID=%s", host ? host : "");
+	/* the change is made: a lost audit row still leaves the journal's */
+	if (k->store->ops->audit(k->store, kmemd_now_ms(), actor, action, detail) < 0)
+		log_error("the audit row for %s by '%s' (%s) was not stored: %s", action, actor,
+			  detail, k->store->ops->error(k->store));
+	log_event(LOG_NOTICE, message_id, fields, "%s by '%s': %s", action, actor, detail);
+}
+
+void audit_begin(struct kmemd *k, struct evhttp_request *req, const struct tls_identity *peer,
+		 const char *action, const char *message_id)
+{
+	cur.k = k;
+	cur.req = req;
+	cur.action = action;
+	cur.message_id = message_id;
+	snprintf(cur.actor, sizeof(cur.actor), "%s", peer ? peer->cn : "");
+	cur.host[0] = cur.detail[0] = '\0';
+	cur.told = cur.answered = false;
+}
+
+void audit_end(struct evhttp_request *req)
+{
+	if (cur.req == req && !cur.answered)
+		log_error("BUG: %s returned unanswered: a later answer is not audited", cur.action);
+	cur.req = NULL;
+}
+
+void audit_detail(struct evhttp_request *req, const char *host, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (cur.req != req) {
+		log_error("BUG: a change outside an audited route: %s", fmt);
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(cur.detail, sizeof(cur.detail), fmt, ap);
+	va_end(ap);
+	snprintf(cur.host, sizeof(cur.host), "%s", host ?: "");
+	/* an enrolling host has no certificate yet: it is its own actor */
+	if (!cur.actor[0])
+		snprintf(cur.actor, sizeof(cur.actor), "%s", host ?: "?");
+	cur.told = true;
+}
+
+void audit_answered(struct evhttp_request *req, int code)
+{
+	if (cur.req != req || cur.answered)
+		return;
+	cur.answered = true;
+	if (code < 200 || code >= 300)
+		return;
+	if (!cur.told)
+		log_error("BUG: %s answered without saying what it changed", cur.action);
+	kmemd_audit(cur.k, cur.message_id, cur.actor[0] ? cur.actor : "?", cur.action,
+		    cur.host[0] ? cur.host : NULL, cur.told ? cur.detail : "(none given)");
+}

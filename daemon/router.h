@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kmemd's routes: the table of what each path and method is, who may call
+ * it and how the router treats it (its flags), and the dispatch of a
+ * request to its handler. The transport (server.c, conn.c) hands every
+ * request it has read whole to router_dispatch().
+ */
+#ifndef KMEMD_ROUTER_H
+#define KMEMD_ROUTER_H
+
+#include <event2/http.h>
+#include <openssl/x509.h>
+#include <stdio.h>
+
+#include "tls.h"
+
+struct kmemd;
+
+enum route_role {
+	ROLE_ANY, /* no certificate needed (enrollment, health) */
+	ROLE_HOST, /* host certificate from the fleet CA */
+	ROLE_ADMIN, /* operator certificate */
+};
+
+enum route_flags {
+	/* the path names every path under it */
+	ROUTE_PREFIX = 1 << 0,
+	/* agents' reports: they join the open batch (report.c), which others commit first */
+	ROUTE_INGEST = 1 << 1,
+	/* changes state: its 2xx answer writes an audit row (audit.h) */
+	ROUTE_AUDITED = 1 << 2,
+};
+
+typedef void (*route_handler)(struct evhttp_request *req, struct kmemd *k,
+			      const struct tls_identity *peer);
+
+struct route {
+	enum evhttp_cmd_type method;
+	const char *path;
+	enum route_role role;
+	unsigned flags; /* enum route_flags */
+	route_handler handler;
+	/* ROUTE_AUDITED: the audit row's action and the journal's MESSAGE_ID */
+	const char *action, *message_id;
+};
+
+/*
+ * req to its route's handler, once the caller's certificate may call it.
+ * admin_cas: [server] admin_ca's certificates (NULL: the OU names operators).
+ */
+void router_dispatch(struct evhttp_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas);
+
+/* The route table, a route a line: method, path, role, flags, action (kmemd -r). */
+void router_print(FILE *f);
+
+#endif

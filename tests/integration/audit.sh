@@ -1,0 +1,121 @@
+#!/bin/bash
+# Every route kmemd's table flags as changing state (kmemd -r: "audited")
+# writes exactly one audit row, with its action and the caller as actor,
+# when it answers 2xx, and none when it refuses. The routes come from the
+# binary, so a new audited route without a case here fails this test.
+set -euo pipefail
+
+BUILD=${1:?usage: audit.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: audit.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+
+work=$(mktemp -d "$BUILD/audit.XXXXXX")
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
+in_work
+
+pki_fleet
+pki_hosts h1
+kmemd_conf >kmemd.conf
+cat >>kmemd.conf <<CONF
+[ca]
+key = $work/pki/ca.key
+CONF
+kmemd_start
+
+JS=(-H 'Content-Type: application/json')
+rows() {
+	sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit'
+}
+last() {
+	sqlite3 kmemd.sqlite 'SELECT actor || " " || action FROM audit ORDER BY id DESC LIMIT 1'
+}
+
+# call PATH CODE ACTOR api-args...: PATH answers CODE; a 2xx adds one row
+# by ACTOR with PATH's action, anything else none
+call() {
+	local path=$1 code=$2 actor=$3 before out want
+	shift 3
+	before=$(rows)
+	out=$("$@") || fail "$path: the call failed: $out"
+	[ "$(echo "$out" | tail -1)" = "$code" ] || fail "$path: got $out, want $code"
+	if [ "${code:0:1}" != 2 ]; then
+		[ "$(rows)" = "$before" ] || fail "$path refused ($code) but wrote an audit row: $(last)"
+		return
+	fi
+	[ "$(rows)" = $((before + 1)) ] || fail "$path: $(($(rows) - before)) audit rows, want 1"
+	want="$actor ${action[$path]}"
+	[ "$(last)" = "$want" ] || fail "$path: audit row '$(last)', want '$want'"
+	done_paths+=("$path")
+}
+
+declare -A action
+while read -r method path rest; do
+	[[ " $rest " == *" audited "* ]] || continue
+	[ "$method" = POST ] || fail "$method $path is audited: only POST changes state"
+	action[$path]=${rest##* }
+done < <($KMEMD -r)
+[ ${#action[@]} -ge 9 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+echo "ok: kmemd lists ${#action[@]} audited routes"
+done_paths=()
+
+# enrollment secrets, and a host enrolling with one (its own actor)
+call /v1/enroll/secrets 400 ops api ops POST /v1/enroll/secrets "${JS[@]}" --data '{"uses":-1}'
+call /v1/enroll/secrets 201 ops api ops POST /v1/enroll/secrets "${JS[@]}" --data '{"uses":5}'
+secret_id=$(sqlite3 kmemd.sqlite 'SELECT max(id) FROM enroll_secrets')
+api ops POST /v1/enroll/secrets "${JS[@]}" --data '{}' | head -1 |
+	python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])' >secret
+enroll() { # host secret-file: kmemctl enroll's exit status, then the code it stands for
+	local rc=0
+	$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S "$2" -n "$1" -o enrolled \
+		>enroll.out 2>&1 || rc=$?
+	printf '%s\n%s\n' "$(cat enroll.out)" "$([ $rc = 0 ] && echo 200 || echo 403)"
+}
+mkdir enrolled
+echo 0000 >bad-secret
+call /v1/enroll 403 db-1 enroll db-1 bad-secret
+call /v1/enroll 200 db-1 enroll db-1 secret
+call /v1/enroll/secrets/revoke 404 ops api ops POST /v1/enroll/secrets/revoke "${JS[@]}" \
+	--data '{"id":99999}'
+call /v1/enroll/secrets/revoke 200 ops api ops POST /v1/enroll/secrets/revoke "${JS[@]}" \
+	--data "{\"id\":$secret_id}"
+
+# hosts
+call /v1/hosts/revoke 400 ops api ops POST /v1/hosts/revoke "${JS[@]}" --data '{"host":"a b"}'
+call /v1/hosts/revoke 200 ops api ops POST /v1/hosts/revoke "${JS[@]}" --data '{"host":"h1"}'
+call /v1/hosts/reenroll 400 ops api ops POST /v1/hosts/reenroll "${JS[@]}" --data '{}'
+call /v1/hosts/reenroll 200 ops api ops POST /v1/hosts/reenroll "${JS[@]}" \
+	--data '{"host":"db-1"}'
+
+# policies, assignments, rollouts
+printf '%s' '{"mitigations":{"rstat-yield":{"mode":"on"}}}' >p.json
+$KMEMCTL policy sign -k signer.key -n p -v 1 -s ops -o p.bundle p.json
+call /v1/policies 415 ops api ops POST /v1/policies -H 'Content-Type: text/plain' --data x
+call /v1/policies 201 ops api ops POST /v1/policies -H 'Content-Type: application/x-protobuf' \
+	--data-binary @p.bundle
+call /v1/assignments 404 ops api ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"p","version":2,"selector":{"all":true}}'
+call /v1/assignments 201 ops api ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"p","version":1,"selector":{"all":true}}'
+rollout='{"name":"r","policy":"p","version":1,"selector":{"all":true},"waves":[{"percent":100}]}'
+call /v1/rollouts 400 ops api ops POST /v1/rollouts "${JS[@]}" --data '{"name":"r"}'
+call /v1/rollouts 201 ops api ops POST /v1/rollouts "${JS[@]}" --data "$rollout"
+call /v1/rollouts/action 400 ops api ops POST /v1/rollouts/action "${JS[@]}" \
+	--data '{"name":"r","action":"fly"}'
+call /v1/rollouts/action 200 ops api ops POST /v1/rollouts/action "${JS[@]}" \
+	--data '{"name":"r","action":"abort"}'
+
+for path in "${!action[@]}"; do
+	[[ " ${done_paths[*]} " == *" $path "* ]] ||
+		fail "audited route $path has no case here: add one that changes state through it"
+done
+echo "ok: each of the ${#action[@]} audited routes writes one audit row on 2xx, none on a refusal"
+
+# what only reads writes nothing
+before=$(rows)
+for path in /v1/hosts /v1/policies /v1/rollouts /metrics; do
+	api ops GET $path >/dev/null
+done
+[ "$(rows)" = "$before" ] || fail "a read wrote an audit row: $(last)"
+echo "ok: reads write no audit row"
