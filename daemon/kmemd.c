@@ -206,6 +206,7 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	batch_commit(t->k);
+	t->k->revocations++;
 	rollouts_tick(t->k);
 	arm(t);
 }
@@ -248,7 +249,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	struct event_base *base = base_new();
 	struct shutdown_signals sigs = { 0 };
 	struct keyring keys = { 0 };
-	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
+	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys, .revocations = 1 };
 	struct server *srv = NULL;
 	struct upkeep up = { .k = &k };
 	struct engine_timer et = { .k = &k };
