@@ -269,6 +269,7 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
 	(void)peer;
+	k->revocations++;
 	host_action(req, k, revoke_now, "revoked");
 }
 

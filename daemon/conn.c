@@ -62,6 +62,7 @@ struct conn {
 	bool peer_read;
 	int peer_result; /* tls_peer_identity()'s */
 	struct tls_identity peer;
+	uint64_t not_revoked_at; /* conn_not_revoked_at() */
 };
 
 /* A client network's unauthenticated connections. */
@@ -544,6 +545,13 @@ int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **i
 	}
 	*id = &c->peer;
 	return c->peer_result;
+}
+
+uint64_t *conn_not_revoked_at(struct evhttp_request *req)
+{
+	struct conn *c = conn_of(req);
+
+	return c ? &c->not_revoked_at : NULL;
 }
 
 /* The reply went out: the connection idles until the next request's first byte. */

@@ -84,6 +84,11 @@ bool conn_request_read(struct evhttp_request *req);
  */
 int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **id);
 
+/*
+ * The revocation generation (struct kmemd's revocations) at which the
+ * connection's host was last found not revoked; NULL: no connection.
+ */
+uint64_t *conn_not_revoked_at(struct evhttp_request *req);
 void conns_stats(struct conn_stats *out);
 const char *conn_close_name(enum conn_close why);
 

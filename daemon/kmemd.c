@@ -206,6 +206,7 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	batch_commit(t->k);
+	t->k->revocations++;
 	rollouts_tick(t->k);
 	arm(t);
 }
@@ -223,12 +224,32 @@ static void raise_nofile(void)
 	}
 }
 
+/*
+ * With epoll's change list, a descriptor's event changes made within one
+ * loop iteration reach the kernel as one epoll_ctl at the next wait, not
+ * one each: evhttp turns reading off, writing on and off, and reading on
+ * again for every request. The list's caveat (a descriptor dup()ed and
+ * closed between waits) does not apply: kmemd dups no socket.
+ */
+static struct event_base *base_new(void)
+{
+	struct event_config *ec = event_config_new();
+	struct event_base *base;
+
+	if (!ec)
+		return NULL;
+	event_config_set_flag(ec, EVENT_BASE_FLAG_EPOLL_USE_CHANGELIST);
+	base = event_base_new_with_config(ec);
+	event_config_free(ec);
+	return base;
+}
+
 static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 {
-	struct event_base *base = event_base_new();
+	struct event_base *base = base_new();
 	struct shutdown_signals sigs = { 0 };
 	struct keyring keys = { 0 };
-	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys };
+	struct kmemd k = { .cfg = cfg, .base = base, .keys = &keys, .revocations = 1 };
 	struct server *srv = NULL;
 	struct upkeep up = { .k = &k };
 	struct engine_timer et = { .k = &k };

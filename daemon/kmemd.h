@@ -99,6 +99,13 @@ struct kmemd {
 	struct names *names;
 	struct desired *desired; /* which policy each host is to run */
 	struct series_worker *series; /* the dashboard's rollout series, off the loop */
+	/*
+	 * Bumped by a revocation here and by every engine tick (for one made
+	 * by another kmemd): a connection whose host was found not revoked at
+	 * this generation is not looked up in the store again until it moves.
+	 * It starts at 1: a new connection's 0 is never current.
+	 */
+	uint64_t revocations;
 };
 
 struct event_base;

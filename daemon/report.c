@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "desired.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
@@ -61,6 +62,24 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
 		sp = kmemctl__v1__signed_policy__unpack(NULL, p.bundle_len, p.bundle);
 	store_policy_clear(&p);
 	return sp;
+}
+
+/*
+ * 1 when the host is revoked. A connection's host found not revoked is
+ * asked about again only once k->revocations moves: a revocation here
+ * moves it at once, one by another kmemd within an engine tick.
+ */
+static int revoked(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	uint64_t *seen = conn_not_revoked_at(req);
+	int r;
+
+	if (seen && *seen == k->revocations)
+		return 0;
+	r = k->store->ops->revoked(k->store, peer->cn);
+	if (r == 0 && seen)
+		*seen = k->revocations;
+	return r;
 }
 
 /*
@@ -270,7 +289,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	}
 	log_debug("report %llu from '%s' (kernel '%s', %u cpus)", (unsigned long long)rep->seq,
 		  peer->cn, rep->facts->kernel_release, rep->facts->online_cpus);
-	r = k->store->ops->revoked(k->store, peer->cn);
+	r = revoked(req, k, peer);
 	if (r == 1) {
 		log_ratelimited(&k->stats.report_log, LOG_WARNING,
 				"report from revoked host '%s' refused", peer->cn);

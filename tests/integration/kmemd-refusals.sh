@@ -21,7 +21,7 @@ chmod 755 "$work"
 in_work
 
 pki_fleet
-for h in h1 h2 h3; do
+for h in h1 h2 h3 h4 h5; do
 	$KMEMCTL pki issue pki host $h >/dev/null
 done
 $BUILD/tests/integration/pki-expired pki old
@@ -39,6 +39,8 @@ max_request = 128K
 io_timeout = 1s
 [store]
 path = $work/kmemd.sqlite
+[rollout]
+tick = 1s
 CONF
 	$KMEMD -d -c kmemd.conf >>kmemd.log 2>&1 &
 	kmemd_pid=$!
@@ -139,6 +141,34 @@ rc=0
 $AGENT -o -r "$FIXTURE" -c h3.conf >h3.log 2>&1 || rc=$?
 [ "$rc" = 4 ] && grep -q "revoked" h3.log || fail "revoked h3: exit $rc, $(cat h3.log)"
 echo "ok: a revoked host is refused (agent exit 4)"
+
+# A host revoked while its agent reports over an open connection is refused
+# on its next report: kmemd remembers per connection that its host was not
+# revoked, and forgets when a revocation is made here, or at the next
+# engine tick (1 s here; a revocation straight into the store stands for
+# one made by another kmemd sharing it).
+revoked_while_connected() { # host how
+	agent_conf $1 pki $1 >$1.conf
+	$AGENT -d -r "$FIXTURE" -c $1.conf >$1.log 2>&1 &
+	local pid=$!
+	wait_for 10 grep -q "report 3 acknowledged" $1.log || fail "$1's reports: $(cat $1.log)"
+	$2 $1
+	wait_for 10 grep -q "revoked" $1.log ||
+		fail "$1 revoked ($2) while connected: still acknowledged: $(tail -3 $1.log)"
+	grep -q "report from revoked host '$1' refused" kmemd.log || fail "kmemd did not refuse $1"
+	kill $pid
+	wait $pid || true
+	echo "ok: $1 revoked ($2) while connected is refused on its next report"
+}
+revoke_api() {
+	curl -sSf --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key -o /dev/null \
+		-H 'Content-Type: application/json' --data "{\"host\":\"$1\"}" "$URL/v1/hosts/revoke"
+}
+revoke_store() {
+	sqlite3 -cmd '.timeout 5000' kmemd.sqlite "UPDATE hosts SET revoked = 1 WHERE host_id = '$1'"
+}
+revoked_while_connected h4 revoke_api
+revoked_while_connected h5 revoke_store
 
 # slow loris: headers trickle in; kmemd drops the connection at io_timeout
 (printf 'POST /v1/agent/report HTTP/1.1\r\nHost: x\r\n'; sleep 8) |
