@@ -113,6 +113,20 @@ static const char *const migrations[] = {
 	" INSERT INTO report_samples VALUES (NEW.host_id, NEW.end_ms, json_object(NEW.probe,"
 	" json_array(NEW.start_ms, NEW.first_bucket, NEW.count, NEW.sum_ns, NEW.max_ns, 0,"
 	" length(NEW.counts))), NEW.counts); END;",
+	/*
+	 * 8: probes in a binary form C reads without a parser (store-sqlite.h),
+	 * converted from schema 7's JSON by rs_migrate_json(), which puts the
+	 * new table in the old one's place. The samples view cannot stay: this
+	 * SQLite (3.40) has no unhex() or the like to read binary in SQL.
+	 */
+	"DROP TRIGGER IF EXISTS samples_add; DROP VIEW IF EXISTS samples;"
+	"CREATE TABLE report_samples8 ("
+	" host_id TEXT NOT NULL, end_ms INTEGER NOT NULL, probes BLOB NOT NULL, counts BLOB);",
+};
+
+/* What a migration does in C after its SQL, in the same transaction. */
+static int (*const migrate_c[ARRAY_SIZE(migrations)])(sqlite3 *db) = {
+	[7] = rs_migrate_json,
 };
 
 static const struct sq_area *const areas[SQ_AREAS] = {
@@ -165,6 +179,8 @@ static int migrate(sqlite3 *db)
 		r = exec(db, "BEGIN IMMEDIATE");
 		if (r == 0)
 			r = exec(db, migrations[i]);
+		if (r == 0 && migrate_c[i])
+			r = migrate_c[i](db);
 		if (r == 0)
 			r = exec(db, bump);
 		if (r == 0)
