@@ -26,7 +26,6 @@ enum stmt {
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
 	ST_WINDOW_SAMPLES,
-	ST_WINDOW_ROLLUPS,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
 	ST_TALLY_EVENTS,
@@ -36,9 +35,14 @@ enum stmt {
 	ST_HOST_REPORTS,
 	ST_HOST_EVENTS,
 	ST_HOST_SAMPLES,
-	ST_HOST_ROLLUPS,
 	ST_N,
 };
+
+/* One probe's rollups over a window, by their key (an IN list costs a temporary table). */
+#define WINDOW_ROLLUPS(probe)                                                                     \
+	" UNION ALL SELECT hour_ms + 3600000, probe, first_bucket, counts, count, sum_ns, max_ns" \
+	" FROM rollups WHERE host_id = ?1 AND probe = " probe " AND hour_ms >= ?2 - 3600000"      \
+	" AND hour_ms + 3600000 >= ?2 AND hour_ms + 3600000 < ?3"
 
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
@@ -104,13 +108,16 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
-	/* one host's rows by report_samples_by_host, its probes' by the rollups' key: no scan */
-	[ST_WINDOW_SAMPLES] = "SELECT probes, counts, end_ms FROM report_samples"
-			      " WHERE host_id = ?1 AND end_ms >= ?2 AND end_ms < ?3",
-	[ST_WINDOW_ROLLUPS] = "SELECT first_bucket, counts, count, sum_ns, max_ns"
-			      " FROM rollups WHERE host_id = ?1 AND probe = ?2"
-			      " AND hour_ms >= ?3 - 3600000 AND hour_ms + 3600000 >= ?3"
-			      " AND hour_ms + 3600000 < ?4",
+	/*
+	 * A host's samples, raw and rolled up, in one statement (a statement
+	 * each cost a read transaction each), as sample_row() reads them: raw
+	 * rows by report_samples_by_host, whose probes C picks; rollups of the
+	 * probes ?4 to ?7 by their key. No scan.
+	 */
+	[ST_WINDOW_SAMPLES] = "SELECT end_ms, NULL, probes, counts, NULL, NULL, NULL"
+			      " FROM report_samples WHERE host_id = ?1 AND end_ms >= ?2"
+			      " AND end_ms < ?3" WINDOW_ROLLUPS("?4") WINDOW_ROLLUPS("?5")
+				      WINDOW_ROLLUPS("?6") WINDOW_ROLLUPS("?7"),
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -133,12 +140,12 @@ static const char *const sql[ST_N] = {
 	[ST_HOST_EVENTS] = "SELECT unix_ms, kind, cpu, duration_ns, comm, pid, stack, mitigation,"
 			   " probe, message FROM events WHERE host_id = ?1"
 			   " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
-	[ST_HOST_SAMPLES] = "SELECT end_ms, probes, counts FROM report_samples"
-			    " WHERE host_id = ?1 AND end_ms >= ?2 AND end_ms < ?3 ORDER BY end_ms",
-	[ST_HOST_ROLLUPS] = "SELECT probe, first_bucket, counts, count, sum_ns, max_ns,"
-			    " hour_ms + 3600000, samples FROM rollups WHERE host_id = ?1"
-			    " AND hour_ms >= ?2 - 3600000 AND hour_ms + 3600000 >= ?2"
-			    " AND hour_ms + 3600000 < ?3",
+	[ST_HOST_SAMPLES] = "SELECT end_ms, NULL, probes, counts, NULL, NULL, NULL, 1"
+			    " FROM report_samples WHERE host_id = ?1 AND end_ms >= ?2"
+			    " AND end_ms < ?3 UNION ALL SELECT hour_ms + 3600000, probe,"
+			    " first_bucket, counts, count, sum_ns, max_ns, samples FROM rollups"
+			    " WHERE host_id = ?1 AND hour_ms >= ?2 - 3600000"
+			    " AND hour_ms + 3600000 >= ?2 AND hour_ms + 3600000 < ?3",
 };
 
 /* stepped for one row and left there: sq_stmt() resets them */
@@ -601,13 +608,34 @@ int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *a
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-/* The p99 and max of n probes over the window: the host's rows read once, then its rollups. */
+/*
+ * A row of ST_WINDOW_SAMPLES or ST_HOST_SAMPLES: end_ms, probe, then a
+ * raw row's probes and counts (probe NULL), or a rollup's first_bucket,
+ * counts, count, sum_ns and max_ns. false: a raw row, opened into row
+ * (unless it cannot be read: then row is empty); true: the rollup, in x.
+ */
+static bool sample_row(struct sqlite_store *q, sqlite3_stmt *st, const char *host,
+		       struct rs_row *row, struct store_sample *x)
+{
+	x->end_ms = sqlite3_column_int64(st, 0);
+	x->probe = (const char *)sqlite3_column_text(st, 1);
+	if (x->probe) {
+		column_hist(st, 2, &x->h);
+		return true;
+	}
+	if (!sq_row_open(q, st, 2, host, x->end_ms, row))
+		row->p = row->end = NULL;
+	return false;
+}
+
+/* The p99 and max of n probes over the window, from its raw rows and rollups. */
 static int window_probes(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 			 const char *const *probes, size_t n, struct store_window *w)
 {
 	struct sqlite_store *q = (struct sqlite_store *)s;
-	struct hist h[4] = { 0 }, x;
 	sqlite3_stmt *st = stmt(s, ST_WINDOW_SAMPLES);
+	struct hist h[4] = { 0 };
+	struct store_sample x;
 	struct rs_probe p;
 	struct rs_row row;
 	size_t i;
@@ -616,30 +644,23 @@ static int window_probes(struct store *s, const char *host, int64_t from_ms, int
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, from_ms);
 	sqlite3_bind_int64(st, 3, to_ms);
+	for (i = 0; i < n; i++)
+		sqlite3_bind_text(st, 4 + (int)i, probes[i], -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-		if (!sq_row_open(q, st, 0, host, sqlite3_column_int64(st, 2), &row))
+		if (sample_row(q, st, host, &row, &x)) {
+			for (i = 0; i < n; i++)
+				if (!strcmp(x.probe, probes[i]))
+					hist_merge(&h[i], &x.h);
 			continue;
+		}
 		while (rs_next(&row, &p))
 			for (i = 0; i < n; i++)
-				if (rs_is(&p, probes[i])) {
-					rs_hist(&p, &x);
-					hist_merge(&h[i], &x);
-				}
+				if (rs_is(&p, probes[i]))
+					rs_merge(&h[i], &p);
 	}
 	if (rc != SQLITE_DONE)
 		return -EIO;
 	for (i = 0; i < n; i++) {
-		st = stmt(s, ST_WINDOW_ROLLUPS);
-		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, probes[i], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, from_ms);
-		sqlite3_bind_int64(st, 4, to_ms);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			column_hist(st, 0, &x);
-			hist_merge(&h[i], &x);
-		}
-		if (rc != SQLITE_DONE)
-			return -EIO;
 		w->p99_ns[i] = h[i].count ? (double)hist_quantile(&h[i], 0.99) : -1;
 		w->max_ns[i] = h[i].count ? (double)h[i].max_ns : -1;
 	}
@@ -735,26 +756,15 @@ int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_
 	sqlite3_bind_int64(st, 2, from_ms);
 	sqlite3_bind_int64(st, 3, to_ms);
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		x.end_ms = sqlite3_column_int64(st, 0);
-		if (!sq_row_open(q, st, 1, host, x.end_ms, &row))
+		x.samples = (uint64_t)sqlite3_column_int64(st, 7);
+		if (sample_row(q, st, host, &row, &x)) {
+			r = cb->sample(arg, &x);
 			continue;
+		}
 		while (r == 0 && rs_next(&row, &p)) {
 			sample_of(&x, name, &p);
 			r = cb->sample(arg, &x);
 		}
-	}
-	if (r || rc != SQLITE_DONE)
-		return r ?: -EIO;
-	st = stmt(s, ST_HOST_ROLLUPS);
-	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(st, 2, from_ms);
-	sqlite3_bind_int64(st, 3, to_ms);
-	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		x.probe = text_or_empty(st, 0);
-		column_hist(st, 1, &x.h);
-		x.end_ms = sqlite3_column_int64(st, 6);
-		x.samples = (uint64_t)sqlite3_column_int64(st, 7);
-		r = cb->sample(arg, &x);
 	}
 	if (r || rc != SQLITE_DONE)
 		return r ?: -EIO;

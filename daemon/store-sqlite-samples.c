@@ -147,6 +147,25 @@ void rs_hist(const struct rs_probe *x, struct hist *h)
 	h->max_ns = x->max_ns;
 }
 
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a + b < a ? UINT64_MAX : a + b;
+}
+
+void rs_merge(struct hist *h, const struct rs_probe *x)
+{
+	uint64_t v;
+
+	for (unsigned i = 0; i < x->nbuckets; i++) {
+		memcpy(&v, x->buckets + i * 8, 8);
+		h->buckets[x->first_bucket + i] = sat_add(h->buckets[x->first_bucket + i], v);
+	}
+	h->count = sat_add(h->count, x->count);
+	h->sum_ns = sat_add(h->sum_ns, x->sum_ns);
+	if (x->max_ns > h->max_ns)
+		h->max_ns = x->max_ns;
+}
+
 bool sq_row_open(struct sqlite_store *q, sqlite3_stmt *st, int col, const char *host,
 		 int64_t end_ms, struct rs_row *row)
 {

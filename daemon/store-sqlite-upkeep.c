@@ -130,7 +130,6 @@ struct hour {
 static int hour_add(struct hour *hr, const struct rs_probe *p)
 {
 	struct acc *a = NULL;
-	struct hist h;
 	size_t i;
 
 	for (i = 0; i < hr->n && !a; i++)
@@ -150,8 +149,7 @@ static int hour_add(struct hour *hr, const struct rs_probe *p)
 		memset(a, 0, sizeof(*a));
 		memcpy(a->probe, p->name, p->name_len);
 	}
-	rs_hist(p, &h);
-	hist_merge(&a->h, &h);
+	rs_merge(&a->h, p);
 	a->n++;
 	return 0;
 }

@@ -141,6 +141,8 @@ int rs_open(struct rs_row *row, const void *probes, size_t len, const void *coun
 bool rs_next(struct rs_row *row, struct rs_probe *x);
 bool rs_is(const struct rs_probe *x, const char *name);
 void rs_hist(const struct rs_probe *x, struct hist *h);
+/* h += x, as hist_merge() adds (saturating), touching only x's buckets. */
+void rs_merge(struct hist *h, const struct rs_probe *x);
 
 /*
  * Opens the row of st's columns col (probes) and col + 1 (counts). false

@@ -389,6 +389,42 @@ static int64_t count_rows(const char *q)
 	return n;
 }
 
+/* Each sample as "host probe end_ms bucket:n... nCOUNT maxMAX; " into the 512 bytes at arg. */
+static int sample_list(void *arg, const struct store_sample *x)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	n += (size_t)snprintf(out + n, 512 - n, "%s %s %lld", x->host_id, x->probe,
+			      (long long)x->end_ms);
+	for (unsigned b = 0; b < HIST_BUCKETS; b++)
+		if (x->h.buckets[b])
+			n += (size_t)snprintf(out + n, 512 - n, " %u:%llu", b,
+					      (unsigned long long)x->h.buckets[b]);
+	snprintf(out + n, 512 - n, " n%llu max%llu; ", (unsigned long long)x->h.count,
+		 (unsigned long long)x->h.max_ns);
+	return 0;
+}
+
+static int host_sample(void *arg, const struct store_sample *x)
+{
+	return sample_list(arg, x);
+}
+
+static int host_report(void *arg, int64_t unix_ms)
+{
+	(void)arg;
+	(void)unix_ms;
+	return 0;
+}
+
+static int host_event(void *arg, const struct store_event *e)
+{
+	(void)arg;
+	(void)e;
+	return 0;
+}
+
 #define HOUR 3600000
 
 /*
@@ -398,8 +434,13 @@ static int64_t count_rows(const char *q)
  */
 static void test_rollup(void **state)
 {
+	static const struct store_host_rows list_rows = { .report = host_report,
+							  .event = host_event,
+							  .sample = host_sample };
 	struct store_filter all = { .probe = "vmap-purge" }, old = all;
-	char cursor[STORE_ID_MAX] = "";
+	const char *two[] = { "rstat-flush", "vmap-purge" };
+	char cursor[STORE_ID_MAX] = "", got[512] = "";
+	struct store_window w;
 	struct seen v = { 0 };
 	struct store *s;
 	uint64_t rows;
@@ -449,6 +490,15 @@ static void test_rollup(void **state)
 	assert_int_equal(v.count, 63);
 	assert_int_equal(v.bucket20, 63);
 	assert_int_equal(v.max_ns, 1000005);
+	/* a gate's window and a host's rows read the rollups with the raw rows */
+	assert_int_equal(s->ops->window(s, "web-1", 0, 2 * HOUR + 1, two, 2, &w), 0);
+	assert_true(w.max_ns[0] == -1 && w.max_ns[1] == 1000004);
+	assert_int_equal(s->ops->window(s, "web-1", 0, 3 * HOUR, two, 2, &w), 0);
+	assert_true(w.max_ns[1] == 1000005);
+	assert_int_equal(s->ops->host_rows(s, "web-1", 0, 3 * HOUR, &list_rows, got), 0);
+	assert_string_equal(got, "web-1 vmap-purge 7201000 20:16 n16 max1000005; "
+				 "web-1 vmap-purge 3600000 20:7 n7 max1000003; "
+				 "web-1 vmap-purge 7200000 20:8 n8 max1000004; ");
 	/* a range in hour 1 finds hour 1's rollup */
 	old.from_ms = HOUR + 100;
 	old.to_ms = 2 * HOUR;
@@ -554,23 +604,6 @@ static void test_batch_rollback(void **state)
 	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	s->ops->close(s);
-}
-
-/* Each sample as "host probe end_ms bucket:n... nCOUNT maxMAX; " into the 512 bytes at arg. */
-static int sample_list(void *arg, const struct store_sample *x)
-{
-	char *out = arg;
-	size_t n = strlen(out);
-
-	n += (size_t)snprintf(out + n, 512 - n, "%s %s %lld", x->host_id, x->probe,
-			      (long long)x->end_ms);
-	for (unsigned b = 0; b < HIST_BUCKETS; b++)
-		if (x->h.buckets[b])
-			n += (size_t)snprintf(out + n, 512 - n, " %u:%llu", b,
-					      (unsigned long long)x->h.buckets[b]);
-	snprintf(out + n, 512 - n, " n%llu max%llu; ", (unsigned long long)x->h.count,
-		 (unsigned long long)x->h.max_ns);
-	return 0;
 }
 
 /* A report's histograms are one row; probes ending at other times get their own. */
@@ -731,25 +764,6 @@ static void bad_host_samples(struct store *s, char got[512])
 
 	got[0] = '\0';
 	assert_int_equal(s->ops->samples(s, &all, sample_list, got), 0);
-}
-
-static int host_sample(void *arg, const struct store_sample *x)
-{
-	return sample_list(arg, x);
-}
-
-static int host_report(void *arg, int64_t unix_ms)
-{
-	(void)arg;
-	(void)unix_ms;
-	return 0;
-}
-
-static int host_event(void *arg, const struct store_event *e)
-{
-	(void)arg;
-	(void)e;
-	return 0;
 }
 
 /*
