@@ -122,6 +122,13 @@ static const char *const migrations[] = {
 	"DROP TRIGGER IF EXISTS samples_add; DROP VIEW IF EXISTS samples;"
 	"CREATE TABLE report_samples8 ("
 	" host_id TEXT NOT NULL, end_ms INTEGER NOT NULL, probes BLOB NOT NULL, counts BLOB);",
+	/*
+	 * 9: a rollout's members in plan order from an index that holds them,
+	 * not sorted on every engine tick (10,000 members: half the cost of
+	 * reading them)
+	 */
+	"CREATE INDEX rollout_hosts_by_plan ON rollout_hosts"
+	" (rollout, wave, position, host_id, stratum, prev_policy, prev_version);",
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
