@@ -41,7 +41,7 @@ static const char schema[] =
 	"PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
 	"PRAGMA cache_size = -32768;"
 	"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
-	" probes TEXT NOT NULL, counts BLOB);"
+	" probes BLOB NOT NULL, counts BLOB);"
 	"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
 	"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
 	"CREATE TABLE counters (host_id TEXT NOT NULL, unix_ms INTEGER, seq INTEGER,"
@@ -167,26 +167,33 @@ static void store(struct db *d, const Kmemctl__V1__Report *rep)
 	static uint8_t counts[16384];
 	size_t plen = 1, clen = 0;
 
-	/* the report's histograms as one row, as kmemd keeps them (its probes end together) */
-	probes[0] = '{';
+	/*
+	 * the report's histograms as one row, as kmemd keeps them (its probes
+	 * end together; docs/kmemd.md): a format byte, then per probe its name,
+	 * first bucket, bucket count and four 64-bit numbers (a little-endian
+	 * machine's own order); the buckets in counts
+	 */
+	probes[0] = 1;
 	for (i = 0; i < rep->n_probes; i++) {
 		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
-		size_t n = p->hist->n_counts * 8;
+		const int64_t num[4] = { p->start_unix_ms, (int64_t)p->hist->count,
+					 (int64_t)p->hist->sum_ns, (int64_t)p->hist->max_ns };
+		size_t name = strlen(p->probe), n = p->hist->n_counts * 8;
 
-		plen += (size_t)snprintf(probes + plen, sizeof(probes) - plen,
-					 "%s\"%s\":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
-					 i ? "," : "", p->probe, (long long)p->start_unix_ms,
-					 (long long)p->hist->first_bucket,
-					 (long long)p->hist->count, (long long)p->hist->sum_ns,
-					 (long long)p->hist->max_ns, clen, n);
+		probes[plen++] = (char)name;
+		memcpy(probes + plen, p->probe, name);
+		plen += name;
+		probes[plen++] = (char)p->hist->first_bucket;
+		probes[plen++] = (char)p->hist->n_counts;
+		memcpy(probes + plen, num, sizeof(num));
+		plen += sizeof(num);
 		memcpy(counts + clen, p->hist->counts, n);
 		clen += n;
 	}
-	probes[plen++] = '}';
 	st = d->sample;
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->probes[0]->end_unix_ms);
-	sqlite3_bind_text(st, 3, probes, (int)plen, SQLITE_STATIC);
+	sqlite3_bind_blob(st, 3, probes, (int)plen, SQLITE_STATIC);
 	sqlite3_bind_blob(st, 4, counts, (int)clen, SQLITE_STATIC);
 	run(st, d, "samples");
 	st = d->counters;
@@ -208,7 +215,10 @@ static void store(struct db *d, const Kmemctl__V1__Report *rep)
 static void open_db(struct db *d, const char *path)
 {
 	unlink(path);
-	if (sqlite3_open(path, &d->db) != SQLITE_OK)
+	/* one thread, without SQLite's lock around each call, as kmemd opens its store */
+	if (sqlite3_open_v2(path, &d->db,
+			    SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+			    NULL) != SQLITE_OK)
 		check(SQLITE_ERROR, d, path);
 	check(sqlite3_exec(d->db, schema, NULL, NULL, NULL), d, "schema");
 	check(sqlite3_prepare_v2(d->db, "BEGIN IMMEDIATE", -1, &d->begin, NULL), d, "begin");

@@ -21,6 +21,7 @@ enum stmt {
 	ST_COUNTERS_ADD,
 	ST_EVENT_ADD,
 	ST_SAMPLES,
+	ST_SAMPLES_ROLLUPS,
 	ST_WINDOW_REPORTS,
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
@@ -36,6 +37,12 @@ enum stmt {
 	ST_HOST_SAMPLES,
 	ST_N,
 };
+
+/* One probe's rollups over a window, by their key (an IN list costs a temporary table). */
+#define WINDOW_ROLLUPS(probe)                                                                     \
+	" UNION ALL SELECT hour_ms + 3600000, probe, first_bucket, counts, count, sum_ns, max_ns" \
+	" FROM rollups WHERE host_id = ?1 AND probe = " probe " AND hour_ms >= ?2 - 3600000"      \
+	" AND hour_ms + 3600000 >= ?2 AND hour_ms + 3600000 < ?3"
 
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
@@ -71,16 +78,21 @@ static const char *const sql[ST_N] = {
 	[ST_COUNTERS_ADD] =
 		"INSERT INTO counters VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-	/* raw samples and hourly rollups never overlap: a sample rolled up is gone */
-	[ST_SAMPLES] = "SELECT s.host_id, s.probe, s.first_bucket, s.counts, s.count, s.sum_ns,"
-		       " s.max_ns, s.end_ms, s.n FROM (SELECT host_id, probe, first_bucket, counts,"
-		       " count, sum_ns, max_ns, end_ms, 1 AS n FROM samples UNION ALL"
-		       " SELECT host_id, probe, first_bucket, counts, count, sum_ns, max_ns,"
-		       " hour_ms + 3600000, samples FROM rollups) s"
+	/*
+	 * Raw samples, then hourly rollups: they never overlap, a sample rolled
+	 * up is gone. A raw row's probes are picked in C (store-sqlite.h).
+	 */
+	[ST_SAMPLES] = "SELECT s.host_id, s.end_ms, s.probes, s.counts FROM report_samples s"
 		       " JOIN hosts h ON h.host_id = s.host_id"
-		       " WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.end_ms >= ?2)"
-		       " AND (?3 = 0 OR s.end_ms <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
+		       " WHERE (?2 = 0 OR s.end_ms >= ?2) AND (?3 = 0 OR s.end_ms <= ?3)"
+		       " AND (?4 IS NULL OR s.host_id = ?4)"
 		       " AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
+	[ST_SAMPLES_ROLLUPS] =
+		"SELECT s.host_id, s.probe, s.first_bucket, s.counts, s.count, s.sum_ns, s.max_ns,"
+		" s.hour_ms + 3600000, s.samples FROM rollups s JOIN hosts h ON h.host_id = s.host_id"
+		" WHERE (?1 IS NULL OR s.probe = ?1) AND (?2 = 0 OR s.hour_ms + 3600000 >= ?2)"
+		" AND (?3 = 0 OR s.hour_ms + 3600000 <= ?3) AND (?4 IS NULL OR s.host_id = ?4)"
+		" AND (?5 IS NULL OR json_extract(h.labels, '$.\"' || ?5 || '\"') = ?6)",
 	[ST_WINDOW_REPORTS] = "SELECT min(unix_ms), max(unix_ms) FROM counters"
 			      " WHERE host_id = ?1 AND unix_ms >= ?2 AND unix_ms < ?3",
 	/*
@@ -96,13 +108,16 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
-	/* one host's probe: by report_samples_by_host and the rollups' key, not a scan */
-	[ST_WINDOW_SAMPLES] = "SELECT first_bucket, counts, count, sum_ns, max_ns FROM samples"
-			      " WHERE host_id = ?1 AND end_ms >= ?3 AND end_ms < ?4 AND probe = ?2"
-			      " UNION ALL SELECT first_bucket, counts, count, sum_ns, max_ns"
-			      " FROM rollups WHERE host_id = ?1 AND probe = ?2"
-			      " AND hour_ms >= ?3 - 3600000 AND hour_ms + 3600000 >= ?3"
-			      " AND hour_ms + 3600000 < ?4",
+	/*
+	 * A host's samples, raw and rolled up, in one statement (a statement
+	 * each cost a read transaction each), as sample_row() reads them: raw
+	 * rows by report_samples_by_host, whose probes C picks; rollups of the
+	 * probes ?4 to ?7 by their key. No scan.
+	 */
+	[ST_WINDOW_SAMPLES] = "SELECT end_ms, NULL, probes, counts, NULL, NULL, NULL"
+			      " FROM report_samples WHERE host_id = ?1 AND end_ms >= ?2"
+			      " AND end_ms < ?3" WINDOW_ROLLUPS("?4") WINDOW_ROLLUPS("?5")
+				      WINDOW_ROLLUPS("?6") WINDOW_ROLLUPS("?7"),
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id, state",
@@ -125,12 +140,12 @@ static const char *const sql[ST_N] = {
 	[ST_HOST_EVENTS] = "SELECT unix_ms, kind, cpu, duration_ns, comm, pid, stack, mitigation,"
 			   " probe, message FROM events WHERE host_id = ?1"
 			   " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
-	[ST_HOST_SAMPLES] = "SELECT probe, first_bucket, counts, count, sum_ns, max_ns, end_ms, 1"
-			    " FROM samples WHERE host_id = ?1 AND end_ms >= ?2 AND end_ms < ?3"
-			    " UNION ALL SELECT probe, first_bucket, counts, count, sum_ns, max_ns,"
-			    " hour_ms + 3600000, samples FROM rollups WHERE host_id = ?1"
-			    " AND hour_ms >= ?2 - 3600000 AND hour_ms + 3600000 >= ?2"
-			    " AND hour_ms + 3600000 < ?3",
+	[ST_HOST_SAMPLES] = "SELECT end_ms, NULL, probes, counts, NULL, NULL, NULL, 1"
+			    " FROM report_samples WHERE host_id = ?1 AND end_ms >= ?2"
+			    " AND end_ms < ?3 UNION ALL SELECT hour_ms + 3600000, probe,"
+			    " first_bucket, counts, count, sum_ns, max_ns, samples FROM rollups"
+			    " WHERE host_id = ?1 AND hour_ms >= ?2 - 3600000"
+			    " AND hour_ms + 3600000 >= ?2 AND hour_ms + 3600000 < ?3",
 };
 
 /* stepped for one row and left there: sq_stmt() resets them */
@@ -185,32 +200,25 @@ static void ingest_text_free(struct ingest_text *t)
 	free(t->stacks);
 }
 
-static int buf_reserve(struct buf *b, size_t n)
-{
-	uint8_t *p;
-
-	if (n <= b->cap)
-		return 0;
-	p = realloc(b->p, n);
-	if (!p)
-		return -ENOMEM;
-	b->p = p;
-	b->cap = n;
-	return 0;
-}
-
-/* Room enough for the largest report_samples row of rep: writing one cannot fail. */
+/*
+ * Room enough for the largest report_samples row of rep: writing one
+ * cannot fail. -EINVAL: a probe the row cannot hold (report_check()
+ * refuses it first).
+ */
 static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *rep)
 {
-	size_t probes = 3, counts = 0, i;
+	size_t probes = 1, counts = 0, i;
 
 	for (i = 0; i < rep->n_probes; i++) {
 		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		size_t name = p->probe ? strlen(p->probe) : 0;
 
 		if (!p->hist)
 			continue;
-		/* "\u00XX" per byte of the name at worst, and 7 numbers of 20 digits */
-		probes += (p->probe ? strlen(p->probe) * 6 : 0) + 4 + 7 * 21 + 2;
+		if (name > RS_NAME_MAX || p->hist->first_bucket > HIST_BUCKETS ||
+		    p->hist->n_counts > HIST_BUCKETS - p->hist->first_bucket)
+			return -EINVAL;
+		probes += rs_room(name);
 		counts += p->hist->n_counts * 8;
 	}
 	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
@@ -220,9 +228,14 @@ static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemct
 {
 	size_t i, j;
 
+	int r;
+
 	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
-	if (!t->labels || samples_reserve((struct sqlite_store *)s, rep) < 0)
+	if (!t->labels)
 		return -ENOMEM;
+	r = samples_reserve((struct sqlite_store *)s, rep);
+	if (r < 0)
+		return r;
 	if (!rep->n_events)
 		return 0;
 	t->stacks = calloc(rep->n_events, sizeof(*t->stacks));
@@ -348,38 +361,8 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 	return r;
 }
 
-static void buf_add(struct buf *b, const void *p, size_t n)
-{
-	if (!n)
-		return;
-	memcpy(b->p + b->len, p, n);
-	b->len += n;
-}
-
-/* name as a JSON string: its quotes and backslashes escaped, control bytes as \u00XX */
-static void buf_json_string(struct buf *b, const char *name)
-{
-	const unsigned char *c;
-	char esc[8];
-
-	buf_add(b, "\"", 1);
-	for (c = (const unsigned char *)(name ?: ""); *c; c++) {
-		if (*c == '"' || *c == '\\') {
-			esc[0] = '\\';
-			esc[1] = (char)*c;
-			buf_add(b, esc, 2);
-		} else if (*c < 0x20) {
-			snprintf(esc, sizeof(esc), "\\u%04x", *c);
-			buf_add(b, esc, 6);
-		} else {
-			buf_add(b, c, 1);
-		}
-	}
-	buf_add(b, "\"", 1);
-}
-
 /*
- * The report's histograms in one report_samples row (migration 7), or
+ * The report's histograms in one report_samples row (migration 8), or
  * one per end time when its probes do not all end at the same time (an
  * agent's all do). Room was reserved by samples_reserve().
  */
@@ -400,33 +383,28 @@ static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 				break;
 		if (j < i) /* in the row of an earlier probe */
 			continue;
-		q->probes.len = q->counts.len = 0;
-		buf_add(&q->probes, "{", 1);
+		rs_begin(&q->probes, &q->counts);
 		for (j = i; j < rep->n_probes; j++) {
 			const Kmemctl__V1__ProbeSample *p = rep->probes[j];
-			char num[7 * 21 + 8];
-			int n;
 
 			if (!p->hist || p->end_unix_ms != end)
 				continue;
-			if (q->probes.len > 1)
-				buf_add(&q->probes, ",", 1);
-			buf_json_string(&q->probes, p->probe);
 			/* native-endian u64s: one host architecture per kmemd file */
-			n = snprintf(num, sizeof(num), ":[%lld,%lld,%lld,%lld,%lld,%zu,%zu]",
-				     (long long)p->start_unix_ms, (long long)p->hist->first_bucket,
-				     (long long)p->hist->count, (long long)p->hist->sum_ns,
-				     (long long)p->hist->max_ns, q->counts.len,
-				     p->hist->n_counts * 8);
-			buf_add(&q->probes, num, (size_t)n);
-			buf_add(&q->counts, p->hist->counts, p->hist->n_counts * 8);
+			rs_add(&q->probes, &q->counts,
+			       &(struct rs_probe){ .name = p->probe ?: "",
+						   .name_len = p->probe ? strlen(p->probe) : 0,
+						   .start_ms = p->start_unix_ms,
+						   .first_bucket = p->hist->first_bucket,
+						   .nbuckets = (unsigned)p->hist->n_counts,
+						   .buckets = (const uint8_t *)p->hist->counts,
+						   .count = p->hist->count,
+						   .sum_ns = p->hist->sum_ns,
+						   .max_ns = p->hist->max_ns });
 		}
-		buf_add(&q->probes, "}", 1);
 		st = stmt(s, ST_SAMPLE_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, end);
-		sqlite3_bind_text(st, 3, (const char *)q->probes.p, (int)q->probes.len,
-				  SQLITE_STATIC);
+		sqlite3_bind_blob(st, 3, q->probes.p, (int)q->probes.len, SQLITE_STATIC);
 		sqlite3_bind_blob(st, 4, q->counts.p, (int)q->counts.len, SQLITE_STATIC);
 		r = step_done(st);
 	}
@@ -545,11 +523,9 @@ out:
 	return r;
 }
 
-int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg)
+static sqlite3_stmt *samples_stmt(struct store *s, enum stmt which, const struct store_filter *f)
 {
-	sqlite3_stmt *st = stmt(s, ST_SAMPLES);
-	struct store_sample x;
-	int rc, r = 0;
+	sqlite3_stmt *st = stmt(s, which);
 
 	if (f->probe)
 		sqlite3_bind_text(st, 1, f->probe, -1, SQLITE_STATIC);
@@ -561,6 +537,43 @@ int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb
 		sqlite3_bind_text(st, 5, f->label_key, -1, SQLITE_STATIC);
 		sqlite3_bind_text(st, 6, f->label_value, -1, SQLITE_STATIC);
 	}
+	return st;
+}
+
+/* x's probe, a string, out of the row; x->h from it. */
+static void sample_of(struct store_sample *x, char name[RS_NAME_MAX + 1], const struct rs_probe *p)
+{
+	memcpy(name, p->name, p->name_len);
+	name[p->name_len] = '\0';
+	x->probe = name;
+	rs_hist(p, &x->h);
+}
+
+int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	sqlite3_stmt *st = samples_stmt(s, ST_SAMPLES, f);
+	struct store_sample x = { .samples = 1 };
+	char name[RS_NAME_MAX + 1];
+	struct rs_probe p;
+	struct rs_row row;
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		x.host_id = (const char *)sqlite3_column_text(st, 0);
+		x.end_ms = sqlite3_column_int64(st, 1);
+		if (!sq_row_open(q, st, 2, x.host_id, x.end_ms, &row))
+			continue;
+		while (r == 0 && rs_next(&row, &p)) {
+			if (f->probe && !rs_is(&p, f->probe))
+				continue;
+			sample_of(&x, name, &p);
+			r = cb(arg, &x);
+		}
+	}
+	if (r || rc != SQLITE_DONE)
+		return r ?: -EIO;
+	st = samples_stmt(s, ST_SAMPLES_ROLLUPS, f);
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		x.host_id = (const char *)sqlite3_column_text(st, 0);
 		x.probe = (const char *)sqlite3_column_text(st, 1);
@@ -595,11 +608,69 @@ int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *a
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+/*
+ * A row of ST_WINDOW_SAMPLES or ST_HOST_SAMPLES: end_ms, probe, then a
+ * raw row's probes and counts (probe NULL), or a rollup's first_bucket,
+ * counts, count, sum_ns and max_ns. false: a raw row, opened into row
+ * (unless it cannot be read: then row is empty); true: the rollup, in x.
+ */
+static bool sample_row(struct sqlite_store *q, sqlite3_stmt *st, const char *host,
+		       struct rs_row *row, struct store_sample *x)
+{
+	x->end_ms = sqlite3_column_int64(st, 0);
+	x->probe = (const char *)sqlite3_column_text(st, 1);
+	if (x->probe) {
+		column_hist(st, 2, &x->h);
+		return true;
+	}
+	if (!sq_row_open(q, st, 2, host, x->end_ms, row))
+		row->p = row->end = NULL;
+	return false;
+}
+
+/* The p99 and max of n probes over the window, from its raw rows and rollups. */
+static int window_probes(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+			 const char *const *probes, size_t n, struct store_window *w)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	sqlite3_stmt *st = stmt(s, ST_WINDOW_SAMPLES);
+	struct hist h[4] = { 0 };
+	struct store_sample x;
+	struct rs_probe p;
+	struct rs_row row;
+	size_t i;
+	int rc;
+
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, from_ms);
+	sqlite3_bind_int64(st, 3, to_ms);
+	for (i = 0; i < n; i++)
+		sqlite3_bind_text(st, 4 + (int)i, probes[i], -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (sample_row(q, st, host, &row, &x)) {
+			for (i = 0; i < n; i++)
+				if (!strcmp(x.probe, probes[i]))
+					hist_merge(&h[i], &x.h);
+			continue;
+		}
+		while (rs_next(&row, &p))
+			for (i = 0; i < n; i++)
+				if (rs_is(&p, probes[i]))
+					rs_merge(&h[i], &p);
+	}
+	if (rc != SQLITE_DONE)
+		return -EIO;
+	for (i = 0; i < n; i++) {
+		w->p99_ns[i] = h[i].count ? (double)hist_quantile(&h[i], 0.99) : -1;
+		w->max_ns[i] = h[i].count ? (double)h[i].max_ns : -1;
+	}
+	return 0;
+}
+
 int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 	      const char *const *probes, size_t nprobes, struct store_window *w)
 {
 	sqlite3_stmt *st = stmt(s, ST_WINDOW_REPORTS);
-	size_t i;
 	int rc;
 
 	memset(w, 0, sizeof(*w));
@@ -637,32 +708,19 @@ int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 			 text_or_empty(st, 0), text_or_empty(st, 1));
 	else if (rc != SQLITE_DONE)
 		return -EIO;
-	for (i = 0; i < nprobes && i < 4; i++) {
-		struct hist h = { 0 }, x;
-
-		st = stmt(s, ST_WINDOW_SAMPLES);
-		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-		sqlite3_bind_text(st, 2, probes[i], -1, SQLITE_STATIC);
-		sqlite3_bind_int64(st, 3, from_ms);
-		sqlite3_bind_int64(st, 4, to_ms);
-		while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
-			column_hist(st, 0, &x);
-			hist_merge(&h, &x);
-		}
-		if (rc != SQLITE_DONE)
-			return -EIO;
-		w->p99_ns[i] = h.count ? (double)hist_quantile(&h, 0.99) : -1;
-		w->max_ns[i] = h.count ? (double)h.max_ns : -1;
-	}
-	return 0;
+	return window_probes(s, host, from_ms, to_ms, probes, nprobes < 4 ? nprobes : 4, w);
 }
 
 int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		 const struct store_host_rows *cb, void *arg)
 {
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	struct store_sample x = { .host_id = host, .samples = 1 };
+	char name[RS_NAME_MAX + 1];
 	struct store_event e;
-	struct store_sample x = { .host_id = host };
 	sqlite3_stmt *st = stmt(s, ST_HOST_REPORTS);
+	struct rs_probe p;
+	struct rs_row row;
 	int rc, r = 0;
 
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
@@ -698,11 +756,15 @@ int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_
 	sqlite3_bind_int64(st, 2, from_ms);
 	sqlite3_bind_int64(st, 3, to_ms);
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		x.probe = text_or_empty(st, 0);
-		column_hist(st, 1, &x.h);
-		x.end_ms = sqlite3_column_int64(st, 6);
 		x.samples = (uint64_t)sqlite3_column_int64(st, 7);
-		r = cb->sample(arg, &x);
+		if (sample_row(q, st, host, &row, &x)) {
+			r = cb->sample(arg, &x);
+			continue;
+		}
+		while (r == 0 && rs_next(&row, &p)) {
+			sample_of(&x, name, &p);
+			r = cb->sample(arg, &x);
+		}
 	}
 	if (r || rc != SQLITE_DONE)
 		return r ?: -EIO;

@@ -3,6 +3,7 @@
  * kmemd's SQLite store, upkeep: telemetry expired, and raw samples rolled up into hours.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -29,9 +30,8 @@ static const char *const sql[ST_N] = {
 	[ST_EXPIRE_ROLLUPS] = "DELETE FROM rollups WHERE hour_ms + 3600000 <= ?1",
 	[ST_ROLLUP_HOSTS] =
 		"SELECT host_id FROM hosts WHERE host_id > ?1 ORDER BY host_id LIMIT ?2",
-	[ST_ROLLUP_READ] = "SELECT probe, end_ms / 3600000 * 3600000, first_bucket, counts, count,"
-			   " sum_ns, max_ns FROM samples WHERE host_id = ?1 AND end_ms < ?2"
-			   " ORDER BY probe, end_ms",
+	[ST_ROLLUP_READ] = "SELECT end_ms, probes, counts FROM report_samples"
+			   " WHERE host_id = ?1 AND end_ms < ?2 ORDER BY end_ms",
 	[ST_ROLLUP_GET] = "SELECT first_bucket, counts, count, sum_ns, max_ns, samples FROM rollups"
 			  " WHERE host_id = ?1 AND probe = ?2 AND hour_ms = ?3",
 	[ST_ROLLUP_PUT] =
@@ -113,40 +113,92 @@ static int rollup_add(struct store *s, const char *host, const char *probe, int6
 	return step_done(st);
 }
 
-/* One host's samples before before_ms into hourly rows; its counters thinned to one per hour. */
+/* An hour's samples of one probe of the host being rolled up. */
+struct acc {
+	char probe[RS_NAME_MAX + 1];
+	struct hist h;
+	uint64_t n;
+};
+
+/* The probes of one hour, as many as its rows hold. */
+struct hour {
+	int64_t ms;
+	struct acc *a;
+	size_t n, cap;
+};
+
+static int hour_add(struct hour *hr, const struct rs_probe *p)
+{
+	struct acc *a = NULL;
+	size_t i;
+
+	for (i = 0; i < hr->n && !a; i++)
+		if (rs_is(p, hr->a[i].probe))
+			a = &hr->a[i];
+	if (!a) {
+		if (hr->n == hr->cap) {
+			size_t cap = hr->cap ? hr->cap * 2 : 8;
+			struct acc *m = realloc(hr->a, cap * sizeof(*m));
+
+			if (!m)
+				return -ENOMEM;
+			hr->a = m;
+			hr->cap = cap;
+		}
+		a = &hr->a[hr->n++];
+		memset(a, 0, sizeof(*a));
+		memcpy(a->probe, p->name, p->name_len);
+	}
+	rs_merge(&a->h, p);
+	a->n++;
+	return 0;
+}
+
+static int hour_flush(struct store *s, const char *host, struct hour *hr)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < hr->n; i++)
+		r = rollup_add(s, host, hr->a[i].probe, hr->ms, &hr->a[i].h, hr->a[i].n);
+	hr->n = 0;
+	return r;
+}
+
+/*
+ * One host's samples before before_ms into hourly rows; its counters
+ * thinned to one per hour. Its rows come in time order, each with its
+ * report's probes: each hour's are merged by probe, then written.
+ */
 static int rollup_host(struct store *s, const char *host, int64_t before_ms, uint64_t *rows)
 {
+	struct sqlite_store *q = (struct sqlite_store *)s;
 	sqlite3_stmt *st = stmt(s, ST_ROLLUP_READ);
-	char probe[STORE_ID_MAX] = "";
-	struct hist acc = { 0 }, h;
-	int64_t hour = -1;
-	uint64_t n = 0;
+	struct hour hr = { .ms = -1 };
+	struct rs_probe p;
+	struct rs_row row;
 	int rc, r = 0;
 
-	/* samples for one host arrive in probe and time order: merge runs of one hour */
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_TRANSIENT);
 	sqlite3_bind_int64(st, 2, before_ms);
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		const char *p = (const char *)sqlite3_column_text(st, 0);
-		int64_t hr = sqlite3_column_int64(st, 1);
+		int64_t end = sqlite3_column_int64(st, 0), ms = end / 3600000 * 3600000;
 
-		if (n && (hr != hour || strcmp(p ?: "", probe) != 0)) {
-			r = rollup_add(s, host, probe, hour, &acc, n);
-			memset(&acc, 0, sizeof(acc));
-			n = 0;
+		if (!sq_row_open(q, st, 1, host, end, &row))
+			continue;
+		if (ms != hr.ms)
+			r = hour_flush(s, host, &hr);
+		hr.ms = ms;
+		while (r == 0 && rs_next(&row, &p)) {
+			r = hour_add(&hr, &p);
+			(*rows)++;
 		}
-		snprintf(probe, sizeof(probe), "%s", p ?: "");
-		hour = hr;
-		column_hist(st, 2, &h);
-		hist_merge(&acc, &h);
-		n++;
-		(*rows)++;
 	}
 	sqlite3_reset(st);
 	if (r == 0 && rc != SQLITE_DONE)
 		r = -EIO;
-	if (r == 0 && n)
-		r = rollup_add(s, host, probe, hour, &acc, n);
+	if (r == 0)
+		r = hour_flush(s, host, &hr);
+	free(hr.a);
 	if (r == 0) {
 		st = stmt(s, ST_ROLLUP_DROP);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);

@@ -37,11 +37,17 @@ sed -i "s/^listen = .*/listen = 127.0.0.1:$port/" kmemd.conf
 
 # T: 2023-11-14 22:13:20 UTC; every time is T plus or minus whole minutes
 T=1700000000000
-bucket() { # little-endian u64
-	printf "X'%016x'" "$1" | sed -E "s/X'(..)(..)(..)(..)(..)(..)(..)(..)'/X'\8\7\6\5\4\3\2\1'/"
-}
+# probe samples are binary rows: stored as reports by kmemd's store code,
+# whose hosts and counters rows the SQL below then replaces with its own
+$BUILD/tests/integration/store-rows ingest kmemd.sqlite <<ROWS
+h1 $((T - 1200000)) 1 0 reclaim $((T - 1260000)) 10 3 3 3000 1500
+h1 $((T - 600000)) 2 0 reclaim $((T - 660000)) 12 5 5 20000 6000
+h3 $((T - 600000)) 1 0 reclaim $((T - 660000)) 11 2 2 4000 2500
+ROWS
 sqlite3 kmemd.sqlite <<SQL
 BEGIN;
+DELETE FROM hosts;
+DELETE FROM counters;
 INSERT INTO hosts VALUES ('h1', 'web-1.example', '6.1.0-57-amd64', 'b1d0', 8, 8, 16777216000,
 	0, '0.9.0', '{"role":"web","zone":"a"}', $T - 3600000, $T, 61, 'good', 1, 0);
 INSERT INTO hosts VALUES ('h2', 'db-1.example', '6.12.0-1-amd64', 'b2d0', 4, 2, 8388608000,
@@ -65,12 +71,6 @@ INSERT INTO events VALUES ('h1', $T - 590000, 'soft-lockup', 3, 22000000000, 'kw
 	142, '["shrink_node","balance_pgdat"]', NULL, NULL, 'BUG: soft lockup - CPU#3 stuck');
 INSERT INTO events VALUES ('h1', $T - 300000, 'trip', 1, 0, NULL, 0, '[]',
 	'usercopy-fastpath', NULL, 'breaker: 3 calls over budget');
-INSERT INTO samples VALUES ('h1', 'reclaim', $T - 1260000, $T - 1200000, 10, $(bucket 3), 3,
-	3000, 1500);
-INSERT INTO samples VALUES ('h1', 'reclaim', $T - 660000, $T - 600000, 12, $(bucket 5), 5,
-	20000, 6000);
-INSERT INTO samples VALUES ('h3', 'reclaim', $T - 660000, $T - 600000, 11, $(bucket 2), 2,
-	4000, 2500);
 INSERT INTO policies VALUES ('base', 1, '{"mitigations":{"rstat-yield":{"mode":"off"}}}',
 	NULL, 'ops', '', $T - 7200000);
 INSERT INTO policies VALUES ('good', 1, '{"mitigations":{"rstat-yield":{"mode":"on"}}}',

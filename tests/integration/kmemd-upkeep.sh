@@ -77,21 +77,19 @@ now=$(($(date +%s) * 1000))
 cut=$((now - 3600000))
 gap=300000
 rows=8640
-sqlite3 kmemd.sqlite <<SQL
-WITH RECURSIVE h(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM h WHERE i < 59)
-INSERT INTO hosts (host_id, last_seq) SELECT printf('h%02d', i), 1 FROM h;
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $rows - 1)
-INSERT INTO samples SELECT printf('h%02d', i % 60), 'vmap-purge', t - 10000, t, 20,
-	X'0300000000000000', 3, 3000000 + i, 2000000 + i
-	FROM (SELECT i, $now - i * 30000 AS t FROM n) WHERE abs(t - $cut) > $gap;
-WITH RECURSIVE n(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM n WHERE i < $rows - 1)
-INSERT INTO counters (host_id, unix_ms, seq, soft_lockups)
-	SELECT printf('h%02d', i % 60), $now - i * 30000, $rows - i, $rows - i FROM n
-	WHERE abs($now - i * 30000 - $cut) > $gap;
-SQL
+# (reports of one vmap-purge sample each, stored by kmemd's store code:
+# HOST UNIX_MS SEQ SOFT_LOCKUPS PROBE START_MS FIRST_BUCKET COUNTS COUNT SUM_NS MAX_NS)
+awk -v rows=$rows -v now=$now -v cut=$cut -v gap=$gap 'BEGIN {
+	for (i = 0; i < rows; i++) {
+		t = now - i * 30000
+		if (t - cut > gap || cut - t > gap)
+			printf "h%02d %.0f %d %d vmap-purge %.0f 20 3 3 %d %d\n", i % 60, t, rows - i,
+				rows - i, t - 10000, 3000000 + i, 2000000 + i
+	}
+}' | $BUILD/tests/integration/store-rows ingest kmemd.sqlite
 # the rows within a few minutes of the raw window's edge are left out:
-# kmemd's clock at its pass is not this script's
-n=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM samples")
+# kmemd's clock at its pass is not this script's; one sample a row
+n=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM report_samples")
 hours=$(sqlite3 kmemd.sqlite "SELECT count(DISTINCT host_id || '/' || (unix_ms / 3600000))
 	FROM counters WHERE unix_ms < $now - 3600000")
 recent=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters WHERE unix_ms >= $now - 3600000")
@@ -99,7 +97,7 @@ recent=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters WHERE unix_ms >= $n
 start_kmemd
 port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
 wait_for 20 grep -q "rolled [0-9]* rows of telemetry" kmemd.log || fail "no rollup pass"
-old=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM samples WHERE end_ms < $now - 3600000")
+old=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM report_samples WHERE end_ms < $now - 3600000")
 [ "$old" = 0 ] || fail "$old raw samples older than raw_retention remain"
 rollups=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM rollups")
 [ "$rollups" -gt 1000 ] || fail "only $rollups hourly rows"

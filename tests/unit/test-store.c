@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include "admin-json.h"
+#include "store-sqlite.h"
 #include "store.h"
 
 /* The admin API's JSON of the store's rows (admin-json.h), as text. */
@@ -388,6 +389,42 @@ static int64_t count_rows(const char *q)
 	return n;
 }
 
+/* Each sample as "host probe end_ms bucket:n... nCOUNT maxMAX; " into the 512 bytes at arg. */
+static int sample_list(void *arg, const struct store_sample *x)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	n += (size_t)snprintf(out + n, 512 - n, "%s %s %lld", x->host_id, x->probe,
+			      (long long)x->end_ms);
+	for (unsigned b = 0; b < HIST_BUCKETS; b++)
+		if (x->h.buckets[b])
+			n += (size_t)snprintf(out + n, 512 - n, " %u:%llu", b,
+					      (unsigned long long)x->h.buckets[b]);
+	snprintf(out + n, 512 - n, " n%llu max%llu; ", (unsigned long long)x->h.count,
+		 (unsigned long long)x->h.max_ns);
+	return 0;
+}
+
+static int host_sample(void *arg, const struct store_sample *x)
+{
+	return sample_list(arg, x);
+}
+
+static int host_report(void *arg, int64_t unix_ms)
+{
+	(void)arg;
+	(void)unix_ms;
+	return 0;
+}
+
+static int host_event(void *arg, const struct store_event *e)
+{
+	(void)arg;
+	(void)e;
+	return 0;
+}
+
 #define HOUR 3600000
 
 /*
@@ -397,8 +434,13 @@ static int64_t count_rows(const char *q)
  */
 static void test_rollup(void **state)
 {
+	static const struct store_host_rows list_rows = { .report = host_report,
+							  .event = host_event,
+							  .sample = host_sample };
 	struct store_filter all = { .probe = "vmap-purge" }, old = all;
-	char cursor[STORE_ID_MAX] = "";
+	const char *two[] = { "rstat-flush", "vmap-purge" };
+	char cursor[STORE_ID_MAX] = "", got[512] = "";
+	struct store_window w;
 	struct seen v = { 0 };
 	struct store *s;
 	uint64_t rows;
@@ -426,7 +468,7 @@ static void test_rollup(void **state)
 	assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 1, &rows), 0);
 	assert_int_equal(rows, 0);
 
-	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 1);
 	assert_int_equal(count_rows("SELECT count(*) FROM rollups"), 3);
 	assert_int_equal(count_rows("SELECT samples FROM rollups WHERE host_id = 'web-1'"
 				    " AND hour_ms = 0"),
@@ -448,6 +490,15 @@ static void test_rollup(void **state)
 	assert_int_equal(v.count, 63);
 	assert_int_equal(v.bucket20, 63);
 	assert_int_equal(v.max_ns, 1000005);
+	/* a gate's window and a host's rows read the rollups with the raw rows */
+	assert_int_equal(s->ops->window(s, "web-1", 0, 2 * HOUR + 1, two, 2, &w), 0);
+	assert_true(w.max_ns[0] == -1 && w.max_ns[1] == 1000004);
+	assert_int_equal(s->ops->window(s, "web-1", 0, 3 * HOUR, two, 2, &w), 0);
+	assert_true(w.max_ns[1] == 1000005);
+	assert_int_equal(s->ops->host_rows(s, "web-1", 0, 3 * HOUR, &list_rows, got), 0);
+	assert_string_equal(got, "web-1 vmap-purge 7201000 20:16 n16 max1000005; "
+				 "web-1 vmap-purge 3600000 20:7 n7 max1000003; "
+				 "web-1 vmap-purge 7200000 20:8 n8 max1000004; ");
 	/* a range in hour 1 finds hour 1's rollup */
 	old.from_ms = HOUR + 100;
 	old.to_ms = 2 * HOUR;
@@ -544,14 +595,14 @@ static void test_batch_rollback(void **state)
 	report_at(s, "rb-2", 1, 1000, 1);
 	s->ops->rollback(s);
 	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 0);
-	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 0);
 	/* then the next batch, and a report outside any, are stored */
 	assert_int_equal(s->ops->begin(s), 0);
 	report_at(s, "rb-1", 1, 1000, 1);
 	assert_int_equal(s->ops->commit(s), 0);
 	report_at(s, "rb-2", 1, 1000, 1);
 	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 2);
-	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	s->ops->close(s);
 }
 
@@ -562,9 +613,10 @@ static void test_samples_packed(void **state)
 	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
 	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT, g = KMEMCTL__V1__HISTOGRAM__INIT;
 	Kmemctl__V1__ProbeSample p[3], *pp[] = { &p[0], &p[1], &p[2] };
-	struct store_filter odd = { .probe = "we\"ird\n" };
+	struct store_filter odd = { .probe = "we\"ird\n" }, all = { 0 };
 	uint64_t hc[] = { 1, 2 }, gc[] = { 4 };
 	struct seen v = { 0 };
+	char got[512] = "";
 	struct store *s = fresh_store();
 	int i;
 
@@ -595,11 +647,10 @@ static void test_samples_packed(void **state)
 	rep.probes = pp;
 	assert_int_equal(s->ops->ingest(s, &rep, 1000), 0);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
-	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
-	assert_int_equal(
-		count_rows("SELECT count(*) FROM samples WHERE probe = 'rstat-flush'"
-			   " AND end_ms = 900 AND counts = x'01000000000000000200000000000000'"),
-		1);
+	assert_int_equal(s->ops->samples(s, &all, sample_list, got), 0);
+	assert_string_equal(
+		got, "pk-1 vmap-purge 1000 20:1 21:2 n3 max77; "
+		     "pk-1 we\"ird\n 1000 20:4 n4 max0; pk-1 rstat-flush 900 20:1 21:2 n3 max77; ");
 	/* each probe's counts are its own, out of the row's blob */
 	assert_int_equal(s->ops->samples(s, &odd, see, &v), 0);
 	assert_int_equal(v.rows, 1);
@@ -622,8 +673,8 @@ static void test_migrate_samples(void **state)
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(
 		sqlite3_exec(db,
-			     "DROP VIEW samples; DROP TABLE report_samples;"
-			     "DELETE FROM schema_version WHERE version = 7;"
+			     "DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
+			     "DELETE FROM schema_version WHERE version >= 7;"
 			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
 			     " count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
@@ -637,14 +688,276 @@ static void test_migrate_samples(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 7);
-	assert_int_equal(count_rows("SELECT count(*) FROM samples"), 3);
+	/* through migration 7's JSON and migration 8 */
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 9);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
 	assert_int_equal(v.count, 8);
 	assert_int_equal(v.bucket20, 8);
 	assert_int_equal(v.max_ns, 900);
 	s->ops->close(s);
+}
+
+/*
+ * Migration 8: schema 7's rows (probes in JSON, each probe's counts
+ * anywhere in the row's blob) read as they were; rows it cannot read are
+ * left out, not the migration failed.
+ */
+static void test_migrate_json(void **state)
+{
+	struct store_filter all = { .host = "j-1" };
+	const char *probes[] = { "vmap-purge" };
+	struct store_window w;
+	char got[512] = "";
+	struct store *s = fresh_store();
+	sqlite3 *db;
+
+	(void)state;
+	s->ops->close(s);
+	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(
+			db,
+			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
+			"DELETE FROM schema_version WHERE version >= 8;"
+			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
+			" probes TEXT NOT NULL, counts BLOB);"
+			"CREATE INDEX report_samples_by_host ON report_samples (host_id, end_ms);"
+			"CREATE INDEX report_samples_by_time ON report_samples (end_ms);"
+			"INSERT INTO hosts (host_id, last_seq) VALUES ('j-1', 4);"
+			/* rstat-flush's counts come first in the blob, vmap-purge's after */
+			"INSERT INTO report_samples VALUES ('j-1', 1000, '{\"vmap-purge\":"
+			" [0,20,3,300,200,8,8], \"rstat-flush\": [10,21,1,5,5,0,8]}',"
+			" x'01000000000000000300000000000000'),"
+			" ('j-1', 2000, '{\"we\\\"ird\": [1000,19,5,500,900,0,16]}',"
+			" x'02000000000000000300000000000000'),"
+			/* counts past the blob's end; not JSON; not an object of arrays */
+			" ('j-1', 3000, '{\"vmap-purge\": [0,20,1,1,1,8,8]}', x'0100000000000000'),"
+			" ('j-1', 4000, 'not json', NULL),"
+			" ('j-1', 5000, '{\"vmap-purge\": 7}', NULL);",
+			NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	s = open_store();
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 9);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
+				    " WHERE typeof(probes) = 'blob'"),
+			 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM sqlite_master WHERE name IN"
+				    " ('samples', 'samples_add', 'report_samples_by_host',"
+				    " 'report_samples_by_time')"),
+			 2);
+	assert_int_equal(s->ops->samples(s, &all, sample_list, got), 0);
+	assert_string_equal(got, "j-1 vmap-purge 1000 20:3 n3 max200; "
+				 "j-1 rstat-flush 1000 21:1 n1 max5; "
+				 "j-1 we\"ird 2000 19:2 20:3 n5 max900; ");
+	assert_int_equal(s->ops->window(s, "j-1", 0, 10000, probes, 1, &w), 0);
+	assert_true(w.max_ns[0] == 200);
+	s->ops->close(s);
+}
+
+/* The samples of host bad-1 that readers give, as sample_list() writes them. */
+static void bad_host_samples(struct store *s, char got[512])
+{
+	struct store_filter all = { .host = "bad-1" };
+
+	got[0] = '\0';
+	assert_int_equal(s->ops->samples(s, &all, sample_list, got), 0);
+}
+
+/*
+ * A report_samples row whose bytes are truncated or do not agree with
+ * each other is skipped by every reader, and counted; the rows around it
+ * are read.
+ */
+static void test_bad_rows(void **state)
+{
+	static const struct store_host_rows rows_cb = { .report = host_report,
+							.event = host_event,
+							.sample = host_sample };
+	static const char *const corrupt[] = {
+		/* truncated: in a probe's fixed fields, in its name */
+		"UPDATE report_samples SET probes = substr(probes, 1, length(probes) - 3)",
+		"UPDATE report_samples SET probes = substr(probes, 1, 5)",
+		/* counts longer, then shorter, than the probes say */
+		"UPDATE report_samples SET counts = counts || x'00'",
+		"UPDATE report_samples SET counts = substr(counts, 1, 4)",
+		/* a format this kmemd does not know; nothing at all */
+		"UPDATE report_samples SET probes = x'02' || substr(probes, 2)",
+		"UPDATE report_samples SET probes = x''",
+		/* buckets past the last (name "vmap-purge": the first bucket's byte is at 12) */
+		"UPDATE report_samples SET probes = substr(probes, 1, 12) || x'40' ||"
+		" substr(probes, 14)",
+		/* schema 7's JSON where binary belongs */
+		"UPDATE report_samples SET probes = '{\"vmap-purge\": [0,20,1,1,1,0,8]}'",
+	};
+	const char *probes[] = { "vmap-purge" };
+	const char *want = "bad-1 vmap-purge 2000 20:2 n2 max1000002; ";
+	struct sqlite_store *q;
+	struct store_window w;
+	char got[512], sql[256], cursor[STORE_ID_MAX] = "";
+	uint64_t rows;
+	struct store *s;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(corrupt); i++) {
+		s = fresh_store();
+		q = (struct sqlite_store *)s;
+		report_at(s, "bad-1", 1, 1000, 1);
+		report_at(s, "bad-1", 2, 2000, 2);
+		snprintf(sql, sizeof(sql), "%s WHERE end_ms = 1000", corrupt[i]);
+		assert_int_equal(sqlite3_exec(DB(s), sql, NULL, NULL, NULL), SQLITE_OK);
+
+		bad_host_samples(s, got);
+		assert_string_equal(got, want);
+		assert_int_equal(q->skipped, 1);
+		got[0] = '\0';
+		assert_int_equal(s->ops->host_rows(s, "bad-1", 0, 10000, &rows_cb, got), 0);
+		assert_string_equal(got, want);
+		assert_int_equal(s->ops->window(s, "bad-1", 0, 10000, probes, 1, &w), 0);
+		assert_true(w.max_ns[0] == 1000002);
+		assert_int_equal(q->skipped, 3);
+		/* rolled up: the good row's sample only, and the bad row gone with it */
+		assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 8, &rows), 0);
+		cursor[0] = '\0';
+		assert_int_equal(q->skipped, 4);
+		assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 0);
+		assert_int_equal(count_rows("SELECT samples FROM rollups WHERE host_id = 'bad-1'"),
+				 1);
+		assert_int_equal(count_rows("SELECT count FROM rollups WHERE host_id = 'bad-1'"),
+				 2);
+		s->ops->close(s);
+	}
+}
+
+static uint32_t rng_next(uint32_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 17;
+	*x ^= *x << 5;
+	return *x;
+}
+
+/*
+ * The decoder on one input, in buffers of exactly its lengths (so that
+ * the sanitizer build sees any read past them): when it accepts a row,
+ * each probe lies inside it and the probes use its counts exactly.
+ */
+static unsigned decode_one(const uint8_t *probes, size_t len, const uint8_t *counts,
+			   size_t counts_len)
+{
+	uint8_t *p = malloc(len ?: 1), *c = malloc(counts_len ?: 1);
+	const char *why = NULL;
+	struct rs_probe x;
+	struct rs_row row;
+	struct hist h;
+	size_t used = 0;
+	unsigned n = 0;
+
+	assert_non_null(p);
+	assert_non_null(c);
+	memcpy(p, probes, len);
+	memcpy(c, counts, counts_len);
+	if (rs_open(&row, p, len, c, counts_len, &why) < 0) {
+		assert_non_null(why);
+		free(p);
+		free(c);
+		return 0;
+	}
+	while (rs_next(&row, &x)) {
+		assert_true((const uint8_t *)x.name > p && (const uint8_t *)x.name <= p + len);
+		assert_true((const uint8_t *)x.name + x.name_len <= p + len);
+		assert_true(x.first_bucket + x.nbuckets <= HIST_BUCKETS);
+		assert_true(!x.nbuckets || x.buckets == c + used);
+		used += x.nbuckets * 8;
+		assert_true(used <= counts_len);
+		rs_hist(&x, &h);
+		n++;
+	}
+	assert_int_equal(used, counts_len);
+	free(p);
+	free(c);
+	return n + 1;
+}
+
+/* The decoder fuzzed: every truncation and byte of a good row changed, and random rows. */
+static void test_rows_fuzz(void **state)
+{
+	struct buf probes = { 0 }, counts = { 0 };
+	uint64_t b[3] = { 1, 2, 3 };
+	uint8_t p[256], c[64];
+	uint32_t seed = 2463534242u;
+	unsigned ok = 0;
+
+	(void)state;
+	assert_int_equal(buf_reserve(&probes, sizeof(p)), 0);
+	assert_int_equal(buf_reserve(&counts, sizeof(c)), 0);
+	rs_begin(&probes, &counts);
+	rs_add(&probes, &counts,
+	       &(struct rs_probe){ .name = "vmap-purge",
+				   .name_len = 10,
+				   .first_bucket = 20,
+				   .nbuckets = 2,
+				   .buckets = (const uint8_t *)b,
+				   .count = 3 });
+	rs_add(&probes, &counts, &(struct rs_probe){ .name = "", .first_bucket = 64 });
+	rs_add(&probes, &counts,
+	       &(struct rs_probe){ .name = "rstat-flush",
+				   .name_len = 11,
+				   .first_bucket = 63,
+				   .nbuckets = 1,
+				   .buckets = (const uint8_t *)&b[2] });
+	assert_int_equal(decode_one(probes.p, probes.len, counts.p, counts.len), 4);
+	for (size_t l = 0; l < probes.len; l++)
+		ok += decode_one(probes.p, l, counts.p, counts.len) != 0;
+	for (size_t l = 0; l < counts.len; l++)
+		ok += decode_one(probes.p, probes.len, counts.p, l) != 0;
+	/* no truncation of either is a row */
+	assert_int_equal(ok, 0);
+	for (size_t i = 0; i < probes.len; i++)
+		for (unsigned v = 0; v < 256; v++) {
+			memcpy(p, probes.p, probes.len);
+			p[i] = (uint8_t)v;
+			decode_one(p, probes.len, counts.p, counts.len);
+		}
+	/* random rows of up to 4 probes, half of them with a byte changed or cut short */
+	for (unsigned k = 0; k < 20000; k++) {
+		unsigned n = rng_next(&seed) % 5, cut = rng_next(&seed) % 4;
+
+		rs_begin(&probes, &counts);
+		for (unsigned i = 0; i < n; i++) {
+			struct rs_probe x = { .name = "abcdefghijklmnopqrst",
+					      .name_len = rng_next(&seed) % 21,
+					      .first_bucket = rng_next(&seed) % 65,
+					      .buckets = c };
+
+			x.nbuckets = rng_next(&seed) % 3;
+			if (x.first_bucket + x.nbuckets > HIST_BUCKETS)
+				x.nbuckets = 0;
+			x.start_ms = (int64_t)rng_next(&seed) << 20;
+			rs_add(&probes, &counts, &x);
+		}
+		memcpy(p, probes.p, probes.len);
+		memcpy(c, counts.p, counts.len);
+		if (cut == 1)
+			p[rng_next(&seed) % probes.len] = (uint8_t)rng_next(&seed);
+		if (cut == 2 && counts.len)
+			c[rng_next(&seed) % counts.len] = (uint8_t)rng_next(&seed);
+		if (cut == 3) {
+			ok += decode_one(p, rng_next(&seed) % probes.len, c, counts.len) != 0;
+			continue;
+		}
+		if (cut == 0)
+			assert_int_equal(decode_one(p, probes.len, c, counts.len), n + 1);
+		else
+			ok += decode_one(p, probes.len, c, counts.len) != 0;
+	}
+	/* some changed bytes (a name's, a count's) leave a row that reads */
+	assert_true(ok > 0);
+	free(probes.p);
+	free(counts.p);
 }
 
 static int collect_started(void *arg, const struct store_rollout *r)
@@ -959,7 +1272,8 @@ int main(void)
 		cmocka_unit_test(test_rollouts),	cmocka_unit_test(test_window),
 		cmocka_unit_test(test_newer_schema),	cmocka_unit_test(test_states_unchanged),
 		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
-		cmocka_unit_test(test_migrate_samples),
+		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
+		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
