@@ -219,11 +219,9 @@ int sq_policy_get(struct store *s, const char *name, uint64_t version, struct st
 	memset(p, 0, sizeof(*p));
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
+	rc = step_row(st);
+	if (rc < 0)
+		return rc;
 	snprintf(p->name, sizeof(p->name), "%s", name);
 	p->version = version;
 	p->document_json = strdup((const char *)sqlite3_column_text(st, 0));
@@ -360,11 +358,9 @@ int sq_secret_get(struct store *s, const char *sha256, struct store_secret *sec)
 	int rc;
 
 	sqlite3_bind_text(st, 1, sha256, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
+	rc = step_row(st);
+	if (rc < 0)
+		return rc;
 	*sec = (struct store_secret){
 		.id = sqlite3_column_int64(st, 0),
 		.expires_ms = sqlite3_column_int64(st, 1),

@@ -146,11 +146,9 @@ int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
 
 	memset(r, 0, sizeof(*r));
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
+	rc = step_row(st);
+	if (rc < 0)
+		return rc;
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	if (column_rollout(st, 1, r) < 0)
 		return -EIO;
@@ -337,11 +335,9 @@ int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave, char v
 	int rc;
 
 	sqlite3_bind_text(st, 1, rollout, -1, SQLITE_STATIC);
-	rc = sqlite3_step(st);
-	if (rc == SQLITE_DONE)
-		return -ENOENT;
-	if (rc != SQLITE_ROW)
-		return -EIO;
+	rc = step_row(st);
+	if (rc < 0)
+		return rc;
 	*wave = (unsigned)sqlite3_column_int(st, 0);
 	snprintf(verdict, 16, "%s", text_or_empty(st, 1));
 	snprintf(gate, 32, "%s", text_or_empty(st, 2));

@@ -68,6 +68,16 @@ static inline int step_done(sqlite3_stmt *st)
 	return sqlite3_step(st) == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* A query of one row: 0 on it, -ENOENT when there is none. */
+static inline int step_row(sqlite3_stmt *st)
+{
+	int rc = sqlite3_step(st);
+
+	if (rc == SQLITE_ROW)
+		return 0;
+	return rc == SQLITE_DONE ? -ENOENT : -EIO;
+}
+
 static inline const char *text_or_empty(sqlite3_stmt *st, int col)
 {
 	const unsigned char *t = sqlite3_column_text(st, col);
