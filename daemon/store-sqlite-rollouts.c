@@ -139,6 +139,15 @@ static int column_rollout(sqlite3_stmt *st, int col, struct store_rollout *r)
 	return 0;
 }
 
+/* A row of name, spec, then column_rollout()'s; the spec is lent until the next step. */
+static int row_rollout(sqlite3_stmt *st, struct store_rollout *r)
+{
+	memset(r, 0, sizeof(*r));
+	snprintf(r->name, sizeof(r->name), "%s", text_or_empty(st, 0));
+	r->spec_json = (char *)text_or_empty(st, 1);
+	return column_rollout(st, 2, r);
+}
+
 int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GET);
@@ -165,10 +174,7 @@ int sq_rollouts_started(struct store *s, int (*cb)(void *arg, const struct store
 
 	sqlite3_bind_text(st, 1, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&r, 0, sizeof(r));
-		snprintf(r.name, sizeof(r.name), "%s", text_or_empty(st, 0));
-		r.spec_json = (char *)text_or_empty(st, 1);
-		if (column_rollout(st, 2, &r) < 0)
+		if (row_rollout(st, &r) < 0)
 			return -EIO;
 		ret = cb(arg, &r);
 	}
@@ -202,10 +208,7 @@ int sq_rollouts(struct store *s,
 	int rc, wrc, ret = 0;
 
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-		memset(&r, 0, sizeof(r));
-		snprintf(r.name, sizeof(r.name), "%s", text_or_empty(st, 0));
-		r.spec_json = (char *)text_or_empty(st, 1);
-		if (column_rollout(st, 2, &r) < 0)
+		if (row_rollout(st, &r) < 0)
 			return -EIO;
 		wc = stmt(s, ST_WAVE_COUNTS);
 		sqlite3_bind_text(wc, 1, r.name, -1, SQLITE_STATIC);
