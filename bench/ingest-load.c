@@ -6,10 +6,15 @@
  * keep-alive. Phase 1 connects every host (one report each) and idles;
  * phase 2 posts back to back for the given time (none with -t 0).
  *
- *   ingest-load -s HOST:PORT -C CA -d CERTDIR -n HOSTS -t SECONDS -i IDLE_SECONDS
+ *   ingest-load -s HOST:PORT -C CA -d CERTDIR -n HOSTS -t SECONDS -i IDLE_SECONDS [-P PID]
  *
  * Certificates are CERTDIR/bench-NNNN.{crt,key}. Prints key=value lines.
+ * With -P, the CPU time process PID (kmemd) spent during phase 2, read here
+ * as it starts and as it stops so that the window is exactly the load's:
+ * the process's (cpu_ticks=, clock ticks, threads gone since included) and
+ * each thread's (thread=NAME ticks=, the main thread as "main").
  */
+#include <dirent.h>
 #include <errno.h>
 #include <event2/buffer.h>
 #include <event2/bufferevent_ssl.h>
@@ -46,6 +51,89 @@ static uint64_t acked, failed;
 static char server_host[256];
 static uint16_t server_port;
 static uint8_t buf[16384];
+
+/* A process's CPU time, in clock ticks: its own and its threads'. */
+#define THREADS_MAX 64
+struct cpu_sample {
+	unsigned long long total;
+	int n;
+	struct {
+		int tid;
+		char name[16];
+		unsigned long long ticks;
+	} t[THREADS_MAX];
+};
+
+/* utime + stime of a /proc stat file, and the name in it. */
+static int stat_ticks(const char *path, char name[16], unsigned long long *ticks)
+{
+	unsigned long long ut, st;
+	char line[1024], *lp, *rp;
+	FILE *f = fopen(path, "r");
+	size_t n;
+
+	if (!f)
+		return -errno;
+	n = fread(line, 1, sizeof(line) - 1, f);
+	fclose(f);
+	line[n] = '\0';
+	lp = strchr(line, '(');
+	rp = strrchr(line, ')');
+	/* after the name: state, 5 numbers, flags and 4 fault counts, then utime and stime */
+	if (!lp || !rp || rp < lp ||
+	    sscanf(rp + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return -EINVAL;
+	snprintf(name, 16, "%.*s", (int)(rp - lp - 1), lp + 1);
+	/* a name is one word in a key=value line */
+	for (; *name; name++)
+		if (*name == ' ' || *name == '=')
+			*name = '_';
+	*ticks = ut + st;
+	return 0;
+}
+
+static int cpu_sample(int pid, struct cpu_sample *s)
+{
+	char path[64], name[16];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (stat_ticks(path, name, &s->total) < 0)
+		return -ESRCH;
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	d = opendir(path);
+	if (!d)
+		return -ESRCH;
+	s->n = 0;
+	while ((de = readdir(d)) && s->n < THREADS_MAX) {
+		int tid = atoi(de->d_name);
+
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+		if (tid <= 0 || stat_ticks(path, s->t[s->n].name, &s->t[s->n].ticks) < 0)
+			continue; /* gone since readdir: its time is in the process's */
+		s->t[s->n++].tid = tid;
+	}
+	closedir(d);
+	return 0;
+}
+
+/* What each thread of b spent since a (all of it for a thread a did not see). */
+static void cpu_print(int pid, const struct cpu_sample *a, const struct cpu_sample *b)
+{
+	int i, j;
+
+	printf("cpu_ticks=%llu\n", b->total - a->total);
+	for (i = 0; i < b->n; i++) {
+		unsigned long long before = 0;
+
+		for (j = 0; j < a->n; j++)
+			if (a->t[j].tid == b->t[i].tid)
+				before = a->t[j].ticks;
+		printf("thread=%s ticks=%llu\n", b->t[i].tid == pid ? "main" : b->t[i].name,
+		       b->t[i].ticks - before);
+	}
+}
 
 static int64_t now_ms(void)
 {
@@ -135,12 +223,14 @@ static void run_for(double seconds)
 int main(int argc, char **argv)
 {
 	const char *server = NULL, *ca = NULL, *dir = NULL;
+	static struct cpu_sample cpu0, cpu1;
 	double secs = 10, idle = 5;
+	int pid = 0;
 	struct timespec t0, t1;
 	uint64_t acked0;
 	int c, i;
 
-	while ((c = getopt(argc, argv, "s:C:d:n:t:i:")) != -1) {
+	while ((c = getopt(argc, argv, "s:C:d:n:t:i:P:")) != -1) {
 		switch (c) {
 		case 's':
 			server = optarg;
@@ -160,6 +250,9 @@ int main(int argc, char **argv)
 		case 'i':
 			idle = atof(optarg);
 			break;
+		case 'P':
+			pid = atoi(optarg);
+			break;
 		default:
 			return 2;
 		}
@@ -167,7 +260,7 @@ int main(int argc, char **argv)
 	if (!server || !ca || !dir || nhosts < 1 ||
 	    hostport_split(server, server_host, sizeof(server_host), &server_port, false) < 0) {
 		fprintf(stderr, "usage: ingest-load -s HOST:PORT -C CA -d CERTDIR -n HOSTS "
-				"-t SECONDS -i IDLE_SECONDS\n");
+				"-t SECONDS -i IDLE_SECONDS [-P PID]\n");
 		return 2;
 	}
 	/* kmemd closing a connection (its limits, a busy machine) is a failed report, not our end */
@@ -193,13 +286,23 @@ int main(int argc, char **argv)
 	/* phase 2: back to back */
 	phase = 2;
 	acked0 = acked;
+	if (pid && cpu_sample(pid, &cpu0) < 0) {
+		fprintf(stderr, "ingest-load: no process %d\n", pid);
+		return 1;
+	}
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (i = 0; i < nhosts; i++)
 		post(&hosts[i]);
 	run_for(secs);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (pid && cpu_sample(pid, &cpu1) < 0) {
+		fprintf(stderr, "ingest-load: process %d is gone\n", pid);
+		return 1;
+	}
 	printf("acked=%llu failed=%llu seconds=%.3f\n", (unsigned long long)(acked - acked0),
 	       (unsigned long long)failed,
 	       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9);
+	if (pid)
+		cpu_print(pid, &cpu0, &cpu1);
 	return 0;
 }
