@@ -7,12 +7,13 @@
  * way per report and one report in flight per connection, as kmem-agent
  * sends them; it decodes each report (protobuf) and inserts the rows kmemd
  * keeps of it (a counters row, a row of its probe histograms, the same
- * tables and indexes) into SQLite (WAL, synchronous=NORMAL), and answers
- * a report once its transaction commits: at 256 reports or 5 ms after the
- * first, kmemd's batch and default batch_wait. The reports are bench/ingest's,
- * from HOSTS hosts in turn. DB is created if missing and added to if not:
- * bench/ingest's rounds grow it as they grow kmemd's store, whose inserts
- * cost more as its tables and indexes deepen.
+ * tables and indexes) into SQLite (WAL, synchronous=NORMAL, kmemd's cache
+ * and checkpoint sizes), and answers a report once its transaction
+ * commits: at 256 reports or 5 ms after the first, kmemd's batch and
+ * default batch_wait. The reports are bench/ingest's, from HOSTS hosts in
+ * turn. DB is created if missing and added to if not: bench/ingest's
+ * rounds grow it as they grow kmemd's store, whose inserts cost more as
+ * its tables and indexes deepen.
  *
  * Why many connections: with one, every report costs a sleep in
  * epoll_wait, a wakeup, a read that finds nothing more and a commit of its
@@ -66,7 +67,7 @@
 
 static const char schema[] =
 	"PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"
-	"PRAGMA cache_size = -32768;"
+	"PRAGMA wal_autocheckpoint = 8192; PRAGMA cache_size = -32768;"
 	"CREATE TABLE IF NOT EXISTS report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 	" probes BLOB NOT NULL, counts BLOB);"
 	"CREATE INDEX IF NOT EXISTS report_samples_by_host ON report_samples (host_id, end_ms);"
