@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "evloop.h"
 #include "hostport.h"
 #include "log.h"
 #include "macro.h"
@@ -159,6 +160,7 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
 	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0)
 		return -EIO;
+	http_one_record(u->conn);
 	u->in_flight = true;
 	return 0;
 }

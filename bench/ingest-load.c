@@ -31,6 +31,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evloop.h"
 #include "fake-report.h"
 #include "hostport.h"
 #include "kmemctl/v1/report.pb-c.h"
@@ -178,6 +179,8 @@ static void post(struct host *h)
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
 	if (evhttp_make_request(h->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0)
 		failed++;
+	/* as kmem-agent sends it */
+	http_one_record(h->conn);
 }
 
 static int open_host(struct host *h, const char *ca, const char *dir, int i)

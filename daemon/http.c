@@ -10,6 +10,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "evloop.h"
 #include "http.h"
 #include "kmemd.h"
 #include "log.h"
@@ -18,6 +19,8 @@
 void reply_buffer(struct evhttp_request *req, int code, const char *reason, const char *type,
 		  struct evbuffer *b)
 {
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+
 	if (!b) {
 		audit_answered(req, HTTP_INTERNAL);
 		evhttp_send_error(req, HTTP_INTERNAL, NULL);
@@ -29,6 +32,7 @@ void reply_buffer(struct evhttp_request *req, int code, const char *reason, cons
 	audit_answered(req, code);
 	evhttp_send_reply(req, code, reason, b);
 	evbuffer_free(b);
+	http_one_record(evcon);
 }
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)

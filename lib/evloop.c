@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
+#include <event2/http.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/time.h>
@@ -77,4 +80,16 @@ void stop_signals_hold(bool block)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGHUP);
 	sigprocmask(block ? SIG_BLOCK : SIG_UNBLOCK, &set, NULL);
+}
+
+/* TLS's largest record */
+#define RECORD_MAX 16384
+
+void http_one_record(struct evhttp_connection *evcon)
+{
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+	struct evbuffer *out = bev ? bufferevent_get_output(bev) : NULL;
+
+	if (out && evbuffer_get_length(out) <= RECORD_MAX)
+		evbuffer_pullup(out, -1);
 }
