@@ -178,6 +178,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	Kmemctl__V1__Report *rep;
 	struct names_cut cut = { 0 };
 	struct pending *p;
+	uint8_t *reply;
+	size_t len;
 	int r, left_out = 0;
 	char why[320];
 
@@ -247,13 +249,12 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	/* stored, but not all of it: the agent logs why */
 	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
-	p = calloc(1, sizeof(*p));
-	if (p)
-		p->reply = pack_message(&rr.base, &p->len);
+	reply = pack_message(&rr.base, &len);
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
-	if (!p || !p->reply) {
-		free(p);
+	p = reply ? malloc(sizeof(*p)) : NULL;
+	if (!p) {
+		free(reply);
 		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
 		goto out;
 	}
@@ -262,8 +263,8 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 			       .req = req,
 			       .rep = rep,
 			       .cut = cut,
-			       .reply = p->reply,
-			       .len = p->len };
+			       .reply = reply,
+			       .len = len };
 	ingest_worker_submit(k->ingest, &p->job);
 	return;
 out:
