@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "desired.h"
 #include "evloop.h"
+#include "ingest-worker.h"
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
@@ -96,7 +97,7 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 		free(cfg);
 		goto out;
 	}
-	batch_commit(rl->k);
+	ingest_worker_set_wait(rl->k->ingest, cfg->batch_wait_ms);
 	load_keys(&keys, cfg);
 	keyring_free(rl->k->keys);
 	*rl->k->keys = keys;
@@ -142,7 +143,6 @@ static void on_upkeep_step(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	batch_commit(u->k);
 	r = st->ops->rollup(st, u->before_ms, u->cursor, UPKEEP_HOSTS, &rows);
 	u->rows += rows;
 	if (r == 1) {
@@ -168,7 +168,6 @@ static void on_upkeep(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	batch_commit(u->k);
 	r = st->ops->expire(st, now - (int64_t)u->k->cfg->retention_ms, &rows);
 	if (r < 0)
 		log_error("expiring telemetry failed: %s", st->ops->error(st));
@@ -205,7 +204,6 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	batch_commit(t->k);
 	t->k->revocations++;
 	rollouts_tick(t->k);
 	arm(t);
@@ -288,8 +286,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		if (r < 0)
 			log_error_errno(r, "the rollout series' worker: %s", err);
 	}
-	if (r == 0)
-		r = batch_new(&k);
+	if (r == 0) {
+		r = reports_start(&k, err, sizeof(err));
+		if (r < 0)
+			log_error_errno(r, "the ingest writer: %s", err);
+	}
 	if (r == 0)
 		r = server_new(base, &k, &srv);
 	rl = (struct reload){ .k = &k, .srv = srv, .path = path, .debug = debug };
@@ -329,8 +330,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(up.step);
 	if (et.ev)
 		event_free(et.ev);
-	/* what is batched commits and is answered before the listener goes */
-	batch_free(&k);
+	/* reports handed to the writer are committed and answered before the listener goes */
+	reports_stop(&k);
 	/* those waiting for a series are answered before the listener goes */
 	series_worker_free(k.series);
 	server_free(srv);

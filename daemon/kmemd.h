@@ -33,7 +33,7 @@ struct kmemd_config {
 	char *store_path;
 	uint64_t retention_ms; /* hourly rollups and events */
 	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
-	uint64_t batch_wait_ms; /* the longest a report waits for its commit */
+	uint64_t batch_wait_ms; /* the longest a report waits for its batch to commit */
 	uint64_t rollout_tick_ms; /* how often rollouts are judged */
 	bool require_signature;
 	char *keys_dir; /* operators' pinned Ed25519 keys */
@@ -80,20 +80,17 @@ struct kmemd_stats {
 	struct probe_totals probes; /* of committed reports */
 };
 
-struct batch;
 struct desired;
+struct ingest_worker;
 struct names;
 struct series_worker;
-
-/* Reports per commit at most; see report.c's batch. */
-#define BATCH_MAX 256
 
 /* What every handler works with. */
 struct kmemd {
 	const struct kmemd_config *cfg;
 	struct event_base *base;
-	struct batch *batch;
-	struct store *store;
+	struct ingest_worker *ingest; /* stores reports, off the loop */
+	struct store *store; /* the loop's connection: everything but storing reports */
 	struct keyring *keys;
 	struct kmemd_stats stats;
 	struct names *names;
@@ -123,11 +120,10 @@ int kmemd_config_check_fds(const struct kmemd_config *c);
 /* server.c: the HTTPS listener and its route table. */
 int server_new(struct event_base *base, struct kmemd *k, struct server **out);
 void server_free(struct server *s);
-/* report.c: the group commit of reports. */
-int batch_new(struct kmemd *k);
-void batch_free(struct kmemd *k);
-/* Commits and answers the open batch now: before any other write. */
-void batch_commit(struct kmemd *k);
+/* report.c: the ingest writer reports are handed to (daemon/ingest-worker.h). */
+int reports_start(struct kmemd *k, char *err, size_t errlen);
+/* Every report handed over is stored and answered, then the writer stops. */
+void reports_stop(struct kmemd *k);
 /* rollouts.c: judges and moves every unfinished rollout now. */
 void rollouts_tick(struct kmemd *k);
 /* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */

@@ -41,11 +41,12 @@ struct names_cut {
 
 /*
  * The names a report uses, checked and admitted: new names within the
- * bounds are added (in the store's open batch); samples and states past
- * them are moved to the end of their arrays and left out of the counts
- * (names_restore() puts them back before the report is freed), event
- * names past them are blanked. Returns how many were left out, with why
- * set when any was; a negative errno when the store failed.
+ * bounds are added (to the store at once, before the report is stored);
+ * samples and states past them are moved to the end of their arrays and
+ * left out of the counts (names_restore() puts them back before the
+ * report is freed), event names past them are blanked. Returns how many
+ * were left out, with why set when any was; a negative errno when the
+ * store failed.
  */
 int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, struct names_cut *cut,
 		char *why, size_t len);

@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
-/* POST /v1/agent/report: decode, validate, acknowledge. */
+/* POST /v1/agent/report: decode, validate, hand to the ingest writer, acknowledge. */
 #include <errno.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "conn.h"
 #include "desired.h"
+#include "ingest-worker.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
 #include "names.h"
@@ -31,14 +31,6 @@ static void refuse(struct evhttp_request *req, int code, const char *reason,
 	rr.status = status;
 	rr.reason = (char *)why;
 	reply_message(req, code, reason, &rr.base);
-}
-
-static int64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 /*
@@ -83,132 +75,31 @@ static int revoked(struct evhttp_request *req, struct kmemd *k, const struct tls
 }
 
 /*
- * Group commit: reports are stored in one open batch and acknowledged
- * only once it commits, at most batch_wait later or when the batch is
- * full. An agent never hears "acknowledged" for a report that is not on
- * disk; a batch that fails to commit answers all of its reports 503, and
- * their agents send them again.
+ * A report with the ingest writer (ingest-worker.h), and what answering
+ * it takes once its batch is back: it is acknowledged only once its batch
+ * committed. A batch that failed answers all of its reports 503, and their
+ * agents send them again. The request stays valid meanwhile: when its
+ * connection closes, evhttp lets go of it, and the reply frees it.
  */
-struct batch {
-	struct kmemd *k;
-	struct event *timer;
-	bool open;
-	size_t n;
-	struct {
-		struct evhttp_request *req;
-		uint8_t *reply;
-		size_t len;
-		bool stored; /* not a resend: counted as stored until the commit fails */
-	} p[BATCH_MAX];
-	struct probe_totals pending; /* the batch's probe histograms, for /metrics once committed */
-	uint64_t events[KMEMD_EVENT_KINDS]; /* and its events, by kind */
+struct pending {
+	struct ingest_job job;
+	struct evhttp_request *req;
+	Kmemctl__V1__Report *rep;
+	struct names_cut cut;
+	uint8_t *reply;
+	size_t len;
 };
 
-/* Commits the batch and answers its reports; undo: rolls it back and answers them 503. */
-static void batch_end(struct batch *b, bool undo)
+static void pending_free(struct pending *p)
 {
-	struct kmemd *k = b->k;
-	size_t i;
-	int r = -EIO;
-
-	if (!b->open)
-		return;
-	evtimer_del(b->timer);
-	if (undo)
-		k->store->ops->rollback(k->store);
-	else
-		r = k->store->ops->commit(k->store);
-	b->open = false;
-	if (r < 0 && !undo)
-		log_error("committing %zu reports failed: %s", b->n,
-			  k->store->ops->error(k->store));
-	if (r == 0 && probe_totals_merge(&k->stats.probes, &b->pending) < 0)
-		log_warning("out of memory: some probe histograms are missing from /metrics");
-	for (i = 0; r == 0 && i < KMEMD_EVENT_KINDS; i++)
-		k->stats.events[i] += b->events[i];
-	memset(b->events, 0, sizeof(b->events));
-	probe_totals_clear(&b->pending);
-	for (i = 0; i < b->n; i++) {
-		if (r < 0) {
-			k->stats.reports_failed++;
-			k->stats.reports_stored -= b->p[i].stored;
-		}
-		if (r < 0) {
-			refuse(b->p[i].req, 503, "Service Unavailable",
-			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
-			       "the store failed; keep the report and send it again");
-		} else {
-			reply_bytes(b->p[i].req, HTTP_OK, "OK", PROTOBUF_TYPE, b->p[i].reply,
-				    b->p[i].len);
-		}
-		free(b->p[i].reply);
-	}
-	b->n = 0;
+	names_restore(p->rep, &p->cut);
+	kmemctl__v1__report__free_unpacked(p->rep, NULL);
+	free(p->reply);
+	free(p);
 }
 
-static void batch_flush(struct batch *b)
-{
-	batch_end(b, false);
-}
-
-static void on_batch_timer(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	batch_flush(arg);
-}
-
-int batch_new(struct kmemd *k)
-{
-	struct batch *b = calloc(1, sizeof(*b));
-
-	if (!b)
-		return -ENOMEM;
-	b->k = k;
-	b->timer = evtimer_new(k->base, on_batch_timer, b);
-	if (!b->timer) {
-		free(b);
-		return -ENOMEM;
-	}
-	k->batch = b;
-	return 0;
-}
-
-void batch_free(struct kmemd *k)
-{
-	if (!k->batch)
-		return;
-	batch_flush(k->batch);
-	event_free(k->batch->timer);
-	probe_totals_free(&k->batch->pending);
-	free(k->batch);
-	k->batch = NULL;
-}
-
-static int batch_join(struct batch *b)
-{
-	struct timeval tv = { .tv_sec = (time_t)(b->k->cfg->batch_wait_ms / 1000),
-			      .tv_usec = (suseconds_t)(b->k->cfg->batch_wait_ms % 1000) * 1000 };
-	int r;
-
-	if (b->open)
-		return 0;
-	r = b->k->store->ops->begin(b->k->store);
-	if (r < 0)
-		return r;
-	b->open = true;
-	evtimer_add(b->timer, &tv);
-	return 0;
-}
-
-void batch_commit(struct kmemd *k)
-{
-	if (k->batch)
-		batch_flush(k->batch);
-}
-
-/* The report's probe histograms and events, counted for /metrics when the batch commits. */
-static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
+/* The report's probe histograms and events, for /metrics once committed. */
+static void count(struct kmemd *k, const Kmemctl__V1__Report *rep)
 {
 	char policy[96] = "none";
 	struct hist h;
@@ -219,30 +110,66 @@ static void batch_count(struct batch *b, const Kmemctl__V1__Report *rep)
 			 (unsigned long long)rep->policy_version);
 	for (i = 0; i < rep->n_probes; i++)
 		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) == 0 &&
-		    probe_totals_add(&b->pending, rep->probes[i]->probe, policy, &h) < 0)
+		    probe_totals_add(&k->stats.probes, rep->probes[i]->probe, policy, &h) < 0)
 			log_warning("out of memory: a probe histogram is missing from /metrics");
 	for (i = 0; i < rep->n_events; i++)
 		if (rep->events[i]->kind > 0 && rep->events[i]->kind < KMEMD_EVENT_KINDS)
-			b->events[rep->events[i]->kind]++;
+			k->stats.events[rep->events[i]->kind]++;
 }
 
-/* The reply waits for the batch's commit; it takes rr's encoding. */
-static void batch_reply(struct batch *b, struct evhttp_request *req, Kmemctl__V1__ReportReply *rr,
-			bool stored)
+/* A batch back from the writer: its reports answered, counted and freed. */
+static void batch_done(void *arg, struct ingest_batch *b)
 {
-	size_t len;
-	uint8_t *buf = pack_message(&rr->base, &len);
+	struct kmemd *k = arg;
+	struct ingest_job *j = b->jobs, *next;
+	int r = b->r; /* b is in a job freed below */
 
-	if (!buf) {
-		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
-		return;
+	if (b->failed) {
+		log_error("storing report %llu from '%s' failed: %s",
+			  (unsigned long long)b->failed->rep->seq, b->failed->rep->facts->host_id,
+			  b->store_error);
+		if (b->n > 1)
+			log_error("dropping the %zu other reports of its batch", b->n - 1);
+	} else if (r < 0) {
+		log_error("committing %zu reports failed: %s", b->n, b->store_error);
 	}
-	b->p[b->n].req = req;
-	b->p[b->n].reply = buf;
-	b->p[b->n].len = len;
-	b->p[b->n].stored = stored;
-	if (++b->n == BATCH_MAX)
-		batch_flush(b);
+	for (; j; j = next) {
+		struct pending *p = (struct pending *)j;
+
+		next = j->next;
+		if (j->ingest_ns)
+			hist_record(&k->stats.ingest_ns, j->ingest_ns);
+		if (r < 0) {
+			k->stats.reports_failed++;
+			refuse(p->req, 503, "Service Unavailable",
+			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
+			       "the store failed; keep the report and send it again");
+		} else {
+			if (j->r == 1) {
+				k->stats.reports_resent++;
+				log_debug(
+					"resent report %llu of '%s': acknowledged, not stored twice",
+					(unsigned long long)p->rep->seq, p->rep->facts->host_id);
+			} else {
+				k->stats.reports_stored++;
+				count(k, p->rep);
+			}
+			reply_bytes(p->req, HTTP_OK, "OK", PROTOBUF_TYPE, p->reply, p->len);
+		}
+		pending_free(p);
+	}
+}
+
+int reports_start(struct kmemd *k, char *err, size_t errlen)
+{
+	return ingest_worker_new(k->base, k->store, k->cfg->batch_wait_ms, batch_done, k,
+				 &k->ingest, err, errlen);
+}
+
+void reports_stop(struct kmemd *k)
+{
+	ingest_worker_free(k->ingest);
+	k->ingest = NULL;
 }
 
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
@@ -250,6 +177,9 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep;
 	struct names_cut cut = { 0 };
+	struct pending *p;
+	uint8_t *reply;
+	size_t len;
 	int r, left_out = 0;
 	char why[320];
 
@@ -299,8 +229,6 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		goto out;
 	}
 	if (r == 0)
-		r = batch_join(k->batch);
-	if (r == 0)
 		r = left_out = names_admit(k->names, rep, kmemd_now_ms(), &cut, why, sizeof(why));
 	if (r > 0) {
 		k->stats.reports_trimmed++;
@@ -308,43 +236,37 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 				(unsigned long long)rep->seq, peer->cn, why);
 		r = 0;
 	}
-	if (r == 0) {
-		int64_t t0 = mono_ns();
-
-		r = k->store->ops->ingest(k->store, rep, kmemd_now_ms());
-		hist_record(&k->stats.ingest_ns, (uint64_t)(mono_ns() - t0));
-	}
-	if (r < 0)
-		k->stats.reports_failed++;
-	else if (r == 1)
-		k->stats.reports_resent++;
-	else
-		k->stats.reports_stored++;
 	if (r < 0) {
+		k->stats.reports_failed++;
 		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
 			  peer->cn, k->store->ops->error(k->store));
-		/* part of it may be in the batch: the batch goes, and its agents send again */
-		if (k->batch->open) {
-			log_error("dropping the %zu reports of its batch", k->batch->n);
-			batch_end(k->batch, true);
-		}
 		refuse(req, 503, "Service Unavailable", KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 		       "the store failed; keep the report and send it again");
 		goto out;
 	}
-	if (r == 1)
-		log_debug("resent report %llu of '%s': acknowledged, not stored twice",
-			  (unsigned long long)rep->seq, peer->cn);
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
 	/* stored, but not all of it: the agent logs why */
 	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
-	if (r == 0)
-		batch_count(k->batch, rep);
-	batch_reply(k->batch, req, &rr, r == 0);
+	reply = pack_message(&rr.base, &len);
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
+	p = reply ? malloc(sizeof(*p)) : NULL;
+	if (!p) {
+		free(reply);
+		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
+		goto out;
+	}
+	/* the report is the writer's until its batch is back; the reply waits for the commit */
+	*p = (struct pending){ .job = { .rep = rep, .now_ms = kmemd_now_ms() },
+			       .req = req,
+			       .rep = rep,
+			       .cut = cut,
+			       .reply = reply,
+			       .len = len };
+	ingest_worker_submit(k->ingest, &p->job);
+	return;
 out:
 	if (rep) {
 		names_restore(rep, &cut);

@@ -88,9 +88,6 @@ static bool route_matches(const struct route *r, const char *path)
 static void handle(const struct route *r, struct evhttp_request *req, struct kmemd *k,
 		   const struct tls_identity *peer)
 {
-	/* an admin write never rides, unanswered, in the reports' batch */
-	if (!(r->flags & ROUTE_INGEST))
-		batch_commit(k);
 	if (!(r->flags & ROUTE_AUDITED)) {
 		r->handler(req, k, peer);
 		return;

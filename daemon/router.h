@@ -25,7 +25,7 @@ enum route_role {
 enum route_flags {
 	/* the path names every path under it */
 	ROUTE_PREFIX = 1 << 0,
-	/* agents' reports: they join the open batch (report.c), which others commit first */
+	/* agents' reports: stored by the ingest writer (report.c, ingest-worker.h) */
 	ROUTE_INGEST = 1 << 1,
 	/* changes state: its 2xx answer writes an audit row (audit.h) */
 	ROUTE_AUDITED = 1 << 2,

@@ -104,6 +104,7 @@ static void *run(void *arg)
 	struct series_worker *w = arg;
 	struct job *j;
 
+	pthread_setname_np(pthread_self(), "kmemd-series");
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
 		while (!w->todo && !w->stop)

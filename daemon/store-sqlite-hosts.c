@@ -107,6 +107,18 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt which)
 	return sq_stmt(s, &sq_hosts_area, which);
 }
 
+/* The statement of an op that writes with it alone; end with written(). */
+static sqlite3_stmt *write_stmt(struct store *s, enum stmt which)
+{
+	sq_write_begin(s, false);
+	return stmt(s, which);
+}
+
+static int written(struct store *s, int r)
+{
+	return sq_write_end(s, false, r);
+}
+
 /* Each row of st (a HOST_ROW query), then its states. */
 static int host_rows_each(struct store *s, sqlite3_stmt *st, const struct store_host_cb *cb,
 			  void *arg, bool one)
@@ -193,7 +205,7 @@ int sq_hosts_page(struct store *s, const char *after, const char *match, unsigne
 
 int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms)
 {
-	sqlite3_stmt *st = stmt(s, ST_POLICY_ADD);
+	sqlite3_stmt *st = write_stmt(s, ST_POLICY_ADD);
 	int rc;
 
 	sqlite3_bind_text(st, 1, p->name, -1, SQLITE_STATIC);
@@ -205,9 +217,7 @@ int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms)
 	sqlite3_bind_text(st, 6, p->key_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 7, now_ms);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_CONSTRAINT)
-		return -EEXIST;
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return written(s, rc == SQLITE_CONSTRAINT ? -EEXIST : rc == SQLITE_DONE ? 0 : -EIO);
 }
 
 int sq_policy_get(struct store *s, const char *name, uint64_t version, struct store_policy *p)
@@ -267,7 +277,7 @@ int sq_policies(struct store *s, int (*cb)(void *arg, const struct store_policy 
 
 int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id)
 {
-	sqlite3_stmt *st = stmt(s, ST_ASSIGN);
+	sqlite3_stmt *st = write_stmt(s, ST_ASSIGN);
 	int rc;
 
 	sqlite3_bind_text(st, 1, a->policy, -1, SQLITE_STATIC);
@@ -275,12 +285,9 @@ int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms,
 	sqlite3_bind_text(st, 3, a->selector_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_CONSTRAINT)
-		return -ENOENT; /* no such policy version */
-	if (rc != SQLITE_DONE)
-		return -EIO;
 	*id = sqlite3_last_insert_rowid(DB(s));
-	return 0;
+	/* a constraint: no such policy version */
+	return written(s, rc == SQLITE_CONSTRAINT ? -ENOENT : rc == SQLITE_DONE ? 0 : -EIO);
 }
 
 int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
@@ -304,22 +311,22 @@ int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assi
 int sq_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
 	     const char *detail)
 {
-	sqlite3_stmt *st = stmt(s, ST_AUDIT);
+	sqlite3_stmt *st = write_stmt(s, ST_AUDIT);
 
 	sqlite3_bind_int64(st, 1, now_ms);
 	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
-	return step_done(st);
+	return written(s, step_done(st));
 }
 
 int sq_revoke(struct store *s, const char *host_id, int64_t now_ms)
 {
-	sqlite3_stmt *st = stmt(s, ST_REVOKE);
+	sqlite3_stmt *st = write_stmt(s, ST_REVOKE);
 
 	sqlite3_bind_text(st, 1, host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, now_ms);
-	return step_done(st);
+	return written(s, step_done(st));
 }
 
 int sq_revoked(struct store *s, const char *host_id)
@@ -336,7 +343,8 @@ int sq_revoked(struct store *s, const char *host_id)
 
 int sq_secret_add(struct store *s, const struct store_secret *sec, int64_t *id)
 {
-	sqlite3_stmt *st = stmt(s, ST_SECRET_ADD);
+	sqlite3_stmt *st = write_stmt(s, ST_SECRET_ADD);
+	int r;
 
 	sqlite3_bind_text(st, 1, sec->sha256, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, sec->created_ms);
@@ -346,10 +354,9 @@ int sq_secret_add(struct store *s, const struct store_secret *sec, int64_t *id)
 		sqlite3_bind_text(st, 5, sec->host_pattern, -1, SQLITE_STATIC);
 	else
 		sqlite3_bind_null(st, 5);
-	if (sqlite3_step(st) != SQLITE_DONE)
-		return -EIO;
+	r = step_done(st);
 	*id = sqlite3_last_insert_rowid(DB(s));
-	return 0;
+	return written(s, r);
 }
 
 int sq_secret_get(struct store *s, const char *sha256, struct store_secret *sec)
@@ -375,22 +382,26 @@ int sq_secret_get(struct store *s, const char *sha256, struct store_secret *sec)
 
 int sq_secret_use(struct store *s, int64_t id)
 {
-	sqlite3_stmt *st = stmt(s, ST_SECRET_USE);
+	sqlite3_stmt *st = write_stmt(s, ST_SECRET_USE);
+	int r;
 
 	sqlite3_bind_int64(st, 1, id);
-	if (step_done(st) < 0)
-		return -EIO;
-	return sqlite3_changes(DB(s)) ? 0 : -EDQUOT;
+	r = step_done(st);
+	if (r == 0 && !sqlite3_changes(DB(s)))
+		r = -EDQUOT;
+	return written(s, r);
 }
 
 int sq_secret_revoke(struct store *s, int64_t id)
 {
-	sqlite3_stmt *st = stmt(s, ST_SECRET_REVOKE);
+	sqlite3_stmt *st = write_stmt(s, ST_SECRET_REVOKE);
+	int r;
 
 	sqlite3_bind_int64(st, 1, id);
-	if (step_done(st) < 0)
-		return -EIO;
-	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+	r = step_done(st);
+	if (r == 0 && !sqlite3_changes(DB(s)))
+		r = -ENOENT;
+	return written(s, r);
 }
 
 int sq_names(struct store *s, int (*cb)(void *arg, int kind, const char *name, const char *host),
@@ -414,13 +425,13 @@ int sq_names(struct store *s, int (*cb)(void *arg, int kind, const char *name, c
 
 int sq_name_add(struct store *s, int kind, const char *name, const char *host, int64_t now_ms)
 {
-	sqlite3_stmt *st = stmt(s, ST_NAME_ADD);
+	sqlite3_stmt *st = write_stmt(s, ST_NAME_ADD);
 
 	sqlite3_bind_text(st, 1, kind == 0 ? "probe" : "mitigation", -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, host, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, now_ms);
-	return step_done(st);
+	return written(s, step_done(st));
 }
 
 int sq_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll)
@@ -437,20 +448,20 @@ int sq_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll)
 
 int sq_enrollment_add(struct store *s, const char *host, int64_t secret_id, int64_t now_ms)
 {
-	sqlite3_stmt *st = stmt(s, ST_ENROLLMENT_ADD);
+	sqlite3_stmt *st = write_stmt(s, ST_ENROLLMENT_ADD);
 
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, secret_id);
 	sqlite3_bind_int64(st, 3, now_ms);
-	return step_done(st);
+	return written(s, step_done(st));
 }
 
 int sq_reenroll(struct store *s, const char *host)
 {
-	sqlite3_stmt *st = stmt(s, ST_REENROLL);
+	sqlite3_stmt *st = write_stmt(s, ST_REENROLL);
 
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
-	return step_done(st);
+	return written(s, step_done(st));
 }
 
 int sq_host_facts(struct store *s, store_facts_cb cb, void *arg)

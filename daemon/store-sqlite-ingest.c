@@ -498,10 +498,10 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 	r = ingest_text_make(&t, s, rep);
 	if (r < 0)
 		goto out;
+	/* in a batch, no savepoint: the caller rolls the batch back instead */
 	own = sqlite3_get_autocommit(DB(s));
 	if (own) {
-		sq_release_held((struct sqlite_store *)s);
-		r = exec(DB(s), "BEGIN IMMEDIATE");
+		r = sq_write_begin(s, true);
 		if (r < 0)
 			goto out;
 	}
@@ -514,10 +514,8 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 		r = ingest_counters(s, rep);
 	if (r == 0)
 		r = ingest_events(s, rep, &t);
-	if (own && r == 0)
-		r = sq_commit(s);
-	else if (own)
-		exec(DB(s), "ROLLBACK");
+	if (own)
+		r = sq_write_end(s, true, r);
 out:
 	ingest_text_free(&t);
 	return r;

@@ -106,17 +106,20 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt which)
 
 int sq_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms)
 {
-	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_ADD);
+	sqlite3_stmt *st;
 	int rc;
 
+	sq_write_begin(s, false);
+	st = stmt(s, ST_ROLLOUT_ADD);
 	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, spec_json, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 3, now_ms);
 	sqlite3_bind_text(st, 4, rollout_state_name(ROLLOUT_PENDING), -1, SQLITE_STATIC);
 	rc = sqlite3_step(st);
-	if (rc == SQLITE_CONSTRAINT)
-		return -EEXIST;
-	return rc == SQLITE_DONE ? 0 : -EIO;
+	return sq_write_end(s, false,
+			    rc == SQLITE_CONSTRAINT ? -EEXIST :
+			    rc == SQLITE_DONE	    ? 0 :
+						      -EIO);
 }
 
 /*
@@ -319,16 +322,14 @@ static int verdict_add(struct store *s, const char *rollout, const struct store_
 int sq_rollout_update(struct store *s, const struct store_rollout *r, const struct store_verdict *v,
 		      int64_t now_ms)
 {
-	int ret = exec(DB(s), "SAVEPOINT update_rollout");
+	int ret = sq_write_begin(s, true);
 
-	if (ret == 0)
-		ret = update(s, r, now_ms);
+	if (ret < 0)
+		return ret;
+	ret = update(s, r, now_ms);
 	if (ret == 0 && v)
 		ret = verdict_add(s, r->name, v);
-	if (ret < 0)
-		exec(DB(s), "ROLLBACK TO update_rollout");
-	exec(DB(s), "RELEASE update_rollout");
-	return ret;
+	return sq_write_end(s, true, ret);
 }
 
 int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave, char verdict[16],
@@ -376,8 +377,10 @@ int sq_rollout_start(struct store *s, const struct store_rollout *ro, const stru
 {
 	sqlite3_stmt *st;
 	size_t i;
-	int r = exec(DB(s), "SAVEPOINT start");
+	int r = sq_write_begin(s, true);
 
+	if (r < 0)
+		return r;
 	for (i = 0; r == 0 && i < n; i++) {
 		st = stmt(s, ST_MEMBER_ADD);
 		sqlite3_bind_text(st, 1, ro->name, -1, SQLITE_STATIC);
@@ -393,10 +396,7 @@ int sq_rollout_start(struct store *s, const struct store_rollout *ro, const stru
 	}
 	if (r == 0)
 		r = update(s, ro, now_ms);
-	if (r < 0)
-		exec(DB(s), "ROLLBACK TO start");
-	exec(DB(s), "RELEASE start");
-	return r;
+	return sq_write_end(s, true, r);
 }
 
 int sq_members(struct store *s, const char *rollout,

@@ -70,16 +70,18 @@ int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows)
 	int r;
 
 	*rows = 0;
-	r = exec(DB(s), "SAVEPOINT expire");
+	r = sq_write_begin(s, true);
+	if (r < 0)
+		return r;
 	for (i = 0; r == 0 && i < ARRAY_SIZE(q); i++) {
 		st = stmt(s, q[i]);
 		sqlite3_bind_int64(st, 1, before_ms);
 		r = step_done(st);
 		*rows += (uint64_t)sqlite3_changes(DB(s));
 	}
+	r = sq_write_end(s, true, r);
 	if (r < 0)
-		exec(DB(s), "ROLLBACK TO expire");
-	exec(DB(s), "RELEASE expire");
+		*rows = 0;
 	return r;
 }
 
@@ -232,16 +234,17 @@ int sq_rollup(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX], uns
 		snprintf(hosts[n++], STORE_ID_MAX, "%s", sqlite3_column_text(st, 0));
 	if (rc != SQLITE_DONE)
 		return -EIO;
-	r = exec(DB(s), "SAVEPOINT rollup");
-	for (i = 0; r == 0 && i < n; i++)
-		r = rollup_host(s, hosts[i], before_ms, rows);
-	if (r < 0) {
-		exec(DB(s), "ROLLBACK TO rollup");
-		*rows = 0;
-	}
-	exec(DB(s), "RELEASE rollup");
+	/* the hosts were read: nothing is stepped across the write */
+	r = sq_write_begin(s, true);
 	if (r < 0)
 		return r;
+	for (i = 0; r == 0 && i < n; i++)
+		r = rollup_host(s, hosts[i], before_ms, rows);
+	r = sq_write_end(s, true, r);
+	if (r < 0) {
+		*rows = 0;
+		return r;
+	}
 	if (n)
 		snprintf(cursor, STORE_ID_MAX, "%s", hosts[n - 1]);
 	return n == max_hosts;

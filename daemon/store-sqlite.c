@@ -8,6 +8,7 @@
  * one file per area (store-sqlite.h).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,7 +144,126 @@ static const struct sq_area *const areas[SQ_AREAS] = {
 	[SQ_UPKEEP] = &sq_upkeep_area,
 };
 
-void sq_release_held(struct sqlite_store *q)
+/*
+ * Turns at writing among the read-write connections to one file in this
+ * process (sq_write_begin()), in the order they asked: a ticket lock.
+ */
+struct sq_turn {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	uint64_t next, serving;
+	unsigned refs;
+};
+
+static struct sq_turn *turn_new(void)
+{
+	struct sq_turn *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return NULL;
+	pthread_mutex_init(&t->lock, NULL);
+	pthread_cond_init(&t->cond, NULL);
+	t->refs = 1;
+	return t;
+}
+
+static void turn_put(struct sq_turn *t)
+{
+	unsigned refs;
+
+	if (!t)
+		return;
+	pthread_mutex_lock(&t->lock);
+	refs = --t->refs;
+	pthread_mutex_unlock(&t->lock);
+	if (refs)
+		return;
+	pthread_cond_destroy(&t->cond);
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+static void turn_take(struct sqlite_store *q)
+{
+	struct sq_turn *t = q->turn;
+	uint64_t mine;
+
+	pthread_mutex_lock(&t->lock);
+	mine = t->next++;
+	while (t->serving != mine)
+		pthread_cond_wait(&t->cond, &t->lock);
+	pthread_mutex_unlock(&t->lock);
+	q->has_turn = true;
+}
+
+static void turn_give(struct sqlite_store *q)
+{
+	struct sq_turn *t = q->turn;
+
+	if (!q->has_turn)
+		return;
+	q->has_turn = false;
+	pthread_mutex_lock(&t->lock);
+	t->serving++;
+	pthread_cond_broadcast(&t->cond);
+	pthread_mutex_unlock(&t->lock);
+}
+
+/* No statement left on a row: none holds a read snapshot. */
+static void let_go(struct sqlite_store *q)
+{
+	sqlite3_stmt *p = NULL;
+
+	while ((p = sqlite3_next_stmt(q->db, p)))
+		if (sqlite3_stmt_busy(p))
+			sqlite3_reset(p);
+	q->held = NULL;
+}
+
+int sq_write_begin(struct store *s, bool txn)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+
+	if (!q->depth++)
+		q->own = sqlite3_get_autocommit(q->db);
+	if (q->depth > 1 || !q->own) {
+		if (txn && exec(q->db, "SAVEPOINT op") < 0) {
+			q->depth--;
+			return -EIO;
+		}
+		return 0;
+	}
+	let_go(q);
+	turn_take(q);
+	if (txn && exec(q->db, "BEGIN IMMEDIATE") < 0) {
+		turn_give(q);
+		q->depth--;
+		return -EIO;
+	}
+	return 0;
+}
+
+int sq_write_end(struct store *s, bool txn, int r)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+
+	if (--q->depth > 0 || !q->own) {
+		if (txn && r < 0)
+			exec(q->db, "ROLLBACK TO op");
+		if (txn)
+			exec(q->db, "RELEASE op");
+		return r;
+	}
+	if (txn && r == 0 && exec(q->db, "COMMIT") < 0)
+		r = -EIO;
+	/* SQLite may have rolled back already: then there is nothing to undo */
+	if (txn && r < 0 && !sqlite3_get_autocommit(q->db))
+		exec(q->db, "ROLLBACK");
+	turn_give(q);
+	return r;
+}
+
+static void sq_release_held(struct sqlite_store *q)
 {
 	if (q->held)
 		sqlite3_reset(q->held);
@@ -213,6 +333,8 @@ static void sq_close(struct store *s)
 		free(q->st[a]);
 	}
 	sqlite3_close(q->db);
+	turn_give(q);
+	turn_put(q->turn);
 	free(q->probes.p);
 	free(q->counts.p);
 	free(q);
@@ -225,7 +347,9 @@ static const char *sq_error(struct store *s)
 
 static const struct store_ops sqlite_ops;
 
-static int sq_open(const char *path, struct store **out, char *err, size_t errlen)
+/* A connection to path taking turns at writing with those of turn (NULL: a new set). */
+static int open_conn(const char *path, struct sq_turn *turn, struct store **out, char *err,
+		     size_t errlen)
 {
 	struct sqlite_store *q = calloc(1, sizeof(*q));
 	unsigned a, i;
@@ -234,6 +358,18 @@ static int sq_open(const char *path, struct store **out, char *err, size_t errle
 	if (!q)
 		return -ENOMEM;
 	q->base.ops = &sqlite_ops;
+	if (turn) {
+		pthread_mutex_lock(&turn->lock);
+		turn->refs++;
+		pthread_mutex_unlock(&turn->lock);
+		q->turn = turn;
+	} else {
+		q->turn = turn_new();
+	}
+	if (!q->turn) {
+		free(q);
+		return -ENOMEM;
+	}
 	/*
 	 * NOMUTEX: a connection is only ever used by the thread that opened it
 	 * (kmemd's loop; the series worker has its own), so SQLite's lock
@@ -279,6 +415,19 @@ err:
 	return r;
 }
 
+static int sq_open(const char *path, struct store **out, char *err, size_t errlen)
+{
+	return open_conn(path, NULL, out, err, errlen);
+}
+
+static int sq_open_beside(struct store *s, struct store **out, char *err, size_t errlen)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	const char *path = sqlite3_db_filename(q->db, "main");
+
+	return open_conn(path ?: "", q->turn, out, err, errlen);
+}
+
 /* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
 void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
 		     size_t len)
@@ -294,26 +443,21 @@ void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *pr
 		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
 }
 
+/* A batch is a write op whose statements are the caller's: its ingests. */
 static int sq_begin(struct store *s)
 {
 	/* the batch reads from its own start, not from a query before it */
-	sq_release_held((struct sqlite_store *)s);
-	return exec(DB(s), "BEGIN IMMEDIATE");
+	return sq_write_begin(s, true);
 }
 
-int sq_commit(struct store *s)
+static int sq_commit(struct store *s)
 {
-	if (exec(DB(s), "COMMIT") == 0)
-		return 0;
-	exec(DB(s), "ROLLBACK");
-	return -EIO;
+	return sq_write_end(s, true, 0);
 }
 
 static void sq_rollback(struct store *s)
 {
-	/* SQLite may have rolled back already: then there is nothing to undo */
-	if (!sqlite3_get_autocommit(DB(s)))
-		exec(DB(s), "ROLLBACK");
+	sq_write_end(s, true, -EIO);
 }
 
 void column_hist(sqlite3_stmt *st, int col, struct hist *h)
@@ -351,16 +495,13 @@ void bind_hist(sqlite3_stmt *st, int col, const struct hist *h)
 
 static void sq_idle(struct store *s)
 {
-	sqlite3_stmt *p = NULL;
-
-	while ((p = sqlite3_next_stmt(DB(s), p)))
-		if (sqlite3_stmt_busy(p))
-			sqlite3_reset(p);
+	let_go((struct sqlite_store *)s);
 }
 
 static const struct store_ops sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
+	.open_beside = sq_open_beside,
 	.close = sq_close,
 	.error = sq_error,
 	.ingest = sq_ingest,

@@ -27,7 +27,7 @@ struct sq_area {
 	 * Until reset, each holds the connection's read snapshot: a batch
 	 * begun after it would run on that snapshot, and a snapshot older
 	 * than a checkpoint keeps the WAL from starting over, so under
-	 * steady ingest it grew without bound. The next sq_stmt() or begin
+	 * steady ingest it grew without bound. The next sq_stmt() or write op
 	 * resets the one held; their rows are copied out by then.
 	 */
 	const bool *one_row;
@@ -42,9 +42,15 @@ struct buf {
 	size_t len, cap;
 };
 
+struct sq_turn;
+
 struct sqlite_store {
 	struct store base;
 	sqlite3 *db;
+	struct sq_turn *turn; /* shared with the connections opened beside this one */
+	bool has_turn;
+	unsigned depth; /* write ops begun and not ended: a batch, an op inside it */
+	bool own; /* the outermost began its transaction (not the caller's own BEGIN) */
 	sqlite3_stmt **st[SQ_AREAS]; /* each area's, in its own order */
 	sqlite3_stmt *held; /* a one-row query read and left on its row */
 	struct buf probes, counts; /* a report_samples row being made */
@@ -56,7 +62,22 @@ struct sqlite_store {
 
 /* Statement which of area, reset and unbound. */
 sqlite3_stmt *sq_stmt(struct store *s, const struct sq_area *area, unsigned which);
-void sq_release_held(struct sqlite_store *q);
+
+/*
+ * Around every op that writes. kmemd writes one file through two
+ * connections (the loop's and the ingest writer's, open_beside), and
+ * each waits for the other in turn rather than polling SQLite's lock: a
+ * writer that begins a batch again as soon as it committed one would win
+ * that poll almost every time. A write also needs a snapshot no older
+ * than the last commit, or SQLite fails it (SQLITE_BUSY_SNAPSHOT) rather
+ * than wait: no statement is left on a row, and txn (an op of several
+ * statements) begins with BEGIN IMMEDIATE. Inside the caller's own
+ * transaction (a batch) the op is a savepoint of it instead.
+ * sq_write_end() commits (or, r < 0, rolls back) and returns r or -EIO;
+ * a sq_write_begin() that failed has nothing to end.
+ */
+int sq_write_begin(struct store *s, bool txn);
+int sq_write_end(struct store *s, bool txn, int r);
 
 static inline int exec(sqlite3 *db, const char *q)
 {
@@ -166,7 +187,6 @@ bool sq_row_open(struct sqlite_store *q, sqlite3_stmt *st, int col, const char *
 int rs_migrate_json(sqlite3 *db);
 
 /* The ops, by area (store.h). */
-int sq_commit(struct store *s);
 
 int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg);

@@ -216,6 +216,12 @@ struct store_ops {
 	const char *name;
 	/* err: why it failed, for the caller to log */
 	int (*open)(const char *where, struct store **out, char *err, size_t errlen);
+	/*
+	 * A second connection to s's database, read-write, for another thread
+	 * (kmemd's ingest writer): the two take turns at writing, each op or
+	 * batch waiting for the other's to end, in the order they asked.
+	 */
+	int (*open_beside)(struct store *s, struct store **out, char *err, size_t errlen);
 	void (*close)(struct store *s);
 	const char *(*error)(struct store *s);
 	/*
@@ -223,7 +229,7 @@ struct store_ops {
 	 * none is durable before commit returns 0 (a failed commit undoes
 	 * them all; so does rollback). Many reports per commit is what lets
 	 * one kmemd keep up with a fleet: each commit writes every page it
-	 * touched.
+	 * touched. Other writers of the database wait while a batch is open.
 	 */
 	int (*begin)(struct store *s);
 	int (*commit)(struct store *s);

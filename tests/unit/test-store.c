@@ -606,6 +606,88 @@ static void test_batch_rollback(void **state)
 	s->ops->close(s);
 }
 
+static int first_only(void *arg, const struct store_assignment *a)
+{
+	(void)arg;
+	(void)a;
+	return 1;
+}
+
+/* One report stored by w in a batch of its own, as kmemd's ingest writer does. */
+static void batch_of_one(struct store *w, const char *host, uint64_t seq)
+{
+	assert_int_equal(w->ops->begin(w), 0);
+	report_at(w, host, seq, (int64_t)seq * 1000, 1);
+	assert_int_equal(w->ops->commit(w), 0);
+}
+
+/*
+ * Two connections to one file, as kmemd's loop and ingest writer: a write
+ * on the loop's after the writer committed succeeds even when the loop's
+ * last read left a statement on its row. A write must not run on the
+ * snapshot of that read: SQLite would fail it (SQLITE_BUSY_SNAPSHOT)
+ * rather than wait.
+ */
+static void test_two_writers(void **state)
+{
+	struct store_policy p = { .name = "p", .version = 1, .document_json = "{}" };
+	struct store_assignment a = { .policy = "p", .version = 1, .selector_json = "{}" };
+	struct store_rollout r;
+	struct store *s = fresh_store(), *w = NULL;
+	char err[256];
+	unsigned wave;
+	char verdict[16], gate[32];
+	uint64_t rows;
+	int64_t id;
+
+	(void)state;
+	assert_int_equal(s->ops->open_beside(s, &w, err, sizeof(err)), 0);
+	assert_int_equal(s->ops->policy_add(s, &p, 1000), 0);
+	assert_int_equal(s->ops->assign(s, &a, 1000, &id), 0);
+	assert_int_equal(s->ops->rollout_add(s, "r1", "{}", 1000), 0);
+
+	/* a one-row query left on its row (the engine's), then a rollout moved */
+	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
+	batch_of_one(w, "tw-1", 1);
+	r.state = ROLLOUT_RUNNING;
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 2000), 0);
+	store_rollout_clear(&r);
+	assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), -ENOENT);
+	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
+	batch_of_one(w, "tw-1", 2);
+	r.state = ROLLOUT_PAUSED;
+	assert_int_equal(s->ops->rollout_update(s, &r,
+						&(struct store_verdict){ .verdict = "pass",
+									 .gate = "",
+									 .reason = "" },
+						3000),
+			 0);
+	store_rollout_clear(&r);
+	assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), 0);
+	assert_string_equal(verdict, "pass");
+
+	/* a listing its callback stopped, left on a row, then an assignment */
+	assert_int_equal(s->ops->assignments(s, first_only, NULL), 0);
+	batch_of_one(w, "tw-1", 3);
+	assert_int_equal(s->ops->assign(s, &a, 4000, &id), 0);
+
+	/* a host looked up, then upkeep's transaction of several statements */
+	assert_int_equal(s->ops->revoked(s, "tw-1"), 0);
+	batch_of_one(w, "tw-1", 4);
+	assert_int_equal(s->ops->expire(s, 2500, &rows), 0);
+	assert_int_equal(rows, 4); /* seq 1 and 2's sample and counter rows */
+	assert_int_equal(s->ops->revoked(s, "tw-1"), 0);
+	batch_of_one(w, "tw-1", 5);
+	assert_int_equal(s->ops->revoke(s, "tw-1", 5000), 0);
+	assert_int_equal(s->ops->revoked(s, "tw-1"), 1);
+
+	/* what either committed, the other reads */
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 3);
+	assert_int_equal(count_rows("SELECT count(*) FROM assignments"), 2);
+	w->ops->close(w);
+	s->ops->close(s);
+}
+
 /* A report's histograms are one row; probes ending at other times get their own. */
 static void test_samples_packed(void **state)
 {
@@ -1274,6 +1356,7 @@ int main(void)
 		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
 		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
 		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
+		cmocka_unit_test(test_two_writers),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);

@@ -1,0 +1,278 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <event2/event.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "ingest-worker.h"
+#include "store.h"
+
+struct ingest_worker {
+	struct event_base *base;
+	struct event *done_ev;
+	int efd; /* the writer tells the loop a batch ended */
+	ingest_done_fn fn;
+	void *arg;
+	pthread_t thread;
+	bool started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
+	/* under lock */
+	bool stop;
+	uint64_t wait_ms;
+	struct ingest_job *todo, **todo_tail;
+	struct ingest_batch *done, **done_tail;
+	/* the writer's */
+	struct store *st;
+	struct ingest_batch *open; /* the batch begun and not committed */
+	struct ingest_job **open_tail;
+	struct timespec deadline; /* when the open batch commits */
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool past(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return now.tv_sec > t->tv_sec || (now.tv_sec == t->tv_sec && now.tv_nsec >= t->tv_nsec);
+}
+
+static void store_error(struct ingest_worker *w, struct ingest_batch *b)
+{
+	snprintf(b->store_error, sizeof(b->store_error), "%s", w->st->ops->error(w->st));
+}
+
+/* b goes back to the loop. */
+static void hand_back(struct ingest_worker *w, struct ingest_batch *b)
+{
+	/* no read snapshot kept between batches: checkpoints reset the log */
+	w->st->ops->idle(w->st);
+	pthread_mutex_lock(&w->lock);
+	*w->done_tail = b;
+	w->done_tail = &b->next;
+	/* eventfd adds: a failed write only means one is pending already */
+	(void)!write(w->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
+	pthread_mutex_unlock(&w->lock);
+}
+
+static void batch_commit(struct ingest_worker *w)
+{
+	struct ingest_batch *b = w->open;
+
+	w->open = NULL;
+	b->r = w->st->ops->commit(w->st);
+	if (b->r < 0)
+		store_error(w, b);
+	hand_back(w, b);
+}
+
+static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wait_ms)
+{
+	struct ingest_batch *b;
+	int64_t t0;
+
+	j->next = NULL;
+	if (w->open && past(&w->deadline))
+		batch_commit(w);
+	if (!w->open) {
+		b = &j->batch;
+		*b = (struct ingest_batch){ .jobs = j };
+		if (w->st->ops->begin(w->st) < 0) {
+			b->r = -EIO;
+			store_error(w, b);
+			b->n = 1;
+			hand_back(w, b);
+			return;
+		}
+		w->open = b;
+		w->open_tail = &b->jobs;
+		clock_gettime(CLOCK_MONOTONIC, &w->deadline);
+		w->deadline.tv_sec += (time_t)(wait_ms / 1000);
+		w->deadline.tv_nsec += (long)(wait_ms % 1000) * 1000000;
+		if (w->deadline.tv_nsec >= 1000000000) {
+			w->deadline.tv_sec++;
+			w->deadline.tv_nsec -= 1000000000;
+		}
+	}
+	b = w->open;
+	*w->open_tail = j;
+	w->open_tail = &j->next;
+	b->n++;
+	t0 = mono_ns();
+	j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
+	j->ingest_ns = (uint64_t)(mono_ns() - t0);
+	if (j->r < 0) {
+		/* part of it may be in the batch: the batch goes, and its agents send again */
+		b->r = -EIO;
+		b->failed = j;
+		store_error(w, b);
+		w->st->ops->rollback(w->st);
+		w->open = NULL;
+		hand_back(w, b);
+	} else if (b->n == INGEST_BATCH_MAX) {
+		batch_commit(w);
+	}
+}
+
+static void *run(void *arg)
+{
+	struct ingest_worker *w = arg;
+	struct ingest_job *list, *j;
+	uint64_t wait_ms;
+
+	pthread_setname_np(pthread_self(), "kmemd-ingest");
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		if (w->todo) {
+			list = w->todo;
+			w->todo = NULL;
+			w->todo_tail = &w->todo;
+			wait_ms = w->wait_ms;
+			pthread_mutex_unlock(&w->lock);
+			for (; list; list = j) {
+				j = list->next;
+				store_one(w, list, wait_ms);
+			}
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
+		if (w->open && (w->stop || past(&w->deadline))) {
+			pthread_mutex_unlock(&w->lock);
+			batch_commit(w);
+			pthread_mutex_lock(&w->lock);
+			continue;
+		}
+		if (w->stop)
+			break;
+		if (w->open)
+			pthread_cond_timedwait(&w->cond, &w->lock, &w->deadline);
+		else
+			pthread_cond_wait(&w->cond, &w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static void on_done(evutil_socket_t fd, short what, void *arg)
+{
+	struct ingest_worker *w = arg;
+	struct ingest_batch *b, *next;
+	uint64_t n;
+
+	(void)what;
+	(void)!read(fd, &n, sizeof(n));
+	pthread_mutex_lock(&w->lock);
+	b = w->done;
+	w->done = NULL;
+	w->done_tail = &w->done;
+	pthread_mutex_unlock(&w->lock);
+	for (; b; b = next) {
+		next = b->next;
+		w->fn(w->arg, b);
+	}
+}
+
+int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_ms,
+		      ingest_done_fn fn, void *arg, struct ingest_worker **out, char *err,
+		      size_t errlen)
+{
+	struct ingest_worker *w = calloc(1, sizeof(*w));
+	pthread_condattr_t ca;
+	int r;
+
+	*out = NULL;
+	if (!w)
+		return -ENOMEM;
+	w->base = base;
+	w->fn = fn;
+	w->arg = arg;
+	w->wait_ms = wait_ms;
+	w->todo_tail = &w->todo;
+	w->done_tail = &w->done;
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	r = st->ops->open_beside(st, &w->st, err, errlen);
+	if (r == 0 && w->efd < 0) {
+		r = -errno;
+		snprintf(err, errlen, "eventfd: %s", strerror(-r));
+	}
+	if (r == 0) {
+		w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
+		if (!w->done_ev || event_add(w->done_ev, NULL) < 0) {
+			r = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+		}
+	}
+	if (r == 0) {
+		r = -pthread_create(&w->thread, NULL, run, w);
+		w->started = r == 0;
+		if (r < 0)
+			snprintf(err, errlen, "starting its thread: %s", strerror(-r));
+	}
+	if (r < 0) {
+		ingest_worker_free(w);
+		return r;
+	}
+	*out = w;
+	return 0;
+}
+
+void ingest_worker_set_wait(struct ingest_worker *w, uint64_t wait_ms)
+{
+	pthread_mutex_lock(&w->lock);
+	w->wait_ms = wait_ms;
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ingest_worker_submit(struct ingest_worker *w, struct ingest_job *j)
+{
+	j->next = NULL;
+	pthread_mutex_lock(&w->lock);
+	*w->todo_tail = j;
+	w->todo_tail = &j->next;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+void ingest_worker_free(struct ingest_worker *w)
+{
+	if (!w)
+		return;
+	if (w->started) {
+		pthread_mutex_lock(&w->lock);
+		w->stop = true;
+		pthread_cond_signal(&w->cond);
+		pthread_mutex_unlock(&w->lock);
+		/* it stores what it was handed and commits before it returns */
+		pthread_join(w->thread, NULL);
+	}
+	if (w->efd >= 0)
+		on_done(w->efd, EV_READ, w);
+	if (w->done_ev)
+		event_free(w->done_ev);
+	if (w->efd >= 0)
+		close(w->efd);
+	if (w->st)
+		w->st->ops->close(w->st);
+	pthread_cond_destroy(&w->cond);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+}
