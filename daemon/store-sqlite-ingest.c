@@ -13,6 +13,7 @@
 
 enum stmt {
 	ST_SEEN,
+	ST_LAST_TIME,
 	ST_HOST_UPSERT,
 	ST_STATES_READ,
 	ST_STATES_CLEAR,
@@ -46,6 +47,7 @@ enum stmt {
 
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
+	[ST_LAST_TIME] = "SELECT max(unix_ms) FROM counters WHERE host_id = ?1",
 	[ST_HOST_UPSERT] =
 		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
 		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
@@ -151,6 +153,7 @@ static const char *const sql[ST_N] = {
 /* stepped for one row and left there: sq_stmt() resets them */
 static const bool one_row[ST_N] = {
 	[ST_SEEN] = true,
+	[ST_LAST_TIME] = true,
 	[ST_WINDOW_REPORTS] = true,
 	[ST_WINDOW_TRIPPED] = true,
 };
@@ -224,14 +227,15 @@ static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *re
 	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
 }
 
-static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep)
+/* labels: the host's row is written, with its labels as JSON */
+static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep,
+			    bool labels)
 {
 	size_t i, j;
-
 	int r;
 
-	*t = (struct ingest_text){ .labels = labels_json(rep->facts) };
-	if (!t->labels)
+	*t = (struct ingest_text){ .labels = labels ? labels_json(rep->facts) : NULL };
+	if (labels && !t->labels)
 		return -ENOMEM;
 	r = samples_reserve((struct sqlite_store *)s, rep);
 	if (r < 0)
@@ -473,29 +477,68 @@ static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
  * report cost a statement journal (spilled to temporary files) and two
  * statements compiled per report.
  */
-int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+/*
+ * Whether rep was stored before. A report sent again after its
+ * acknowledgement was lost has the same seq and time. Not "seq at most the
+ * last one": an agent whose state was wiped counts from 1 again, and its
+ * reports are new. One later than any stored is new without a lookup.
+ */
+static int seen(struct store *s, struct host_memo_entry *e, const Kmemctl__V1__Report *rep)
 {
-	struct ingest_text t;
 	sqlite3_stmt *st;
-	bool own;
-	int r;
+	int rc;
 
-	/*
-	 * A report sent again after its acknowledgement was lost has the same
-	 * seq and time. Not "seq at most the last one": an agent whose state
-	 * was wiped counts from 1 again, and its reports are new.
-	 */
+	if (e && !e->time_known) {
+		st = stmt(s, ST_LAST_TIME);
+		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			return -EIO;
+		e->max_unix_ms = sqlite3_column_type(st, 0) == SQLITE_NULL ?
+					 INT64_MIN :
+					 sqlite3_column_int64(st, 0);
+		e->time_known = true;
+	}
+	if (e && rep->unix_ms > e->max_unix_ms)
+		return 0;
 	st = stmt(s, ST_SEEN);
 	sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 2, rep->unix_ms);
 	sqlite3_bind_int64(st, 3, (sqlite3_int64)rep->seq);
-	r = sqlite3_step(st);
+	rc = sqlite3_step(st);
 	sqlite3_reset(st);
-	if (r == SQLITE_ROW)
+	if (rc == SQLITE_ROW)
 		return 1;
-	if (r != SQLITE_DONE)
-		return -EIO;
-	r = ingest_text_make(&t, s, rep);
+	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+/* last_seen_ms is kept within a minute (the upsert's own rule) */
+#define SEEN_EVERY_MS 60000
+
+/*
+ * No savepoint: everything that can fail short of the database is made
+ * before the first write, and a database error (a full disk, I/O, no
+ * memory) may roll SQLite's transaction back whole anyway. So inside a
+ * batch a failed report fails the batch (store.h: the caller rolls it
+ * back); outside one, the report is its own transaction. A savepoint per
+ * report cost a statement journal (spilled to temporary files) and two
+ * statements compiled per report. What the host memo says is unchanged is
+ * not written (a failed write clears the memo: sq_write_end()).
+ */
+int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
+{
+	struct sqlite_store *q = (struct sqlite_store *)s;
+	/* NULL (out of memory): every row is written, as if nothing were known */
+	struct host_memo_entry *e = host_memo_get(&q->memo, rep->facts->host_id);
+	uint64_t facts = host_memo_facts(rep), states = host_memo_states(rep);
+	bool host = !e || e->facts != facts || now_ms - e->seen_ms > SEEN_EVERY_MS;
+	struct ingest_text t = { 0 };
+	bool own;
+	int r;
+
+	r = seen(s, e, rep);
+	if (r != 0)
+		return r;
+	r = ingest_text_make(&t, s, rep, host);
 	if (r < 0)
 		goto out;
 	/* in a batch, no savepoint: the caller rolls the batch back instead */
@@ -505,13 +548,23 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 		if (r < 0)
 			goto out;
 	}
-	r = ingest_host(s, rep, t.labels, now_ms);
-	if (r == 0)
+	if (host)
+		r = ingest_host(s, rep, t.labels, now_ms);
+	if (host && r == 0 && e) {
+		e->facts = facts;
+		/* unwritten (its WHERE): the row was seen within the minute, when is not known */
+		e->seen_ms = sqlite3_changes(DB(s)) ? now_ms : now_ms - SEEN_EVERY_MS;
+	}
+	if (r == 0 && (!e || e->states != states))
 		r = ingest_states(s, rep, now_ms);
+	if (r == 0 && e)
+		e->states = states;
 	if (r == 0)
 		r = ingest_samples(s, rep);
 	if (r == 0)
 		r = ingest_counters(s, rep);
+	if (r == 0 && e && rep->unix_ms > e->max_unix_ms)
+		e->max_unix_ms = rep->unix_ms;
 	if (r == 0)
 		r = ingest_events(s, rep, &t);
 	if (own)

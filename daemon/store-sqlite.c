@@ -247,6 +247,9 @@ int sq_write_end(struct store *s, bool txn, int r)
 {
 	struct sqlite_store *q = (struct sqlite_store *)s;
 
+	/* the memo may hold what is undone now */
+	if (r < 0)
+		host_memo_clear(&q->memo);
 	if (--q->depth > 0 || !q->own) {
 		if (txn && r < 0)
 			exec(q->db, "ROLLBACK TO op");
@@ -254,8 +257,10 @@ int sq_write_end(struct store *s, bool txn, int r)
 			exec(q->db, "RELEASE op");
 		return r;
 	}
-	if (txn && r == 0 && exec(q->db, "COMMIT") < 0)
+	if (txn && r == 0 && exec(q->db, "COMMIT") < 0) {
 		r = -EIO;
+		host_memo_clear(&q->memo);
+	}
 	/* SQLite may have rolled back already: then there is nothing to undo */
 	if (txn && r < 0 && !sqlite3_get_autocommit(q->db))
 		exec(q->db, "ROLLBACK");
@@ -333,6 +338,7 @@ static void sq_close(struct store *s)
 		free(q->st[a]);
 	}
 	sqlite3_close(q->db);
+	host_memo_clear(&q->memo);
 	turn_give(q);
 	turn_put(q->turn);
 	free(q->probes.p);

@@ -13,6 +13,7 @@
 #include <sqlite3.h>
 #include <stdbool.h>
 
+#include "host-memo.h"
 #include "log.h"
 #include "store.h"
 
@@ -54,6 +55,7 @@ struct sqlite_store {
 	sqlite3_stmt **st[SQ_AREAS]; /* each area's, in its own order */
 	sqlite3_stmt *held; /* a one-row query read and left on its row */
 	struct buf probes, counts; /* a report_samples row being made */
+	struct host_memo memo; /* what ingest last wrote of each host */
 	struct log_ratelimit skip_rl; /* rows skipped by readers, logged */
 	uint64_t skipped;
 };

@@ -548,17 +548,19 @@ static int collect_members(void *arg, const struct store_member *m)
 	return 0;
 }
 
-/* A report of one mitigation, rstat-yield, on with reason. */
-static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
+/* A report of host st-1 at seq's second, named hostname, with rstat-yield on with reason. */
+static int report_named(struct store *s, uint64_t seq, int64_t t, const char *hostname,
+			const char *reason, int64_t now)
 {
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
 	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
 	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
 
 	f.host_id = "st-1";
+	f.hostname = (char *)hostname;
 	rep.facts = &f;
 	rep.seq = seq;
-	rep.unix_ms = (int64_t)seq * 1000;
+	rep.unix_ms = t;
 	m.id = "rstat-yield";
 	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_ON;
 	m.mode = KMEMCTL__V1__MITIGATION_MODE__MITIGATION_MODE_ON;
@@ -567,6 +569,51 @@ static int report_state(struct store *s, uint64_t seq, const char *reason, int64
 	rep.n_mitigations = 1;
 	rep.mitigations = mp;
 	return s->ops->ingest(s, &rep, now);
+}
+
+static int report_state(struct store *s, uint64_t seq, const char *reason, int64_t now)
+{
+	return report_named(s, seq, (int64_t)seq * 1000, NULL, reason, now);
+}
+
+/*
+ * The host memo (daemon/host-memo.h) skips writes and lookups, never
+ * what they would have found: resends are known, new facts and states
+ * are written within the minute, a rolled-back batch is forgotten, and a
+ * new connection knows what the file holds.
+ */
+static void test_memo(void **state)
+{
+	struct store *s = fresh_store();
+
+	(void)state;
+	assert_int_equal(report_named(s, 1, 1000, "a", "on: enacted", 5000), 0);
+	assert_int_equal(report_named(s, 1, 1000, "a", "on: enacted", 5100), 1);
+	/* a wiped agent counts from 1 again, later: new */
+	assert_int_equal(report_named(s, 1, 2000, "a", "on: enacted", 5200), 0);
+	assert_int_equal(report_named(s, 2, 3000, "b", "on: enacted", 5300), 0);
+	assert_int_equal(count_rows("SELECT hostname = 'b' FROM hosts WHERE host_id = 'st-1'"), 1);
+	/* undone: the next report writes what the batch would have */
+	assert_int_equal(s->ops->begin(s), 0);
+	assert_int_equal(report_named(s, 3, 4000, "c", "on: guard", 5400), 0);
+	s->ops->rollback(s);
+	assert_int_equal(report_named(s, 4, 5000, "c", "on: guard", 5500), 0);
+	assert_int_equal(count_rows("SELECT hostname = 'c' FROM hosts WHERE host_id = 'st-1'"), 1);
+	assert_int_equal(count_rows("SELECT reason = 'on: guard' FROM states"), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 4);
+	/* last_seen_ms moves once it is over a minute old, when nothing else changes */
+	assert_int_equal(report_named(s, 5, 6000, "c", "on: guard", 30000), 0);
+	assert_int_equal(count_rows("SELECT last_seen_ms FROM hosts"), 5500);
+	assert_int_equal(report_named(s, 6, 7000, "c", "on: guard", 65501), 0);
+	assert_int_equal(count_rows("SELECT last_seen_ms FROM hosts"), 65501);
+	s->ops->close(s);
+	/* a new connection: the resend of the last report and of an older one are known */
+	s = open_store();
+	assert_int_equal(report_named(s, 6, 7000, "c", "on: guard", 70000), 1);
+	assert_int_equal(report_named(s, 2, 3000, "b", "on: enacted", 70000), 1);
+	assert_int_equal(report_named(s, 7, 8000, "c", "on: guard", 70000), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 7);
+	s->ops->close(s);
 }
 
 /* A mitigation's row is written when it changed, not on every report. */
@@ -1356,7 +1403,7 @@ int main(void)
 		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
 		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
 		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
-		cmocka_unit_test(test_two_writers),
+		cmocka_unit_test(test_two_writers),	cmocka_unit_test(test_memo),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
