@@ -162,8 +162,8 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
 	return NULL;
 }
 
-ProtobufCMessage *request_message(struct evhttp_request *req,
-				  const ProtobufCMessageDescriptor *desc)
+ProtobufCMessage *request_message_in(struct evhttp_request *req,
+				     const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *a)
 {
 	size_t len;
 	const uint8_t *body = request_body(req, &len);
@@ -171,7 +171,13 @@ ProtobufCMessage *request_message(struct evhttp_request *req,
 	if (!content_type_is(req, PROTOBUF_TYPE) || (!body && len))
 		return NULL;
 	/* an empty body is a message with every field unset */
-	return protobuf_c_message_unpack(desc, NULL, len, body);
+	return protobuf_c_message_unpack(desc, a, len, body);
+}
+
+ProtobufCMessage *request_message(struct evhttp_request *req,
+				  const ProtobufCMessageDescriptor *desc)
+{
+	return request_message_in(req, desc, NULL);
 }
 
 bool request_query(struct evhttp_request *req, struct evkeyvalq *q, const char *want)

@@ -89,6 +89,9 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
  */
 ProtobufCMessage *request_message(struct evhttp_request *req,
 				  const ProtobufCMessageDescriptor *desc);
+/* The same, unpacked with allocator a (NULL: malloc) and freed with it. */
+ProtobufCMessage *request_message_in(struct evhttp_request *req,
+				     const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *a);
 /* The query parsed into q (evhttp_clear_headers() after); false with 400 want sent. */
 bool request_query(struct evhttp_request *req, struct evkeyvalq *q, const char *want);
 /* The client's address, and its network's key (daemon/conn.h). */

@@ -25,8 +25,10 @@ struct ingest_worker {
 	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
 	/* under lock */
 	bool stop;
+	bool idle; /* waiting with no batch open: the next report wakes it */
 	uint64_t wait_ms;
 	struct ingest_job *todo, **todo_tail;
+	size_t ntodo;
 	struct ingest_batch *done, **done_tail;
 	/* the writer's */
 	struct store *st;
@@ -80,14 +82,13 @@ static void batch_commit(struct ingest_worker *w)
 	hand_back(w, b);
 }
 
+/* Stores j in the open batch, opening one first if none is. */
 static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wait_ms)
 {
 	struct ingest_batch *b;
 	int64_t t0;
 
 	j->next = NULL;
-	if (w->open && past(&w->deadline))
-		batch_commit(w);
 	if (!w->open) {
 		b = &j->batch;
 		*b = (struct ingest_batch){ .jobs = j };
@@ -128,19 +129,27 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 	}
 }
 
+/*
+ * A batch's reports are stored when it is due (its deadline, enough
+ * reports waiting to fill it, a stop), all at once: the loop wakes the
+ * writer for the first report of a batch only, not for each.
+ */
 static void *run(void *arg)
 {
 	struct ingest_worker *w = arg;
 	struct ingest_job *list, *j;
 	uint64_t wait_ms;
+	bool due;
 
 	pthread_setname_np(pthread_self(), "kmemd-ingest");
 	pthread_mutex_lock(&w->lock);
 	for (;;) {
-		if (w->todo) {
+		due = !w->open || w->stop || w->ntodo >= INGEST_BATCH_MAX || past(&w->deadline);
+		if (w->todo && due) {
 			list = w->todo;
 			w->todo = NULL;
 			w->todo_tail = &w->todo;
+			w->ntodo = 0;
 			wait_ms = w->wait_ms;
 			pthread_mutex_unlock(&w->lock);
 			for (; list; list = j) {
@@ -158,10 +167,12 @@ static void *run(void *arg)
 		}
 		if (w->stop)
 			break;
-		if (w->open)
+		if (w->open) {
 			pthread_cond_timedwait(&w->cond, &w->lock, &w->deadline);
-		else
+		} else {
+			w->idle = true;
 			pthread_cond_wait(&w->cond, &w->lock);
+		}
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -248,7 +259,11 @@ void ingest_worker_submit(struct ingest_worker *w, struct ingest_job *j)
 	pthread_mutex_lock(&w->lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
-	pthread_cond_signal(&w->cond);
+	w->ntodo++;
+	if (w->idle || w->ntodo >= INGEST_BATCH_MAX) {
+		w->idle = false;
+		pthread_cond_signal(&w->cond);
+	}
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -259,6 +274,7 @@ void ingest_worker_free(struct ingest_worker *w)
 	if (w->started) {
 		pthread_mutex_lock(&w->lock);
 		w->stop = true;
+		w->idle = false;
 		pthread_cond_signal(&w->cond);
 		pthread_mutex_unlock(&w->lock);
 		/* it stores what it was handed and commits before it returns */

@@ -7,9 +7,10 @@
  * store, and the two take turns at writing.
  *
  * Group commit, as when the loop stored reports itself: the writer opens
- * a batch at the first report it is handed, stores each as it arrives,
- * and commits wait_ms after the batch opened or at INGEST_BATCH_MAX
- * reports. A report whose ingest fails rolls its whole batch back. Each
+ * a batch at the first report it is handed and commits it wait_ms later
+ * or at INGEST_BATCH_MAX reports. The reports handed over meanwhile are
+ * stored when it is due, all at once: the loop wakes the writer once a
+ * batch, not once a report. A report whose ingest fails rolls its whole batch back. Each
  * batch, committed or not, goes back to the loop whole (an eventfd, as
  * the series worker's): nothing in it is to be acknowledged before then,
  * and nothing in a batch that failed is stored.

@@ -274,16 +274,13 @@ static int admit_event_names(struct names *n, Kmemctl__V1__KernelEvent *e, const
 	return r < 0 ? r : 0;
 }
 
-int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, struct names_cut *cut,
-		char *why, size_t len)
+int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, char *why, size_t len)
 {
 	const char *host = rep->facts->host_id;
-	size_t blanked = 0, i;
+	size_t blanked = 0, i, n_probes = rep->n_probes, n_mitigations = rep->n_mitigations;
 	ssize_t probes, mits;
 	int r = 0;
 
-	cut->n_probes = rep->n_probes;
-	cut->n_mitigations = rep->n_mitigations;
 	probes = partition(n, NAME_PROBE, (void **)rep->probes, rep->n_probes, probe_name, host,
 			   now_ms);
 	if (probes < 0)
@@ -298,22 +295,15 @@ int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, struc
 		r = admit_event_names(n, rep->events[i], host, now_ms, &blanked);
 	if (r < 0)
 		return r;
-	if (cut->n_probes == rep->n_probes && cut->n_mitigations == rep->n_mitigations && !blanked)
+	if (n_probes == rep->n_probes && n_mitigations == rep->n_mitigations && !blanked)
 		return 0;
 	snprintf(why, len,
 		 "%zu probe samples, %zu mitigation states and %zu event names left out: new "
 		 "names past kmemd's limits ([limits] names %u for the fleet, host_names %u "
 		 "for one host)",
-		 cut->n_probes - rep->n_probes, cut->n_mitigations - rep->n_mitigations, blanked,
+		 n_probes - rep->n_probes, n_mitigations - rep->n_mitigations, blanked,
 		 n->lim.fleet, n->lim.host);
-	return (int)(cut->n_probes - rep->n_probes + cut->n_mitigations - rep->n_mitigations +
-		     blanked);
-}
-
-void names_restore(Kmemctl__V1__Report *rep, const struct names_cut *cut)
-{
-	rep->n_probes = cut->n_probes;
-	rep->n_mitigations = cut->n_mitigations;
+	return (int)(n_probes - rep->n_probes + n_mitigations - rep->n_mitigations + blanked);
 }
 
 void names_counts(const struct names *n, enum name_kind k, uint64_t *known_out, uint64_t *dropped)

@@ -34,23 +34,17 @@ int names_new(struct store *st, const struct names_limits *lim, struct names **o
 void names_free(struct names *n);
 void names_set_limits(struct names *n, const struct names_limits *lim);
 
-/* A report's counts as decoded, for names_restore(). */
-struct names_cut {
-	size_t n_probes, n_mitigations;
-};
-
 /*
  * The names a report uses, checked and admitted: new names within the
  * bounds are added (to the store at once, before the report is stored);
  * samples and states past them are moved to the end of their arrays and
- * left out of the counts (names_restore() puts them back before the
- * report is freed), event names past them are blanked. Returns how many
+ * left out of the counts (so the report must be freed as a whole, as
+ * kmemd's arena does, not by its counts), event names past them are
+ * blanked. Returns how many
  * were left out, with why set when any was; a negative errno when the
  * store failed.
  */
-int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, struct names_cut *cut,
-		char *why, size_t len);
-void names_restore(Kmemctl__V1__Report *rep, const struct names_cut *cut);
+int names_admit(struct names *n, Kmemctl__V1__Report *rep, int64_t now_ms, char *why, size_t len);
 
 /* For /metrics: names known beyond the module's, and what was dropped since start. */
 void names_counts(const struct names *n, enum name_kind k, uint64_t *known_out, uint64_t *dropped);

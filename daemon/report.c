@@ -12,6 +12,7 @@
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
 #include "names.h"
+#include "pb-arena.h"
 #include "report-check.h"
 #include "server.h"
 #include "store.h"
@@ -81,21 +82,19 @@ static int revoked(struct evhttp_request *req, struct kmemd *k, const struct tls
  * agents send them again. The request stays valid meanwhile: when its
  * connection closes, evhttp lets go of it, and the reply frees it.
  */
+/* A report with its reply, waiting for its batch: all of it in the report's arena. */
 struct pending {
 	struct ingest_job job;
 	struct evhttp_request *req;
+	struct pb_arena *arena;
 	Kmemctl__V1__Report *rep;
-	struct names_cut cut;
 	uint8_t *reply;
 	size_t len;
 };
 
 static void pending_free(struct pending *p)
 {
-	names_restore(p->rep, &p->cut);
-	kmemctl__v1__report__free_unpacked(p->rep, NULL);
-	free(p->reply);
-	free(p);
+	pb_arena_free(p->arena);
 }
 
 /* The report's probe histograms and events, for /metrics once committed. */
@@ -175,10 +174,9 @@ void reports_stop(struct kmemd *k)
 void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
-	Kmemctl__V1__Report *rep;
-	struct names_cut cut = { 0 };
+	Kmemctl__V1__Report *rep = NULL;
+	struct pb_arena *arena;
 	struct pending *p;
-	uint8_t *reply;
 	size_t len;
 	int r, left_out = 0;
 	char why[320];
@@ -188,9 +186,11 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 			   "content type must be " PROTOBUF_TYPE);
 		return;
 	}
-	rep = (Kmemctl__V1__Report *)request_message(req, &kmemctl__v1__report__descriptor);
-	if (rep)
-		cut = (struct names_cut){ rep->n_probes, rep->n_mitigations };
+	/* what a report unpacks to is about twice its encoding; the arena grows past that */
+	arena = pb_arena_new(2 * evbuffer_get_length(evhttp_request_get_input_buffer(req)) + 4096);
+	if (arena)
+		rep = (Kmemctl__V1__Report *)request_message_in(
+			req, &kmemctl__v1__report__descriptor, pb_arena_allocator(arena));
 	if (!rep || !rep->facts || !rep->facts->host_id || !rep->facts->host_id[0]) {
 		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report from '%s' is malformed",
 				peer->cn);
@@ -229,7 +229,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 		goto out;
 	}
 	if (r == 0)
-		r = left_out = names_admit(k->names, rep, kmemd_now_ms(), &cut, why, sizeof(why));
+		r = left_out = names_admit(k->names, rep, kmemd_now_ms(), why, sizeof(why));
 	if (r > 0) {
 		k->stats.reports_trimmed++;
 		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
@@ -249,27 +249,26 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 	/* stored, but not all of it: the agent logs why */
 	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
-	reply = pack_message(&rr.base, &len);
+	len = protobuf_c_message_get_packed_size(&rr.base);
+	p = pb_arena_alloc(arena, sizeof(*p));
+	if (p)
+		*p = (struct pending){ .job = { .rep = rep, .now_ms = kmemd_now_ms() },
+				       .req = req,
+				       .arena = arena,
+				       .rep = rep,
+				       .reply = pb_arena_alloc(arena, len ?: 1),
+				       .len = len };
+	if (p && p->reply)
+		protobuf_c_message_pack(&rr.base, p->reply);
 	if (rr.policy)
 		kmemctl__v1__signed_policy__free_unpacked(rr.policy, NULL);
-	p = reply ? malloc(sizeof(*p)) : NULL;
-	if (!p) {
-		free(reply);
+	if (!p || !p->reply) {
 		reply_buffer(req, HTTP_INTERNAL, NULL, NULL, NULL);
 		goto out;
 	}
 	/* the report is the writer's until its batch is back; the reply waits for the commit */
-	*p = (struct pending){ .job = { .rep = rep, .now_ms = kmemd_now_ms() },
-			       .req = req,
-			       .rep = rep,
-			       .cut = cut,
-			       .reply = reply,
-			       .len = len };
 	ingest_worker_submit(k->ingest, &p->job);
 	return;
 out:
-	if (rep) {
-		names_restore(rep, &cut);
-		kmemctl__v1__report__free_unpacked(rep, NULL);
-	}
+	pb_arena_free(arena);
 }

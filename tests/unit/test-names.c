@@ -70,7 +70,6 @@ static void test_module_names(void **state)
 	static const char *const mits[] = { "rstat-yield", "usercopy-fastpath", NULL };
 	struct names_limits lim = { .fleet = 0, .host = 0 };
 	struct store *s = fresh_store();
-	struct names_cut cut;
 	struct names *n;
 	struct fixture f;
 	uint64_t known, dropped;
@@ -79,8 +78,7 @@ static void test_module_names(void **state)
 	(void)state;
 	assert_int_equal(names_new(s, &lim, &n), 0);
 	/* the module's own names pass with no room for any other */
-	assert_int_equal(
-		names_admit(n, report(&f, "web-1", probes, mits), 1, &cut, why, sizeof(why)), 0);
+	assert_int_equal(names_admit(n, report(&f, "web-1", probes, mits), 1, why, sizeof(why)), 0);
 	assert_int_equal(f.rep.n_probes, 2);
 	assert_int_equal(f.rep.n_mitigations, 2);
 	names_counts(n, NAME_PROBE, &known, &dropped);
@@ -97,7 +95,6 @@ static void test_bounds(void **state)
 	static const char *const mit[] = { "m1", NULL };
 	struct names_limits lim = { .fleet = 4, .host = 2 };
 	struct store *s = fresh_store();
-	struct names_cut cut;
 	struct names *n;
 	struct fixture f;
 	uint64_t known, dropped;
@@ -106,25 +103,19 @@ static void test_bounds(void **state)
 	(void)state;
 	assert_int_equal(names_new(s, &lim, &n), 0);
 	/* one host brings in two names at most; the third sample is left out */
-	assert_int_equal(names_admit(n, report(&f, "web-1", mine, mit), 1, &cut, why, sizeof(why)),
-			 2);
+	assert_int_equal(names_admit(n, report(&f, "web-1", mine, mit), 1, why, sizeof(why)), 2);
 	assert_int_equal(f.rep.n_probes, 2);
 	assert_int_equal(f.rep.n_mitigations, 0);
 	assert_non_null(strstr(why, "1 probe samples, 1 mitigation states"));
 	assert_string_equal(f.rep.probes[2]->probe, "p3");
-	names_restore(&f.rep, &cut);
-	assert_int_equal(f.rep.n_probes, 3);
-	assert_int_equal(f.rep.n_mitigations, 1);
 	/* another host may bring in two, but the fleet holds four in all */
-	assert_int_equal(
-		names_admit(n, report(&f, "web-2", theirs, NULL), 1, &cut, why, sizeof(why)), 0);
+	assert_int_equal(names_admit(n, report(&f, "web-2", theirs, NULL), 1, why, sizeof(why)), 0);
 	assert_int_equal(names_admit(n,
 				     report(&f, "web-3", (const char *const[]){ "p6", NULL }, NULL),
-				     1, &cut, why, sizeof(why)),
+				     1, why, sizeof(why)),
 			 1);
 	/* names known stay open to every host */
-	assert_int_equal(names_admit(n, report(&f, "web-3", mine, NULL), 1, &cut, why, sizeof(why)),
-			 1);
+	assert_int_equal(names_admit(n, report(&f, "web-3", mine, NULL), 1, why, sizeof(why)), 1);
 	assert_int_equal(f.rep.n_probes, 2);
 	names_counts(n, NAME_PROBE, &known, &dropped);
 	assert_int_equal(known, 4);
@@ -136,7 +127,7 @@ static void test_bounds(void **state)
 	assert_int_equal(known, 4);
 	assert_int_equal(names_admit(n,
 				     report(&f, "web-1", (const char *const[]){ "p9", NULL }, NULL),
-				     1, &cut, why, sizeof(why)),
+				     1, why, sizeof(why)),
 			 1);
 	names_free(n);
 	s->ops->close(s);
@@ -146,7 +137,6 @@ static void test_event_names(void **state)
 {
 	struct names_limits lim = { .fleet = 0, .host = 0 };
 	struct store *s = fresh_store();
-	struct names_cut cut;
 	struct names *n;
 	struct fixture f;
 	char why[320] = "";
@@ -161,7 +151,7 @@ static void test_event_names(void **state)
 	f.rep.events = f.evs;
 	f.rep.n_events = 1;
 	/* the event stays, without the name */
-	assert_int_equal(names_admit(n, &f.rep, 1, &cut, why, sizeof(why)), 1);
+	assert_int_equal(names_admit(n, &f.rep, 1, why, sizeof(why)), 1);
 	assert_int_equal(f.rep.n_events, 1);
 	assert_string_equal(f.ev.mitigation, "");
 	names_free(n);
