@@ -17,6 +17,7 @@ struct ingest_worker {
 	struct event_base *base;
 	struct event *done_ev;
 	int efd; /* the writer tells the loop a batch ended */
+	ingest_count_fn count;
 	ingest_done_fn fn;
 	void *arg;
 	pthread_t thread;
@@ -124,9 +125,12 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 		w->st->ops->rollback(w->st);
 		w->open = NULL;
 		hand_back(w, b);
-	} else if (b->n == INGEST_BATCH_MAX) {
-		batch_commit(w);
+		return;
 	}
+	if (j->r == 0)
+		w->count(b, j->rep);
+	if (b->n == INGEST_BATCH_MAX)
+		batch_commit(w);
 }
 
 /*
@@ -198,8 +202,8 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 }
 
 int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_ms,
-		      ingest_done_fn fn, void *arg, struct ingest_worker **out, char *err,
-		      size_t errlen)
+		      ingest_count_fn count, ingest_done_fn fn, void *arg,
+		      struct ingest_worker **out, char *err, size_t errlen)
 {
 	struct ingest_worker *w = calloc(1, sizeof(*w));
 	pthread_condattr_t ca;
@@ -209,6 +213,7 @@ int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_m
 	if (!w)
 		return -ENOMEM;
 	w->base = base;
+	w->count = count;
 	w->fn = fn;
 	w->arg = arg;
 	w->wait_ms = wait_ms;

@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "kmemctl/v1/report.pb-c.h"
+#include "kmemd.h"
 
 /* Reports per commit at most. */
 #define INGEST_BATCH_MAX 256
@@ -39,6 +40,12 @@ struct ingest_batch {
 	char store_error[200]; /* r < 0: what the store said */
 	size_t n;
 	struct ingest_job *jobs; /* in the order they were stored */
+	/*
+	 * What its reports stored for /metrics (ingest_count_fn), for the loop
+	 * to add once committed and to free either way.
+	 */
+	struct probe_totals probes;
+	uint64_t events[KMEMD_EVENT_KINDS];
 	struct ingest_batch *next; /* the writer's */
 };
 
@@ -63,13 +70,16 @@ struct ingest_job {
  */
 typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
 
+/* Called on the writer for each report it stored (not a resend), to count it into b. */
+typedef void (*ingest_count_fn)(struct ingest_batch *b, const Kmemctl__V1__Report *rep);
+
 /*
  * A writer on a connection opened beside st, answering on base's loop.
  * err says why it failed.
  */
 int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_ms,
-		      ingest_done_fn fn, void *arg, struct ingest_worker **out, char *err,
-		      size_t errlen);
+		      ingest_count_fn count, ingest_done_fn fn, void *arg,
+		      struct ingest_worker **out, char *err, size_t errlen);
 
 /* The commit delay for batches opened from now on ([store] batch_wait). */
 void ingest_worker_set_wait(struct ingest_worker *w, uint64_t wait_ms);

@@ -97,8 +97,8 @@ static void pending_free(struct pending *p)
 	pb_arena_free(p->arena);
 }
 
-/* The report's probe histograms and events, for /metrics once committed. */
-static void count(struct kmemd *k, const Kmemctl__V1__Report *rep)
+/* On the writer: the report's probe histograms and events, for /metrics once committed. */
+static void count(struct ingest_batch *b, const Kmemctl__V1__Report *rep)
 {
 	char policy[96] = "none";
 	struct hist h;
@@ -109,11 +109,11 @@ static void count(struct kmemd *k, const Kmemctl__V1__Report *rep)
 			 (unsigned long long)rep->policy_version);
 	for (i = 0; i < rep->n_probes; i++)
 		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) == 0 &&
-		    probe_totals_add(&k->stats.probes, rep->probes[i]->probe, policy, &h) < 0)
+		    probe_totals_add(&b->probes, rep->probes[i]->probe, policy, &h) < 0)
 			log_warning("out of memory: a probe histogram is missing from /metrics");
 	for (i = 0; i < rep->n_events; i++)
 		if (rep->events[i]->kind > 0 && rep->events[i]->kind < KMEMD_EVENT_KINDS)
-			k->stats.events[rep->events[i]->kind]++;
+			b->events[rep->events[i]->kind]++;
 }
 
 /* A batch back from the writer: its reports answered, counted and freed. */
@@ -122,6 +122,7 @@ static void batch_done(void *arg, struct ingest_batch *b)
 	struct kmemd *k = arg;
 	struct ingest_job *j = b->jobs, *next;
 	int r = b->r; /* b is in a job freed below */
+	size_t i;
 
 	if (b->failed) {
 		log_error("storing report %llu from '%s' failed: %s",
@@ -132,6 +133,11 @@ static void batch_done(void *arg, struct ingest_batch *b)
 	} else if (r < 0) {
 		log_error("committing %zu reports failed: %s", b->n, b->store_error);
 	}
+	if (r == 0 && probe_totals_merge(&k->stats.probes, &b->probes) < 0)
+		log_warning("out of memory: some probe histograms are missing from /metrics");
+	for (i = 0; r == 0 && i < KMEMD_EVENT_KINDS; i++)
+		k->stats.events[i] += b->events[i];
+	probe_totals_free(&b->probes);
 	for (; j; j = next) {
 		struct pending *p = (struct pending *)j;
 
@@ -151,7 +157,6 @@ static void batch_done(void *arg, struct ingest_batch *b)
 					(unsigned long long)p->rep->seq, p->rep->facts->host_id);
 			} else {
 				k->stats.reports_stored++;
-				count(k, p->rep);
 			}
 			reply_bytes(p->req, HTTP_OK, "OK", PROTOBUF_TYPE, p->reply, p->len);
 		}
@@ -161,7 +166,7 @@ static void batch_done(void *arg, struct ingest_batch *b)
 
 int reports_start(struct kmemd *k, char *err, size_t errlen)
 {
-	return ingest_worker_new(k->base, k->store, k->cfg->batch_wait_ms, batch_done, k,
+	return ingest_worker_new(k->base, k->store, k->cfg->batch_wait_ms, count, batch_done, k,
 				 &k->ingest, err, errlen);
 }
 
