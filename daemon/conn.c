@@ -113,6 +113,14 @@ static struct timeval ms_tv(uint64_t ms)
 				 .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 }
 
+struct timeval conn_shared_tv(struct event_base *base, uint64_t ms)
+{
+	struct timeval tv = ms_tv(ms);
+	const struct timeval *common = event_base_init_common_timeout(base, &tv);
+
+	return common ? *common : tv;
+}
+
 void conn_addr_key(const struct sockaddr *sa, char *key, size_t len)
 {
 	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
@@ -379,7 +387,8 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 
 static void request_begins(struct conn *c)
 {
-	struct timeval tv = ms_tv(live.lim.request_timeout_ms);
+	struct timeval tv =
+		conn_shared_tv(event_get_base(c->deadline), live.lim.request_timeout_ms);
 
 	c->in_request = true;
 	evtimer_add(c->deadline, &tv);
@@ -481,7 +490,7 @@ static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long
 
 struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx)
 {
-	struct timeval tv = ms_tv(live.lim.handshake_timeout_ms);
+	struct timeval tv = conn_shared_tv(base, live.lim.handshake_timeout_ms);
 	SSL *ssl = SSL_new(ctx);
 	struct bufferevent *bev;
 	struct conn *c;

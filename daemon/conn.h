@@ -95,4 +95,11 @@ const char *conn_close_name(enum conn_close why);
 /* A client network's key: an IPv4 address, or the /64 of an IPv6 one. */
 void conn_addr_key(const struct sockaddr *sa, char *key, size_t len);
 
+/*
+ * A timeout of ms that every connection shares: libevent keeps the events
+ * of one such timeout in a queue, not in its heap, so arming and disarming
+ * them per request costs O(1), not O(log connections).
+ */
+struct timeval conn_shared_tv(struct event_base *base, uint64_t ms);
+
 #endif

@@ -130,13 +130,11 @@ static void conn_limits(const struct kmemd_config *cfg, struct conn_limits *lim)
 static void server_limits(struct server *s)
 {
 	struct conn_limits lim;
+	struct timeval io = conn_shared_tv(s->base, s->cfg->io_timeout_ms);
 
 	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
 	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
-	evhttp_set_timeout_tv(
-		s->http,
-		&(struct timeval){ .tv_sec = (time_t)(s->cfg->io_timeout_ms / 1000),
-				   .tv_usec = (suseconds_t)(s->cfg->io_timeout_ms % 1000) * 1000 });
+	evhttp_set_timeout_tv(s->http, &io);
 	conn_limits(s->cfg, &lim);
 	conns_set_limits(&lim);
 }
