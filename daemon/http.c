@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Request and reply helpers (http.h). */
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
+#include <event2/bufferevent_struct.h>
+#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
@@ -15,6 +18,21 @@
 #include "kmemd.h"
 #include "log.h"
 #include "store.h"
+
+/*
+ * A reply written in this turn of the loop, not once epoll says the socket
+ * is writable (it almost always is): the write event its bufferevent arms
+ * and disarms once written then cancel out in the loop's change list, and
+ * cost no epoll_ctl() each. A reply's connection is past its handshake,
+ * so its write event waits for nothing but room in the socket.
+ */
+static void write_now(struct evhttp_connection *evcon)
+{
+	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
+
+	if (bev && event_pending(&bev->ev_write, EV_WRITE, NULL))
+		event_active(&bev->ev_write, EV_WRITE, 1);
+}
 
 void reply_buffer(struct evhttp_request *req, int code, const char *reason, const char *type,
 		  struct evbuffer *b)
@@ -33,6 +51,7 @@ void reply_buffer(struct evhttp_request *req, int code, const char *reason, cons
 	evhttp_send_reply(req, code, reason, b);
 	evbuffer_free(b);
 	http_one_record(evcon);
+	write_now(evcon);
 }
 
 void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)

@@ -34,10 +34,10 @@ struct event *watchdog_start(struct event_base *base);
 
 /*
  * Call after queueing a request or reply on evcon: what it queued goes out
- * as one TLS record. evhttp queues a message's header and body as separate
- * chains, and an OpenSSL bufferevent writes a record, a write() and a
- * wakeup of the peer per chain. Messages over one record are left as they
- * are (copying them would gain nothing).
+ * as one TLS record. evhttp queues a message's header and body as
+ * separate chains, and an OpenSSL bufferevent writes a record, a write()
+ * and a wakeup of the peer per chain. Messages over one record are left
+ * as they are (copying them would gain nothing).
  */
 void http_one_record(struct evhttp_connection *evcon);
 
