@@ -6,22 +6,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "ingest-worker.h"
+#include "loop-thread.h"
 #include "store.h"
 
 struct ingest_worker {
 	struct event_base *base;
-	struct event *done_ev;
-	int efd; /* the writer tells the loop a batch ended */
+	struct loop_thread t; /* it tells the loop when it has handed something back */
 	ingest_count_fn count;
 	ingest_done_fn fn;
 	void *arg;
-	pthread_t thread;
-	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
 	/* under lock */
@@ -67,8 +64,7 @@ static void hand_back(struct ingest_worker *w, struct ingest_batch *b)
 	pthread_mutex_lock(&w->lock);
 	*w->done_tail = b;
 	w->done_tail = &b->next;
-	/* eventfd adds: a failed write only means one is pending already */
-	(void)!write(w->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
+	loop_thread_tell(&w->t);
 	pthread_mutex_unlock(&w->lock);
 }
 
@@ -224,25 +220,10 @@ int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_m
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&w->cond, &ca);
 	pthread_condattr_destroy(&ca);
-	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	loop_thread_init(&w->t);
 	r = st->ops->open_beside(st, &w->st, err, errlen);
-	if (r == 0 && w->efd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "eventfd: %s", strerror(-r));
-	}
-	if (r == 0) {
-		w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
-		if (!w->done_ev || event_add(w->done_ev, NULL) < 0) {
-			r = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-		}
-	}
-	if (r == 0) {
-		r = -pthread_create(&w->thread, NULL, run, w);
-		w->started = r == 0;
-		if (r < 0)
-			snprintf(err, errlen, "starting its thread: %s", strerror(-r));
-	}
+	if (r == 0)
+		r = loop_thread_start(&w->t, base, on_done, run, w, err, errlen);
 	if (r < 0) {
 		ingest_worker_free(w);
 		return r;
@@ -276,21 +257,18 @@ void ingest_worker_free(struct ingest_worker *w)
 {
 	if (!w)
 		return;
-	if (w->started) {
+	if (w->t.started) {
 		pthread_mutex_lock(&w->lock);
 		w->stop = true;
 		w->idle = false;
 		pthread_cond_signal(&w->cond);
 		pthread_mutex_unlock(&w->lock);
 		/* it stores what it was handed and commits before it returns */
-		pthread_join(w->thread, NULL);
+		pthread_join(w->t.thread, NULL);
 	}
-	if (w->efd >= 0)
-		on_done(w->efd, EV_READ, w);
-	if (w->done_ev)
-		event_free(w->done_ev);
-	if (w->efd >= 0)
-		close(w->efd);
+	if (w->t.efd >= 0)
+		on_done(w->t.efd, EV_READ, w);
+	loop_thread_close(&w->t);
 	if (w->st)
 		w->st->ops->close(w->st);
 	pthread_cond_destroy(&w->cond);

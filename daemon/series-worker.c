@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "loop-thread.h"
 #include "series-worker.h"
 #include "series.h"
 #include "store.h"
@@ -48,11 +48,8 @@ struct entry {
 
 struct series_worker {
 	struct event_base *base;
-	struct event *done_ev;
-	int efd; /* the worker tells the loop a job is done */
+	struct loop_thread t; /* it tells the loop when it has handed something back */
 	struct store *st; /* the worker's only */
-	pthread_t thread;
-	bool started;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	/* under lock */
@@ -120,8 +117,7 @@ static void *run(void *arg)
 		pthread_mutex_lock(&w->lock);
 		j->next = w->done;
 		w->done = j;
-		/* eventfd adds: a failed write only means one is pending already */
-		(void)!write(w->efd, &(uint64_t){ 1 }, sizeof(uint64_t));
+		loop_thread_tell(&w->t);
 	}
 	pthread_mutex_unlock(&w->lock);
 	return NULL;
@@ -223,25 +219,10 @@ int series_worker_new(struct event_base *base, const char *path, struct series_w
 	w->todo_tail = &w->todo;
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->cond, NULL);
-	w->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	loop_thread_init(&w->t);
 	r = store_open_reader(path, &w->st, err, errlen);
-	if (r == 0 && w->efd < 0) {
-		r = -errno;
-		snprintf(err, errlen, "eventfd: %s", strerror(-r));
-	}
-	if (r == 0) {
-		w->done_ev = event_new(base, w->efd, EV_READ | EV_PERSIST, on_done, w);
-		if (!w->done_ev || event_add(w->done_ev, NULL) < 0) {
-			r = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-		}
-	}
-	if (r == 0) {
-		r = -pthread_create(&w->thread, NULL, run, w);
-		w->started = r == 0;
-		if (r < 0)
-			snprintf(err, errlen, "starting its thread: %s", strerror(-r));
-	}
+	if (r == 0)
+		r = loop_thread_start(&w->t, base, on_done, run, w, err, errlen);
 	if (r < 0) {
 		series_worker_free(w);
 		return r;
@@ -257,15 +238,15 @@ void series_worker_free(struct series_worker *w)
 
 	if (!w)
 		return;
-	if (w->started) {
+	if (w->t.started) {
 		pthread_mutex_lock(&w->lock);
 		w->stop = true;
 		pthread_cond_signal(&w->cond);
 		pthread_mutex_unlock(&w->lock);
-		pthread_join(w->thread, NULL);
+		pthread_join(w->t.thread, NULL);
 	}
 	/* what was computed is delivered; what was not is cancelled */
-	on_done(w->efd, EV_READ, w);
+	on_done(w->t.efd, EV_READ, w);
 	for (j = w->todo; j; j = next) {
 		next = j->next;
 		j->e->job = NULL;
@@ -276,10 +257,7 @@ void series_worker_free(struct series_worker *w)
 		answer_waiters(&w->e[i], &a);
 		entry_clear(&w->e[i]);
 	}
-	if (w->done_ev)
-		event_free(w->done_ev);
-	if (w->efd >= 0)
-		close(w->efd);
+	loop_thread_close(&w->t);
 	if (w->st)
 		w->st->ops->close(w->st);
 	pthread_cond_destroy(&w->cond);
