@@ -48,6 +48,11 @@ struct pb_arena *pb_arena_new(size_t hint)
 	return a;
 }
 
+struct pb_arena *pb_arena_for(size_t len)
+{
+	return len > SIZE_MAX / 4 ? NULL : pb_arena_new(2 * len + 4096);
+}
+
 void *pb_arena_alloc(struct pb_arena *a, size_t n)
 {
 	struct block *b = a->head;

@@ -15,6 +15,8 @@ struct pb_arena;
 
 /* An arena whose first block holds hint bytes; NULL when out of memory. */
 struct pb_arena *pb_arena_new(size_t hint);
+/* An arena for a message of len bytes encoded: what it unpacks to is about twice that. */
+struct pb_arena *pb_arena_for(size_t len);
 /* n bytes aligned for any type, or NULL; freed with the arena only. */
 void *pb_arena_alloc(struct pb_arena *a, size_t n);
 /* For protobuf_c_message_unpack(): its frees are no-ops. */

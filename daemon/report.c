@@ -191,8 +191,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 			   "content type must be " PROTOBUF_TYPE);
 		return;
 	}
-	/* what a report unpacks to is about twice its encoding; the arena grows past that */
-	arena = pb_arena_new(2 * evbuffer_get_length(evhttp_request_get_input_buffer(req)) + 4096);
+	arena = pb_arena_for(evbuffer_get_length(evhttp_request_get_input_buffer(req)));
 	if (arena)
 		rep = (Kmemctl__V1__Report *)request_message_in(
 			req, &kmemctl__v1__report__descriptor, pb_arena_allocator(arena));

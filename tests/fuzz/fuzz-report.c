@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Reports as kmemd takes them (POST /v1/agent/report): the protobuf
- * decode, then report_check(). A report that passes must hold only what
+ * decode into the report's arena, then report_check(). A report that passes must hold only what
  * kmemd stores safely: every name a name, every string text, every
  * histogram consistent, and it must encode back to a report that passes
  * again.
@@ -10,6 +10,7 @@
 
 #include "fuzz.h"
 #include "hist.h"
+#include "pb-arena.h"
 #include "report-check.h"
 #include "text.h"
 
@@ -46,15 +47,16 @@ static void check_passed(const Kmemctl__V1__Report *rep)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	Kmemctl__V1__Report *rep = kmemctl__v1__report__unpack(NULL, size, data);
+	struct pb_arena *a = pb_arena_for(size);
+	Kmemctl__V1__Report *rep;
 	char why[256] = "";
 
-	if (!rep)
-		return 0;
-	if (report_check(rep, why, sizeof(why)) == 0)
+	FUZZ_CHECK(a);
+	rep = kmemctl__v1__report__unpack(pb_arena_allocator(a), size, data);
+	if (rep && report_check(rep, why, sizeof(why)) == 0)
 		check_passed(rep);
-	else
+	else if (rep)
 		FUZZ_CHECK(why[0] && text_utf8_valid(why, strlen(why)));
-	kmemctl__v1__report__free_unpacked(rep, NULL);
+	pb_arena_free(a);
 	return 0;
 }
