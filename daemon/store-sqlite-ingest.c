@@ -45,6 +45,9 @@ enum stmt {
 	" FROM rollups WHERE host_id = ?1 AND probe = " probe " AND hour_ms >= ?2 - 3600000"      \
 	" AND hour_ms + 3600000 >= ?2 AND hour_ms + 3600000 < ?3"
 
+/* A host's last_seen_ms is rewritten once it is this old, not on every report. */
+#define SEEN_EVERY_MS 60000
+
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
 	[ST_LAST_TIME] = "SELECT max(unix_ms) FROM counters WHERE host_id = ?1",
@@ -59,13 +62,13 @@ static const char *const sql[ST_N] = {
 		" policy_name = ?13, policy_version = ?14"
 		/*
 		 * most reports change nothing here: the row is rewritten when
-		 * something did, or to keep last_seen within a minute
+		 * something did, or when last_seen is SEEN_EVERY_MS old
 		 */
 		" WHERE hostname IS NOT ?2 OR kernel_release IS NOT ?3 OR build_id IS NOT ?4"
 		" OR possible_cpus IS NOT ?5 OR online_cpus IS NOT ?6 OR mem_total IS NOT ?7"
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
 		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
-		" OR last_seen_ms < ?11 - 60000",
+		" OR last_seen_ms < ?11 - ?15",
 	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
 	/* a row that did not change is not written: most reports change none */
@@ -280,6 +283,7 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const ch
 	sqlite3_bind_int64(st, 12, (sqlite3_int64)rep->seq);
 	sqlite3_bind_text(st, 13, rep->policy_name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 14, (sqlite3_int64)rep->policy_version);
+	sqlite3_bind_int64(st, 15, SEEN_EVERY_MS);
 	return step_done(st);
 }
 
@@ -510,9 +514,6 @@ static int seen(struct store *s, struct host_memo_entry *e, const Kmemctl__V1__R
 		return 1;
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
-
-/* last_seen_ms is kept within a minute (the upsert's own rule) */
-#define SEEN_EVERY_MS 60000
 
 /*
  * No savepoint: everything that can fail short of the database is made
