@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "engine.h"
+#include "evidence.h"
 #include "gates.h"
 #include "json-text.h"
 #include "rollout.h"
@@ -152,6 +153,7 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 			break;
 		g = canary ? &wv->c[wv->nc++] : &wv->b[wv->nb++];
 		*g = (struct gate_host){ .host = m->host,
+					 .stratum = m->stratum,
 					 .hours = wv->w[i].hours,
 					 .soft_lockups = wv->w[i].soft_lockups,
 					 .hard_lockups = wv->w[i].hard_lockups,
@@ -258,18 +260,37 @@ static int rolling_back(struct store *st, struct store_rollout *ro, const struct
 	return commit(st, ro, ROLLOUT_ROLLING_BACK, NULL, now, cb, arg);
 }
 
+/* The evidence, when the gates changed it, goes with the rollout's row. */
+static int evidence_keep(struct store_rollout *ro, const struct evidence *ev, bool changed)
+{
+	char *json;
+	int r;
+
+	if (!changed)
+		return 0;
+	r = evidence_to_json(ev, &json);
+	if (r < 0)
+		return r;
+	free(ro->evidence_json);
+	ro->evidence_json = json;
+	return 0;
+}
+
 static int judge(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
-		 int64_t now, engine_cb cb, void *arg)
+		 struct evidence *ev, int64_t now, engine_cb cb, void *arg)
 {
 	struct rollout_members ms = { 0 };
 	struct wave wv = { 0 };
 	struct gate_result res = { 0 };
+	struct gate_look look = { .wave = ro->wave,
+				  .sequential = ro->state == ROLLOUT_RUNNING ||
+						ro->state == ROLLOUT_HOLDING };
 	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };
 	enum rollout_state was = ro->state;
 	enum gate_scope scope;
 	char *detail = NULL, why[320];
 	unsigned wave = ro->wave;
-	bool last = true;
+	bool last = true, changed = evidence_wave(ev, ro->wave, ro->wave_started_ms);
 	size_t i;
 	int r;
 
@@ -280,19 +301,28 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 		goto out;
 	for (i = 0; i < ms.n; i++)
 		last &= ms.m[i].wave <= ro->wave;
+	look.nlooks = evidence_nlooks(s, ms.n);
 	if (ro->state == ROLLOUT_PAUSED ||
 	    now < ro->wave_started_ms + (int64_t)s->waves[ro->wave].bake_ms)
 		scope = GATES_HEALTH;
 	else
 		scope = last ? GATES_LAST_WAVE : GATES_ALL;
-	r = gather(st, s, &ms, scope == GATES_ALL, ro->wave_started_ms, now, &wv);
+	/* baselines every tick: the sequential tests look at them from the wave's start */
+	r = gather(st, s, &ms, !last && ro->state != ROLLOUT_PAUSED, ro->wave_started_ms, now,
+		   &wv);
 	if (r == 0)
-		r = gates_judge(&s->gates, wv.c, wv.nc, wv.b, wv.nb, scope, &res);
+		r = gates_judge(&s->gates, ev, &look, wv.c, wv.nc, wv.b, wv.nb, scope, &res,
+				&changed);
+	if (r == 0)
+		r = evidence_keep(ro, ev, changed);
 	if (r < 0)
 		goto out;
 	/* nothing is wrong yet: the bake goes on */
-	if (res.verdict == GATE_PASS && scope == GATES_HEALTH)
+	if (res.verdict == GATE_PASS && scope == GATES_HEALTH) {
+		if (changed)
+			r = st->ops->rollout_update(st, ro, NULL, now);
 		goto out;
+	}
 	json_object_set_new(res.detail, "scope", json_string(scope_names[scope]));
 	json_object_set_new(res.detail, "window",
 			    json_pack("{s:I, s:I}", "from_ms", (json_int_t)ro->wave_started_ms,
@@ -330,7 +360,7 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 		snprintf(reason, sizeof(reason), "wave %u held: %.200s", wave + 1, res.reason);
 		if (!verdict_new(st, ro, &v)) {
 			/* the same hold, with this tick's numbers in its reason */
-			if (strcmp(reason, ro->reason)) {
+			if (strcmp(reason, ro->reason) || changed) {
 				snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
 				r = st->ops->rollout_update(st, ro, NULL, now);
 			}
@@ -351,6 +381,7 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 {
 	struct store_rollout ro;
 	struct rollout_spec *s = malloc(sizeof(*s));
+	struct evidence ev = { 0 };
 	char err[256];
 	int r = s ? st->ops->rollout_get(st, name, &ro) : -ENOMEM;
 
@@ -364,8 +395,13 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 		r = -EINVAL;
 	else if (ro.state == ROLLOUT_ROLLING_BACK)
 		r = rolling_back(st, &ro, s, now, cb, arg);
+	/* an edited copy in the store is refused, as a document would be */
+	else if (ro.evidence_json && evidence_from_json(ro.evidence_json, strlen(ro.evidence_json),
+							&ev, err, sizeof(err)) < 0)
+		r = -EINVAL;
 	else
-		r = judge(st, &ro, s, now, cb, arg);
+		r = judge(st, &ro, s, &ev, now, cb, arg);
+	evidence_free(&ev);
 	store_rollout_clear(&ro);
 	free(s);
 	return r;

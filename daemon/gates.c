@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "gates.h"
 #include "macro.h"
@@ -100,7 +102,7 @@ static int latency(const struct rollout_gates *g, const struct gate_host *c, siz
 			json_object_set_new(o, stat[k],
 					    json_pack("{s:f, s:f, s:f, s:b}", "u", u.u1, "p", u.p,
 						      "effect", u.effect, "exact", u.exact));
-			if (u.p < g->latency_alpha && u.effect >= g->latency_effect)
+			if (u.p <= g->latency_alpha && u.effect >= g->latency_effect)
 				say(out, GATE_FAIL, "latency",
 				    "%s: canaries' %s above the baselines' (Mann-Whitney p = "
 				    "%.3g, P(slower) = %.2f)",
@@ -127,7 +129,7 @@ static bool health(const struct rollout_gates *g, const struct gate_host *canary
 			    canary[i].unhealthy);
 			return true;
 		}
-	if (hard > g->max_hard_lockups) {
+	if (g->has_max_hard_lockups && hard > g->max_hard_lockups) {
 		say(out, GATE_FAIL, "hard-lockups",
 		    "%llu hard lockups on the canaries (at most %llu)", (unsigned long long)hard,
 		    (unsigned long long)g->max_hard_lockups);
@@ -145,14 +147,244 @@ static bool health(const struct rollout_gates *g, const struct gate_host *canary
 	return false;
 }
 
-int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
-		const struct gate_host *base, size_t nb, enum gate_scope scope,
-		struct gate_result *out)
+double gates_alpha(double budget, bool seq, size_t nlooks)
+{
+	/* half to the sequential test, half to the final looks, equally */
+	return seq ? budget / 2 : budget / 2 / (double)(nlooks ?: 1);
+}
+
+/* JSON for a number that may be infinite: null then. */
+static json_t *finite(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* The matched canaries and their baselines per stratum, of lockups or hard lockups only. */
+static int strata(const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
+		  bool hard, struct evidence_sums **out, size_t *n)
+{
+	struct evidence_sums *s = calloc(nc + nb ?: 1, sizeof(*s));
+
+	*n = 0;
+	*out = s;
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < nc + nb; i++) {
+		bool canary = i < nc;
+		const struct gate_host *h = canary ? &c[i] : &b[i - nc];
+		const char *name = h->stratum ?: "";
+		uint64_t x = hard ? h->hard_lockups :
+				    h->soft_lockups + h->hard_lockups + h->rcu_stalls;
+		size_t k;
+
+		if (h->unmatched)
+			continue;
+		for (k = 0; k < *n && strcmp(s[k].stratum, name); k++)
+			;
+		if (k == *n) {
+			/* a baseline without a canary in its stratum compares with no one */
+			if (!canary)
+				continue;
+			snprintf(s[k].stratum, sizeof(s[k].stratum), "%s", name);
+			(*n)++;
+		}
+		if (canary) {
+			s[k].x_c += x;
+			s[k].t_c += h->hours;
+		} else {
+			s[k].x_b += x;
+			s[k].t_b += h->hours;
+		}
+	}
+	return 0;
+}
+
+/* One test's numbers so far, as a verdict's detail says them. */
+struct info {
+	double mu0, rho, mu_needed, detectable, alpha_look, alpha_seq, lr;
+	struct stats_cell *cells;
+	size_t ncells;
+};
+
+static int info_of(const struct rollout_gates *g, const struct evidence_test *t, unsigned wave,
+		   double budget, size_t nlooks, bool power, struct info *in)
+{
+	*in = (struct info){ .alpha_look = gates_alpha(budget, false, nlooks),
+			     .alpha_seq = gates_alpha(budget, true, nlooks),
+			     .lr = stats_msprt_lr(t->log_lr),
+			     .mu_needed = INFINITY,
+			     .detectable = INFINITY };
+	in->cells = malloc((t->ncells ?: 1) * sizeof(*in->cells));
+	if (!in->cells)
+		return -ENOMEM;
+	in->ncells = evidence_cells(t, wave, in->cells, &in->mu0, &in->rho);
+	if (power && in->rho > 0) {
+		in->mu_needed = stats_rate_mu_needed(g->detect_ratio, in->rho, in->alpha_look,
+						     g->power);
+		in->detectable = stats_rate_detectable(in->mu0, in->rho, in->alpha_look, g->power);
+	}
+	return 0;
+}
+
+static json_t *info_json(const struct rollout_gates *g, const struct evidence_test *t,
+			 unsigned wave, const struct info *in, bool power)
+{
+	json_t *segs = json_array(), *o;
+	double p;
+
+	for (size_t i = 0; i < t->ncells; i++) {
+		const struct evidence_cell *c = &t->cells[i];
+
+		if (c->wave <= wave)
+			json_array_append_new(
+				segs, json_pack("{s:i, s:s, s:I, s:f, s:I, s:f, s:f}", "wave",
+						(int)c->wave, "stratum", c->s.stratum, "x_c",
+						(json_int_t)c->s.x_c, "t_c", c->s.t_c, "x_b",
+						(json_int_t)c->s.x_b, "t_b", c->s.t_b, "mu0", c->mu0));
+	}
+	o = json_pack("{s:f, s:f, s:f, s:f, s:o}", "alpha_look", in->alpha_look, "alpha_seq",
+		      in->alpha_seq, "lr", in->lr, "lr_threshold", 1 / in->alpha_seq, "segments",
+		      segs);
+	if (o && power) {
+		json_object_set_new(o, "mu0", json_real(in->mu0));
+		json_object_set_new(o, "mu_needed", finite(in->mu_needed));
+		json_object_set_new(o, "detect_ratio", json_real(g->detect_ratio));
+		json_object_set_new(o, "detectable_ratio", finite(in->detectable));
+		json_object_set_new(o, "power", json_real(g->power));
+	}
+	if (o && evidence_looked(t, wave, &p))
+		json_object_set_new(o, "p", json_real(p));
+	return o;
+}
+
+/* "4.6x", "none up to 1000x" */
+static const char *ratio_text(double k, char *buf, size_t len)
+{
+	if (isfinite(k))
+		snprintf(buf, len, "%.2gx", k);
+	else
+		snprintf(buf, len, "none up to 1000x");
+	return buf;
+}
+
+/* What the wave can tell: "expected 3.1 canary lockups, 9 needed to detect 2x with power 0.8; ..." */
+static void information_text(const struct rollout_gates *g, const struct info *in, char *out,
+			     size_t len)
+{
+	char need[32], now[32];
+
+	if (isfinite(in->mu_needed))
+		snprintf(need, sizeof(need), "%.2g", in->mu_needed);
+	else
+		snprintf(need, sizeof(need), "more than 1e7");
+	snprintf(out, len,
+		 "expected %.2g canary lockups, %s needed to detect %.2gx with power %.2g; "
+		 "detectable now: %s",
+		 in->mu0, need, g->detect_ratio, g->power, ratio_text(in->detectable, now, sizeof(now)));
+}
+
+/* The tick's increments into both sequential tests; fails the wave when one is sure. */
+static int sequential(const struct rollout_gates *g, struct evidence *ev,
+		      const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
+		      struct gate_result *out, bool *changed)
+{
+	struct evidence_sums *s = NULL;
+	double lr, thr;
+	size_t n;
+	int r;
+
+	for (int hard = 0; hard < 2; hard++) {
+		struct evidence_test *t = hard ? &ev->hard : &ev->lockups;
+
+		r = strata(c, nc, b, nb, hard, &s, &n);
+		if (r == 0)
+			r = evidence_update(ev, t, s, n, !hard, changed);
+		free(s);
+		if (r < 0)
+			return r;
+		lr = stats_msprt_lr(t->log_lr);
+		thr = 1 / gates_alpha(hard ? g->hard_alpha : g->lockup_alpha, true, 0);
+		if (out->verdict == GATE_PASS && lr >= thr)
+			say(out, GATE_FAIL, hard ? "hard-lockups-sequential" : "lockups-sequential",
+			    "%s: likelihood ratio %.3g of canaries at a higher rate, at least %.3g",
+			    hard ? "hard lockups" : "lockups", lr, thr);
+	}
+	return 0;
+}
+
+/*
+ * The final look of the wave at test t over every wave so far: made once,
+ * its p kept. Fails at p <= alpha_look.
+ */
+static int final_look(struct evidence_test *t, unsigned wave, const struct info *in,
+		      bool *changed, double *p)
+{
+	if (evidence_looked(t, wave, p))
+		return 0;
+	*p = stats_rate_test_cells(in->cells, in->ncells);
+	*changed = true;
+	return evidence_look_add(t, wave, *p);
+}
+
+/* The final looks and the information rule, after the data are there. */
+static int looks(const struct rollout_gates *g, struct evidence *ev, const struct gate_look *look,
+		 struct info *lk, struct info *hd, struct gate_result *out, bool *changed,
+		 bool *underpowered)
+{
+	double p;
+	int r = final_look(&ev->hard, look->wave, hd, changed, &p);
+
+	if (r < 0)
+		return r;
+	json_object_set_new(out->detail, "hard_lockup_p", json_real(p));
+	if (p <= hd->alpha_look) {
+		say(out, GATE_FAIL, "hard-lockups",
+		    "hard lockups: canaries at a higher rate than baselines over %zu cells (p = "
+		    "%.3g, at most %.3g)",
+		    hd->ncells, p, hd->alpha_look);
+		return 0;
+	}
+	*underpowered = !(lk->mu0 >= lk->mu_needed);
+	if (!evidence_looked(&ev->lockups, look->wave, &p) && *underpowered &&
+	    g->underpowered == ROLLOUT_UNDERPOWERED_HOLD) {
+		char text[200];
+
+		information_text(g, lk, text, sizeof(text));
+		say(out, GATE_INCONCLUSIVE, "information", "%s", text);
+		return 0;
+	}
+	r = final_look(&ev->lockups, look->wave, lk, changed, &p);
+	if (r < 0)
+		return r;
+	json_object_set_new(out->detail, "lockup_p", json_real(p));
+	if (p <= lk->alpha_look) {
+		uint64_t x1 = 0, x2 = 0;
+		double t1 = 0, t2 = 0;
+
+		for (size_t i = 0; i < lk->ncells; i++) {
+			x1 += lk->cells[i].x1;
+			t1 += lk->cells[i].t1;
+			x2 += lk->cells[i].x2;
+			t2 += lk->cells[i].t2;
+		}
+		say(out, GATE_FAIL, "lockups",
+		    "lockups: %llu in %.3g canary host-hours against %llu in %.3g (p = %.3g, at "
+		    "most %.3g)",
+		    (unsigned long long)x1, t1, (unsigned long long)x2, t2, p, lk->alpha_look);
+	}
+	return 0;
+}
+
+int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct gate_look *look,
+		const struct gate_host *canary, size_t nc, const struct gate_host *base, size_t nb,
+		enum gate_scope scope, struct gate_result *out, bool *changed)
 {
 	/* the canaries compared; all of them when none are */
 	struct side c = sum(canary, nc, scope != GATES_ALL), b = sum(base, nb, true);
+	struct info lk = { 0 }, hd = { 0 };
+	bool compared = scope != GATES_LAST_WAVE, underpowered = false;
 	uint64_t hard = 0;
-	double pv;
+	int r = 0;
 
 	for (size_t i = 0; i < nc; i++)
 		hard += canary[i].hard_lockups;
@@ -163,42 +395,64 @@ int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, s
 	if (!out->detail)
 		return -ENOMEM;
 	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");
-	if (health(g, canary, nc, hard, out) || scope == GATES_HEALTH)
-		return 0;
+	if (health(g, canary, nc, hard, out))
+		compared = false;
+	if (compared && look->sequential)
+		r = sequential(g, ev, canary, nc, base, nb, out, changed);
+	if (r < 0 || (scope == GATES_HEALTH && out->verdict == GATE_PASS))
+		return r;
+	if (compared) {
+		/* the numbers behind a verdict that is kept: the power only at bake end */
+		r = info_of(g, &ev->lockups, look->wave, g->lockup_alpha, look->nlooks,
+			    scope == GATES_ALL, &lk);
+		if (r == 0)
+			r = info_of(g, &ev->hard, look->wave, g->hard_alpha, look->nlooks, false,
+				    &hd);
+		if (r < 0)
+			goto out;
+	}
+	if (out->verdict != GATE_PASS || scope == GATES_HEALTH)
+		goto evidence;
 	if (scope == GATES_LAST_WAVE) {
 		/* no one is left to compare with: health and ceilings judged it */
 		if (c.with_data < g->min_hosts)
 			say(out, GATE_INCONCLUSIVE, "canaries",
 			    "%zu canaries reported, fewer than %llu", c.with_data,
 			    (unsigned long long)g->min_hosts);
-		return 0;
+		goto out;
 	}
 	if (c.with_data < g->min_hosts) {
 		say(out, GATE_INCONCLUSIVE, "canaries",
 		    "%zu matched canaries reported, fewer than %llu", c.with_data,
 		    (unsigned long long)g->min_hosts);
-		return 0;
-	}
-	if (b.with_data < g->min_hosts) {
+	} else if (b.with_data < g->min_hosts) {
 		say(out, GATE_INCONCLUSIVE, "baselines",
 		    "%zu matched baselines reported, fewer than %llu", b.with_data,
 		    (unsigned long long)g->min_hosts);
-		return 0;
-	}
-	if (c.hours < g->min_exposure_h || b.hours < g->min_exposure_h) {
+	} else if (c.hours < g->min_exposure_h || b.hours < g->min_exposure_h) {
 		say(out, GATE_INCONCLUSIVE, "exposure",
 		    "exposure %.3g canary and %.3g baseline host-hours, below %.3g", c.hours,
 		    b.hours, g->min_exposure_h);
-		return 0;
+	} else {
+		r = looks(g, ev, look, &lk, &hd, out, changed, &underpowered);
+		if (r == 0 && out->verdict == GATE_PASS)
+			r = latency(g, canary, nc, base, nb, out->detail, out);
+		if (r == 0 && out->verdict == GATE_PASS && underpowered) {
+			char text[200];
+
+			information_text(g, &lk, text, sizeof(text));
+			say(out, GATE_PASS, "", "every gate passed, underpowered: %s", text);
+		}
 	}
-	pv = stats_rate_test(c.events, c.hours, b.events, b.hours);
-	json_object_set_new(out->detail, "lockup_p", json_real(pv));
-	if (pv < g->lockup_alpha) {
-		say(out, GATE_FAIL, "lockups",
-		    "lockups: %llu in %.3g canary host-hours against %llu in %.3g (p = %.3g)",
-		    (unsigned long long)c.events, c.hours, (unsigned long long)b.events, b.hours,
-		    pv);
-		return 0;
-	}
-	return latency(g, canary, nc, base, nb, out->detail, out);
+evidence:
+	if (r == 0 && compared)
+		json_object_set_new(out->detail, "evidence",
+				    json_pack("{s:o, s:o}", "lockups",
+					      info_json(g, &ev->lockups, look->wave, &lk,
+							scope == GATES_ALL),
+					      "hard", info_json(g, &ev->hard, look->wave, &hd, false)));
+out:
+	free(lk.cells);
+	free(hd.cells);
+	return r;
 }

@@ -13,11 +13,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "evidence.h"
 #include "rollout.h"
 
 /* One host over the bake window. */
 struct gate_host {
 	const char *host;
+	const char *stratum; /* its plan stratum: canaries are compared within it */
 	double hours; /* reporting time in the window: its exposure */
 	uint64_t soft_lockups, hard_lockups, rcu_stalls;
 	/* p99 and max of each of the gates' latency_probes; < 0: no samples */
@@ -34,7 +36,8 @@ enum gate_verdict {
 
 /* How much of a wave to judge. */
 enum gate_scope {
-	GATES_HEALTH, /* while it bakes: health and ceilings fail it early, nothing passes it */
+	/* while it bakes: health, ceilings and the sequential tests fail it early, nothing passes it */
+	GATES_HEALTH,
 	GATES_LAST_WAVE, /* it reached every member: no baselines, so health, ceilings, data */
 	GATES_ALL, /* its bake is over: everything */
 };
@@ -42,8 +45,9 @@ enum gate_scope {
 struct gate_result {
 	enum gate_verdict verdict;
 	/*
-	 * The gate that decided: health, hard-lockups, p99-ceiling, canaries,
-	 * baselines, exposure, lockups, latency; "" when none objected.
+	 * The gate that decided: health, hard-lockups, p99-ceiling,
+	 * lockups-sequential, hard-lockups-sequential, canaries, baselines,
+	 * exposure, information, lockups, latency; "" when none objected.
 	 */
 	const char *gate;
 	char reason[256];
@@ -52,15 +56,28 @@ struct gate_result {
 
 const char *gate_verdict_name(enum gate_verdict v);
 
+/* Where the rollout is, as the error budget needs it. */
+struct gate_look {
+	unsigned wave;
+	size_t nlooks; /* waves with a final look (with baselines): alpha_final is split over them */
+	bool sequential; /* running or holding: the sequential tests take this tick */
+};
+
 /*
- * Judges a wave: health, then ceilings, then (GATES_ALL) the lockup rate
- * and latency of the matched canaries against the baselines. Under
- * GATES_HEALTH a wave that is not failed is "pass" only in the sense that
- * nothing is wrong yet. -ENOMEM; otherwise 0 with out filled (out->detail
- * to be json_decref'ed).
+ * Judges a wave: health, then ceilings, then (not at the last wave) the
+ * sequential tests of the lockup and hard-lockup rates on the tick's
+ * increments, then (GATES_ALL) the final looks at the rates over every
+ * wave so far, at most once a wave, and latency of the matched canaries
+ * against the baselines. ev, the rollout's evidence, goes in and out
+ * (*changed set when it changed). Under GATES_HEALTH a wave that is not
+ * failed is "pass" only in the sense that nothing is wrong yet. -ENOMEM;
+ * otherwise 0 with out filled (out->detail to be json_decref'ed).
  */
-int gates_judge(const struct rollout_gates *g, const struct gate_host *canary, size_t nc,
-		const struct gate_host *base, size_t nb, enum gate_scope scope,
-		struct gate_result *out);
+int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct gate_look *look,
+		const struct gate_host *canary, size_t nc, const struct gate_host *base, size_t nb,
+		enum gate_scope scope, struct gate_result *out, bool *changed);
+
+/* The alpha of the sequential test (seq) or of one final look (nlooks of them) of a budget. */
+double gates_alpha(double budget, bool seq, size_t nlooks);
 
 #endif

@@ -122,6 +122,7 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 		       size_t errlen)
 {
 	static const char *const keys[] = { "percent", "count", "bake_s", NULL };
+	struct rollout_wave *wv;
 	char where[32];
 	json_t *w;
 	size_t i;
@@ -132,9 +133,9 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 				   ROLLOUT_MAX_WAVES);
 	json_array_foreach(a, i, w)
 	{
-		struct rollout_wave *wv = &s->waves[i];
 		uint64_t bake_s = bake_ms / 1000;
 
+		wv = &s->waves[i];
 		snprintf(where, sizeof(where), "waves[%zu].", i);
 		if (!json_is_object(w))
 			return text_refuse(err, errlen, "waves[%zu]: not an object", i);
@@ -158,14 +159,23 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 					   i);
 		s->nwaves++;
 	}
+	/* a plan that ends at every member keeps its holdback until a wave of its own */
+	wv = &s->waves[s->nwaves - 1];
+	if (s->holdback_percent && wv->percent && wv->n == 100)
+		s->waves[s->nwaves++] = (struct rollout_wave){
+			.percent = true, .n = 100, .bake_ms = wv->bake_ms, .release = true
+		};
 	return 0;
 }
 
 static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t errlen)
 {
-	static const char *const keys[] = { "lockup_alpha",   "min_exposure_h", "latency_probes",
-					    "latency_alpha",  "latency_effect", "max_hard_lockups",
-					    "p99_ceiling_ns", "min_hosts",	NULL };
+	static const char *const keys[] = {
+		"lockup_alpha",	  "min_exposure_h", "latency_probes", "latency_alpha",
+		"latency_effect", "max_hard_lockups", "p99_ceiling_ns", "min_hosts",
+		"detect_ratio",	  "power",	    "hard_alpha",     "underpowered",
+		NULL
+	};
 	json_t *p, *v;
 	size_t i;
 	int r;
@@ -183,6 +193,28 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 		r = real_into(g, "latency_alpha", 0, 0.5, &gt->latency_alpha, err, errlen);
 	if (r == 0)
 		r = real_into(g, "latency_effect", 0.5, 1, &gt->latency_effect, err, errlen);
+	if (r == 0)
+		r = real_into(g, "hard_alpha", 0, 0.5, &gt->hard_alpha, err, errlen);
+	if (r == 0)
+		r = real_into(g, "detect_ratio", 1, 100, &gt->detect_ratio, err, errlen);
+	/* power: [0.5, 0.99], below 0.5 a "detectable" ratio would mean little */
+	v = json_object_get(g, "power");
+	if (r == 0 && v &&
+	    (!json_is_number(v) || !(json_number_value(v) >= 0.5) || json_number_value(v) > 0.99))
+		r = text_refuse(err, errlen, "gates.power: want a number from 0.5 to 0.99");
+	if (r == 0 && v)
+		gt->power = json_number_value(v);
+	v = json_object_get(g, "underpowered");
+	if (r == 0 && v) {
+		if (!json_is_string(v) || (strcmp(json_string_value(v), "hold") &&
+					    strcmp(json_string_value(v), "pass")))
+			r = text_refuse(err, errlen, "gates.underpowered: want \"hold\" or \"pass\"");
+		else
+			gt->underpowered = strcmp(json_string_value(v), "hold") ?
+						   ROLLOUT_UNDERPOWERED_PASS :
+						   ROLLOUT_UNDERPOWERED_HOLD;
+	}
+	gt->has_max_hard_lockups = json_object_get(g, "max_hard_lockups") != NULL;
 	if (r == 0)
 		r = uint_into(g, "max_hard_lockups", "gates.", 0, 1000000, &gt->max_hard_lockups,
 			      err, errlen);
@@ -214,8 +246,9 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
 		       size_t errlen)
 {
-	static const char *const keys[] = { "name",   "policy",	  "version", "selector", "waves",
-					    "bake_s", "rollback", "gates",   NULL };
+	static const char *const keys[] = { "name",	"policy", "version",	      "selector",
+					    "waves",	"bake_s", "holdback_percent", "rollback",
+					    "gates",	NULL };
 	static const char *const rb_keys[] = { "policy", "version", NULL };
 	json_error_t je;
 	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *v;
@@ -228,7 +261,11 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 					   .min_exposure_h = 24,
 					   .latency_alpha = 0.01,
 					   .latency_effect = 0.6,
-					   .min_hosts = 3 };
+					   .min_hosts = 3,
+					   .hard_alpha = 0.01,
+					   .detect_ratio = 2,
+					   .power = 0.8 };
+	s->holdback_percent = 5;
 	if (!o)
 		return text_refuse(err, errlen, "not JSON: %s (line %d)", je.text, je.line);
 	if (!json_is_object(o)) {
@@ -246,6 +283,8 @@ int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, cha
 		r = uint_into(o, "version", "", 1, UINT64_MAX >> 1, &s->version, err, errlen);
 	if (r == 0)
 		r = uint_into(o, "bake_s", "", 1, 30 * 86400, &bake_s, err, errlen);
+	if (r == 0)
+		r = uint_into(o, "holdback_percent", "", 0, 50, &s->holdback_percent, err, errlen);
 	if (r < 0)
 		goto out;
 	v = json_object_get(o, "selector");
@@ -317,17 +356,52 @@ uint64_t rollout_hash(const char *rollout, const char *host)
 	return h;
 }
 
+/* Members the release wave adds: the last holdback_percent of n, none when that is all. */
+static size_t holdback(const struct rollout_spec *s, size_t n)
+{
+	size_t h = (size_t)((n * s->holdback_percent + 99) / 100);
+
+	if (!s->waves[s->nwaves - 1].release || h >= n)
+		return 0;
+	return h;
+}
+
 size_t rollout_target(const struct rollout_spec *s, size_t k, size_t n)
 {
 	const struct rollout_wave *w = &s->waves[k];
-	size_t t;
+	size_t t, most = n - holdback(s, n);
 
 	if (!n)
 		return 0;
+	if (w->release)
+		return n;
 	t = w->percent ? (size_t)((n * w->n + 99) / 100) : (size_t)w->n;
 	if (!t)
 		t = 1;
-	return t < n ? t : n;
+	return t < most ? t : most;
+}
+
+/* "count 500" or "10%": a wave as its document says it. */
+static void wave_text(const struct rollout_wave *w, char *out, size_t len)
+{
+	snprintf(out, len, w->percent ? "%llu%%" : "count %llu", (unsigned long long)w->n);
+}
+
+int rollout_wave_empty(const struct rollout_spec *s, size_t n, char *why, size_t len)
+{
+	char a[32];
+
+	for (size_t k = 1; k < s->nwaves; k++) {
+		size_t before = rollout_target(s, k - 1, n);
+
+		if (s->waves[k].release || rollout_target(s, k, n) > before)
+			continue;
+		wave_text(&s->waves[k], a, sizeof(a));
+		snprintf(why, len, "wave %zu (%s) adds no host after wave %zu (%zu of %zu)", k + 1,
+			 a, k, before, n);
+		return (int)k;
+	}
+	return -1;
 }
 
 static int by_stratum_hash(const void *a, const void *b)

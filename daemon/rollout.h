@@ -22,16 +22,27 @@ struct rollout_wave {
 	bool percent; /* n is a percentage of the members, else a count */
 	uint64_t n;
 	uint64_t bake_ms;
+	bool release; /* the holdback's: the parser's last wave, reaching everyone */
+};
+
+enum rollout_underpowered {
+	ROLLOUT_UNDERPOWERED_HOLD, /* a wave without the information is held */
+	ROLLOUT_UNDERPOWERED_PASS, /* it passes, saying what it could have detected */
 };
 
 struct rollout_gates {
-	double lockup_alpha;
+	double lockup_alpha; /* false rollbacks on lockups, over the whole rollout */
 	double min_exposure_h; /* host-hours on each side */
 	char latency_probes[ROLLOUT_MAX_PROBES][ROLLOUT_NAME_MAX];
 	size_t nprobes;
 	double latency_alpha;
 	double latency_effect; /* P(canary slower) at least this to fail */
+	double hard_alpha; /* the hard-lockup rate test's, over the whole rollout */
+	bool has_max_hard_lockups; /* false: no absolute ceiling */
 	uint64_t max_hard_lockups;
+	double detect_ratio; /* the smallest regression the plan must catch */
+	double power; /* with this probability */
+	enum rollout_underpowered underpowered;
 	uint64_t p99_ceiling_ns; /* 0: none */
 	uint64_t min_hosts; /* with data, on each side */
 };
@@ -41,8 +52,10 @@ struct rollout_spec {
 	char policy[ROLLOUT_NAME_MAX];
 	uint64_t version;
 	struct selector selector;
-	struct rollout_wave waves[ROLLOUT_MAX_WAVES];
+	/* the document's, then the release wave when something is held back */
+	struct rollout_wave waves[ROLLOUT_MAX_WAVES + 1];
 	size_t nwaves;
+	uint64_t holdback_percent; /* of each stratum, kept out of the waves until release */
 	char rollback_policy[ROLLOUT_NAME_MAX]; /* "": each host's previous policy */
 	uint64_t rollback_version;
 	struct rollout_gates gates;
@@ -121,8 +134,16 @@ struct rollout_member *rollout_members_add(struct rollout_members *ms);
 void rollout_stratum(const char *build_id, uint32_t cpus, const char *role, char *out, size_t len);
 /* The stable order of a rollout's hosts: FNV-1a 64 of "rollout/host". */
 uint64_t rollout_hash(const char *rollout, const char *host);
-/* Hosts wave k reaches in all (cumulative), of n members. */
+/*
+ * Hosts wave k reaches in all (cumulative), of n members. Every wave but
+ * the release wave reaches at most n less the holdback.
+ */
 size_t rollout_target(const struct rollout_spec *s, size_t k, size_t n);
+/*
+ * The first wave (not the release wave) that adds no host to the one
+ * before, of n members, with why: -1 when every wave adds one.
+ */
+int rollout_wave_empty(const struct rollout_spec *s, size_t n, char *why, size_t len);
 
 /*
  * Orders members (host, stratum filled in) so that every prefix spreads

@@ -31,13 +31,16 @@ static const char *const sql[ST_N] = {
 	[ST_ROLLOUT_ADD] = "INSERT INTO rollouts (name, spec, state, created_ms, updated_ms)"
 			   " VALUES (?1, ?2, ?4, ?3, ?3)",
 	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason, created_ms,"
-			   " updated_ms FROM rollouts WHERE name = ?1",
+			   " updated_ms, evidence FROM rollouts WHERE name = ?1",
 	[ST_ROLLOUTS] = "SELECT name, spec, state, wave, wave_started_ms, reason, created_ms,"
 			" updated_ms FROM rollouts ORDER BY created_ms DESC, name",
 	[ST_WAVE_COUNTS] = "SELECT count(*) FROM rollout_hosts WHERE rollout = ?1"
 			   " GROUP BY wave ORDER BY wave",
-	[ST_ROLLOUT_UPDATE] = "UPDATE rollouts SET state = ?2, wave = ?3, wave_started_ms = ?4,"
-			      " reason = ?5, updated_ms = ?6 WHERE name = ?1",
+	[ST_ROLLOUT_UPDATE] = "UPDATE rollouts SET updated_ms = CASE WHEN state = ?2 AND wave = ?3"
+			      " AND wave_started_ms IS ?4 AND reason IS ?5 AND ?8"
+			      " THEN updated_ms ELSE ?6 END, state = ?2, wave = ?3,"
+			      " wave_started_ms = ?4, reason = ?5,"
+			      " evidence = coalesce(?7, evidence) WHERE name = ?1",
 	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_MEMBERS] = "SELECT m.host_id, m.stratum, m.position, m.wave, m.prev_policy,"
 		       " m.prev_version, h.host_id IS NOT NULL, h.revoked, h.policy_name,"
@@ -165,7 +168,13 @@ int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
 	if (column_rollout(st, 1, r) < 0)
 		return -EIO;
 	r->spec_json = strdup(text_or_empty(st, 0));
-	return r->spec_json ? 0 : -ENOMEM;
+	if (sqlite3_column_type(st, 7) != SQLITE_NULL)
+		r->evidence_json = strdup(text_or_empty(st, 7));
+	if (!r->spec_json || (sqlite3_column_type(st, 7) != SQLITE_NULL && !r->evidence_json)) {
+		store_rollout_clear(r);
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int sq_rollouts_started(struct store *s, int (*cb)(void *arg, const struct store_rollout *r),
@@ -290,7 +299,8 @@ int sq_rollout_gauges(struct store *s, int64_t since_ms,
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
-static int update(struct store *s, const struct store_rollout *r, int64_t now_ms)
+/* A row that changes only in its evidence keeps its updated_ms: hosts' policies did not change. */
+static int update(struct store *s, const struct store_rollout *r, bool verdict, int64_t now_ms)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
 
@@ -300,6 +310,11 @@ static int update(struct store *s, const struct store_rollout *r, int64_t now_ms
 	sqlite3_bind_int64(st, 4, r->wave_started_ms);
 	sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, now_ms);
+	if (r->evidence_json)
+		sqlite3_bind_text(st, 7, r->evidence_json, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(st, 7);
+	sqlite3_bind_int(st, 8, !verdict && r->evidence_json);
 	if (step_done(st) < 0)
 		return -EIO;
 	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
@@ -326,7 +341,7 @@ int sq_rollout_update(struct store *s, const struct store_rollout *r, const stru
 
 	if (ret < 0)
 		return ret;
-	ret = update(s, r, now_ms);
+	ret = update(s, r, v != NULL, now_ms);
 	if (ret == 0 && v)
 		ret = verdict_add(s, r->name, v);
 	return sq_write_end(s, true, ret);
@@ -395,7 +410,7 @@ int sq_rollout_start(struct store *s, const struct store_rollout *ro, const stru
 		r = step_done(st);
 	}
 	if (r == 0)
-		r = update(s, ro, now_ms);
+		r = update(s, ro, true, now_ms);
 	return sq_write_end(s, true, r);
 }
 

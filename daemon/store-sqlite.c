@@ -130,6 +130,8 @@ static const char *const migrations[] = {
 	 */
 	"CREATE INDEX rollout_hosts_by_plan ON rollout_hosts"
 	" (rollout, wave, position, host_id, stratum, prev_policy, prev_version);",
+	/* 10: a rollout's gates' evidence (daemon/evidence.h), so another kmemd goes on with it */
+	"ALTER TABLE rollouts ADD COLUMN evidence TEXT;",
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -576,7 +578,9 @@ int store_open_reader(const char *path, struct store **out, char *err, size_t er
 void store_rollout_clear(struct store_rollout *r)
 {
 	free(r->spec_json);
+	free(r->evidence_json);
 	r->spec_json = NULL;
+	r->evidence_json = NULL;
 }
 
 void store_policy_clear(struct store_policy *p)

@@ -100,6 +100,11 @@ struct store_secret {
 struct store_rollout {
 	char name[STORE_ID_MAX];
 	char *spec_json; /* malloc'ed by rollout_get */
+	/*
+	 * Its gates' evidence (daemon/evidence.h), malloc'ed by rollout_get;
+	 * NULL: none yet (and rollout_update keeps what is stored).
+	 */
+	char *evidence_json;
 	enum rollout_state state; /* kept by rollout_state_name() */
 	unsigned wave; /* the wave running (or last run) */
 	int64_t wave_started_ms; /* STORE_NULL: not started */
@@ -328,7 +333,11 @@ struct store_ops {
 			void *arg);
 	/* The names of rollouts the engine moves: running, holding, paused, rolling back. */
 	int (*rollouts_active)(struct store *s, store_name_cb cb, void *arg);
-	/* Its state, wave, wave start and reason as r says, with verdict v (NULL: none), together. */
+	/*
+	 * Its state, wave, wave start, reason and evidence as r says, with
+	 * verdict v (NULL: none), together. Evidence alone is no change of the
+	 * rollout's (its updated_ms stays).
+	 */
 	int (*rollout_update)(struct store *s, const struct store_rollout *r,
 			      const struct store_verdict *v, int64_t now_ms);
 	/* A pending rollout's n members, and r's state, all or nothing. */
