@@ -29,7 +29,10 @@ double stats_rate_test(uint64_t x1, double t1, uint64_t x2, double t2);
 /*
  * Power of the final look: P(stats_rate_test-style exact conditional test at level alpha
  * fails) when canary lockups ~ Poisson(ratio * mu0) and baseline lockups ~ Poisson(rho * mu0)
- * (rho: baseline over canary host-hours). Fails on p <= alpha.
+ * (rho: baseline over canary host-hours). Fails on p <= alpha. rho = INFINITY is the
+ * limit of a baseline rate known exactly: the one-sample test P(Poisson(mu0) >= x) <= alpha.
+ * 0 when mu0, rho or ratio is not positive, mu0 is not finite or alpha <= 0 (a test that
+ * cannot run has no power), or an argument is NaN; 1 when alpha >= 1.
  */
 double stats_rate_power(double ratio, double mu0, double rho, double alpha);
 /* The smallest mu0 with stats_rate_power(ratio, mu0, rho, alpha) >= power; INFINITY if none up to 1e7. */
@@ -44,6 +47,7 @@ struct stats_cell {
 	uint64_t x2; /* baseline events */
 	double t2;
 };
+
 /*
  * One-sided p-value that canaries come at a higher rate than baselines, over
  * cells with their own rates: P(sum of Binomial(x1 + x2, t1 / (t1 + t2)) >= sum
