@@ -308,8 +308,7 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	else
 		scope = last ? GATES_LAST_WAVE : GATES_ALL;
 	/* baselines every tick: the sequential tests look at them from the wave's start */
-	r = gather(st, s, &ms, !last && ro->state != ROLLOUT_PAUSED, ro->wave_started_ms, now,
-		   &wv);
+	r = gather(st, s, &ms, !last && ro->state != ROLLOUT_PAUSED, ro->wave_started_ms, now, &wv);
 	if (r == 0)
 		r = gates_judge(&s->gates, ev, &look, wv.c, wv.nc, wv.b, wv.nb, scope, &res,
 				&changed);

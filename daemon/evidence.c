@@ -30,14 +30,14 @@ void evidence_free(struct evidence *e)
  * Room for one more after the n elements of array a (capacities are 8 and
  * then powers of two): false, a as it was, when out of memory.
  */
-#define GROW(a, n)                                                                         \
-	({                                                                                 \
-		__typeof__(a) q_ = (n) >= 8 && ((n) & ((n) - 1)) ?                         \
-					   (a) :                                           \
-					   realloc((a), ((n) < 8 ? 8 : (n) * 2) * sizeof(*(a))); \
-		if (q_)                                                                    \
-			(a) = q_;                                                  \
-		q_ != NULL;                                                                \
+#define GROW(a, n)                                                                             \
+	({                                                                                     \
+		__typeof__(a) q_ = (n) >= 8 && ((n) & ((n)-1)) ?                               \
+					   (a) :                                               \
+					   realloc((a), ((n) < 8 ? 8 : (n)*2) * sizeof(*(a))); \
+		if (q_)                                                                        \
+			(a) = q_;                                                              \
+		q_ != NULL;                                                                    \
 	})
 
 static json_t *sums_json(const struct evidence_sums *s)
@@ -47,8 +47,8 @@ static json_t *sums_json(const struct evidence_sums *s)
 
 static json_t *test_json(const struct evidence_test *t)
 {
-	json_t *o = json_object(), *lr = json_array(), *last = json_object(),
-	       *cells = json_array(), *looked = json_array();
+	json_t *o = json_object(), *lr = json_array(), *last = json_object(), *cells = json_array(),
+	       *looked = json_array();
 	size_t i;
 
 	for (i = 0; i < STATS_MSPRT_RATIOS; i++)
@@ -59,13 +59,12 @@ static json_t *test_json(const struct evidence_test *t)
 		const struct evidence_cell *c = &t->cells[i];
 
 		json_array_append_new(cells, json_pack("[i, s, I, f, I, f, f]", (int)c->wave,
-						       c->s.stratum, (json_int_t)c->s.x_c,
-						       c->s.t_c, (json_int_t)c->s.x_b, c->s.t_b,
-						       c->mu0));
+						       c->s.stratum, (json_int_t)c->s.x_c, c->s.t_c,
+						       (json_int_t)c->s.x_b, c->s.t_b, c->mu0));
 	}
 	for (i = 0; i < t->nlooked; i++)
-		json_array_append_new(looked, json_pack("[i, f]", (int)t->looked[i].wave,
-							t->looked[i].p));
+		json_array_append_new(looked,
+				      json_pack("[i, f]", (int)t->looked[i].wave, t->looked[i].p));
 	json_object_set_new(o, "log_lr", lr);
 	json_object_set_new(o, "last", last);
 	json_object_set_new(o, "cells", cells);
@@ -79,8 +78,7 @@ int evidence_to_json(const struct evidence *e, char **out)
 
 	for (size_t i = 0; i < e->nhistory; i++)
 		json_object_set_new(h, e->history[i].stratum,
-				    json_pack("[f, f]", e->history[i].events,
-					      e->history[i].hours));
+				    json_pack("[f, f]", e->history[i].events, e->history[i].hours));
 	json_object_set_new(o, "wave", json_integer(e->wave));
 	json_object_set_new(o, "since_ms", json_integer(e->since_ms));
 	json_object_set_new(o, "history", h);
@@ -119,8 +117,10 @@ static bool stratum(const char *s, char out[EVIDENCE_STRATUM_MAX])
 /* [x_c, t_c, x_b, t_b] from a[at..] */
 static bool sums_from(json_t *a, size_t at, struct evidence_sums *s)
 {
-	return count(json_array_get(a, at), &s->x_c) && number(json_array_get(a, at + 1), 0, &s->t_c) &&
-	       count(json_array_get(a, at + 2), &s->x_b) && number(json_array_get(a, at + 3), 0, &s->t_b);
+	return count(json_array_get(a, at), &s->x_c) &&
+	       number(json_array_get(a, at + 1), 0, &s->t_c) &&
+	       count(json_array_get(a, at + 2), &s->x_b) &&
+	       number(json_array_get(a, at + 3), 0, &s->t_b);
 }
 
 static bool keys_only(json_t *o, const char *const *keys)
@@ -167,8 +167,8 @@ static int test_from(json_t *o, const char *name, struct evidence_test *t, char 
 			return text_refuse(err, errlen, "%s.log_lr[%zu]: not a finite number", name,
 					   i);
 	if (!json_is_object(last) || !json_is_array(cells) || !json_is_array(looked))
-		return text_refuse(err, errlen,
-				   "%s: want last an object, cells and looked arrays", name);
+		return text_refuse(err, errlen, "%s: want last an object, cells and looked arrays",
+				   name);
 	json_object_foreach(last, k, v)
 	{
 		struct evidence_sums *s;
@@ -228,8 +228,9 @@ int evidence_from_json(const char *json, size_t len, struct evidence *e, char *e
 		return text_refuse(err, errlen, "evidence: not JSON: %s", je.text);
 	h = json_object_get(o, "history");
 	if (!json_is_object(o) || !keys_only(o, keys) || !json_is_object(h)) {
-		r = text_refuse(err, errlen,
-				"evidence: want an object of wave, since_ms, history, lockups, hard");
+		r = text_refuse(
+			err, errlen,
+			"evidence: want an object of wave, since_ms, history, lockups, hard");
 		goto out;
 	}
 	v = json_object_get(o, "since_ms");
@@ -251,7 +252,8 @@ int evidence_from_json(const char *json, size_t len, struct evidence *e, char *e
 		if (!stratum(k, x->stratum) || !json_is_array(v) || json_array_size(v) != 2 ||
 		    !number(json_array_get(v, 0), 0, &x->events) ||
 		    !number(json_array_get(v, 1), 0, &x->hours)) {
-			r = text_refuse(err, errlen, "evidence.history: want [events, hours] per stratum");
+			r = text_refuse(err, errlen,
+					"evidence.history: want [events, hours] per stratum");
 			goto out;
 		}
 		e->nhistory++;
@@ -466,7 +468,8 @@ int evidence_plan(const struct rollout_spec *s, const struct rollout_member *m, 
 		rho = tc > 0 ? tb / tc : 0;
 		mu0 += rate * hours;
 		w->mu0 = mu0;
-		w->mu_needed = stats_rate_mu_needed(s->gates.detect_ratio, rho, alpha, s->gates.power);
+		w->mu_needed =
+			stats_rate_mu_needed(s->gates.detect_ratio, rho, alpha, s->gates.power);
 		w->detectable = stats_rate_detectable(mu0, rho, alpha, s->gates.power);
 		w->bake_needed_s = INFINITY;
 		if (w->mu0 >= w->mu_needed)

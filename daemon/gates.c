@@ -154,7 +154,7 @@ double gates_alpha(double budget, bool seq, size_t nlooks)
 }
 
 /* JSON for a number that may be infinite: null then. */
-static json_t *finite(double x)
+static json_t *json_finite(double x)
 {
 	return isfinite(x) ? json_real(x) : json_null();
 }
@@ -219,8 +219,8 @@ static int info_of(const struct rollout_gates *g, const struct evidence_test *t,
 		return -ENOMEM;
 	in->ncells = evidence_cells(t, wave, in->cells, &in->mu0, &in->rho);
 	if (power && in->rho > 0) {
-		in->mu_needed = stats_rate_mu_needed(g->detect_ratio, in->rho, in->alpha_look,
-						     g->power);
+		in->mu_needed =
+			stats_rate_mu_needed(g->detect_ratio, in->rho, in->alpha_look, g->power);
 		in->detectable = stats_rate_detectable(in->mu0, in->rho, in->alpha_look, g->power);
 	}
 	return 0;
@@ -236,20 +236,21 @@ static json_t *info_json(const struct rollout_gates *g, const struct evidence_te
 		const struct evidence_cell *c = &t->cells[i];
 
 		if (c->wave <= wave)
-			json_array_append_new(
-				segs, json_pack("{s:i, s:s, s:I, s:f, s:I, s:f, s:f}", "wave",
-						(int)c->wave, "stratum", c->s.stratum, "x_c",
-						(json_int_t)c->s.x_c, "t_c", c->s.t_c, "x_b",
-						(json_int_t)c->s.x_b, "t_b", c->s.t_b, "mu0", c->mu0));
+			json_array_append_new(segs, json_pack("{s:i, s:s, s:I, s:f, s:I, s:f, s:f}",
+							      "wave", (int)c->wave, "stratum",
+							      c->s.stratum, "x_c",
+							      (json_int_t)c->s.x_c, "t_c", c->s.t_c,
+							      "x_b", (json_int_t)c->s.x_b, "t_b",
+							      c->s.t_b, "mu0", c->mu0));
 	}
 	o = json_pack("{s:f, s:f, s:f, s:f, s:o}", "alpha_look", in->alpha_look, "alpha_seq",
 		      in->alpha_seq, "lr", in->lr, "lr_threshold", 1 / in->alpha_seq, "segments",
 		      segs);
 	if (o && power) {
 		json_object_set_new(o, "mu0", json_real(in->mu0));
-		json_object_set_new(o, "mu_needed", finite(in->mu_needed));
+		json_object_set_new(o, "mu_needed", json_finite(in->mu_needed));
 		json_object_set_new(o, "detect_ratio", json_real(g->detect_ratio));
-		json_object_set_new(o, "detectable_ratio", finite(in->detectable));
+		json_object_set_new(o, "detectable_ratio", json_finite(in->detectable));
 		json_object_set_new(o, "power", json_real(g->power));
 	}
 	if (o && evidence_looked(t, wave, &p))
@@ -280,13 +281,14 @@ static void information_text(const struct rollout_gates *g, const struct info *i
 	snprintf(out, len,
 		 "expected %.2g canary lockups, %s needed to detect %.2gx with power %.2g; "
 		 "detectable now: %s",
-		 in->mu0, need, g->detect_ratio, g->power, ratio_text(in->detectable, now, sizeof(now)));
+		 in->mu0, need, g->detect_ratio, g->power,
+		 ratio_text(in->detectable, now, sizeof(now)));
 }
 
 /* The tick's increments into both sequential tests; fails the wave when one is sure. */
-static int sequential(const struct rollout_gates *g, struct evidence *ev,
-		      const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
-		      struct gate_result *out, bool *changed)
+static int sequential(const struct rollout_gates *g, struct evidence *ev, const struct gate_host *c,
+		      size_t nc, const struct gate_host *b, size_t nb, struct gate_result *out,
+		      bool *changed)
 {
 	struct evidence_sums *s = NULL;
 	double lr, thr;
@@ -316,8 +318,8 @@ static int sequential(const struct rollout_gates *g, struct evidence *ev,
  * The final look of the wave at test t over every wave so far: made once,
  * its p kept. Fails at p <= alpha_look.
  */
-static int final_look(struct evidence_test *t, unsigned wave, const struct info *in,
-		      bool *changed, double *p)
+static int final_look(struct evidence_test *t, unsigned wave, const struct info *in, bool *changed,
+		      double *p)
 {
 	if (evidence_looked(t, wave, p))
 		return 0;
@@ -446,11 +448,11 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 	}
 evidence:
 	if (r == 0 && compared)
-		json_object_set_new(out->detail, "evidence",
-				    json_pack("{s:o, s:o}", "lockups",
-					      info_json(g, &ev->lockups, look->wave, &lk,
-							scope == GATES_ALL),
-					      "hard", info_json(g, &ev->hard, look->wave, &hd, false)));
+		json_object_set_new(
+			out->detail, "evidence",
+			json_pack("{s:o, s:o}", "lockups",
+				  info_json(g, &ev->lockups, look->wave, &lk, scope == GATES_ALL),
+				  "hard", info_json(g, &ev->hard, look->wave, &hd, false)));
 out:
 	free(lk.cells);
 	free(hd.cells);

@@ -170,12 +170,19 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 
 static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t errlen)
 {
-	static const char *const keys[] = {
-		"lockup_alpha",	  "min_exposure_h", "latency_probes", "latency_alpha",
-		"latency_effect", "max_hard_lockups", "p99_ceiling_ns", "min_hosts",
-		"detect_ratio",	  "power",	    "hard_alpha",     "underpowered",
-		NULL
-	};
+	static const char *const keys[] = { "lockup_alpha",
+					    "min_exposure_h",
+					    "latency_probes",
+					    "latency_alpha",
+					    "latency_effect",
+					    "max_hard_lockups",
+					    "p99_ceiling_ns",
+					    "min_hosts",
+					    "detect_ratio",
+					    "power",
+					    "hard_alpha",
+					    "underpowered",
+					    NULL };
 	json_t *p, *v;
 	size_t i;
 	int r;
@@ -206,9 +213,10 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 		gt->power = json_number_value(v);
 	v = json_object_get(g, "underpowered");
 	if (r == 0 && v) {
-		if (!json_is_string(v) || (strcmp(json_string_value(v), "hold") &&
-					    strcmp(json_string_value(v), "pass")))
-			r = text_refuse(err, errlen, "gates.underpowered: want \"hold\" or \"pass\"");
+		if (!json_is_string(v) ||
+		    (strcmp(json_string_value(v), "hold") && strcmp(json_string_value(v), "pass")))
+			r = text_refuse(err, errlen,
+					"gates.underpowered: want \"hold\" or \"pass\"");
 		else
 			gt->underpowered = strcmp(json_string_value(v), "hold") ?
 						   ROLLOUT_UNDERPOWERED_PASS :
@@ -246,9 +254,9 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
 		       size_t errlen)
 {
-	static const char *const keys[] = { "name",	"policy", "version",	      "selector",
-					    "waves",	"bake_s", "holdback_percent", "rollback",
-					    "gates",	NULL };
+	static const char *const keys[] = { "name",  "policy", "version",	   "selector",
+					    "waves", "bake_s", "holdback_percent", "rollback",
+					    "gates", NULL };
 	static const char *const rb_keys[] = { "policy", "version", NULL };
 	json_error_t je;
 	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *v;

@@ -15,6 +15,7 @@
 #include "admin-json.h"
 #include "desired.h"
 #include "engine.h"
+#include "evidence.h"
 #include "log.h"
 #include "macro.h"
 #include "message-ids.h"
@@ -206,18 +207,44 @@ static int collect(void *arg, const Kmemctl__V1__HostFacts *f, const char *polic
 	return 0;
 }
 
+/* The fleet's lockup rate per stratum over this before a rollout starts: its final looks' prior. */
+#define HISTORY_MS (7 * 86400 * 1000LL)
+
+/* Each member's lockups and host-hours before now, by stratum, as the evidence's history. */
+static int history(struct kmemd *k, const struct rollout_members *ms, int64_t now,
+		   struct evidence *ev)
+{
+	struct store_window w;
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < ms->n; i++) {
+		r = k->store->ops->window(k->store, ms->m[i].host, now - HISTORY_MS, now, NULL, 0,
+					  &w);
+		if (r == 0)
+			r = evidence_history_add(
+				ev, ms->m[i].stratum,
+				(double)(w.soft_lockups + w.hard_lockups + w.rcu_stalls), w.hours);
+	}
+	return r;
+}
+
 /* Members, their plan and the state ro was moved to, all at once. */
 static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s, char *why,
 		 size_t len)
 {
 	struct members ms = { .s = s };
 	struct store_member *sm = NULL;
+	struct evidence ev = { 0 };
+	int64_t now = kmemd_now_ms();
 	size_t i;
 	int r = k->store->ops->host_facts(k->store, collect, &ms);
 
 	if (r == 0 && !ms.list.n) {
 		snprintf(why, len, "no host matches the rollout's selector");
 		r = -ENOENT;
+	} else if (r == 0 && rollout_wave_empty(s, ms.list.n, why, len) >= 0) {
+		/* it would bake the same canaries again */
+		r = -EPERM;
 	} else if (r == 0 && ms.why[0]) {
 		snprintf(why, len, "%s", ms.why);
 		r = -EPERM;
@@ -239,6 +266,13 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 	if (r < 0)
 		goto out;
 	rollout_plan(s, ms.list.m, ms.list.n);
+	r = history(k, &ms.list, now, &ev);
+	if (r == 0)
+		r = evidence_to_json(&ev, &ro->evidence_json);
+	if (r < 0) {
+		snprintf(why, len, "the store failed");
+		goto out;
+	}
 	sm = calloc(ms.list.n, sizeof(*sm));
 	if (!sm) {
 		r = -ENOMEM;
@@ -254,10 +288,11 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 								      NULL,
 					       .prev_version = ms.list.m[i].prev_version };
 	snprintf(ro->reason, sizeof(ro->reason), "started with %zu hosts", ms.list.n);
-	r = k->store->ops->rollout_start(k->store, ro, sm, ms.list.n, kmemd_now_ms());
+	r = k->store->ops->rollout_start(k->store, ro, sm, ms.list.n, now);
 	if (r < 0)
 		snprintf(why, len, "the store failed");
 out:
+	evidence_free(&ev);
 	free(sm);
 	free(ms.list.m);
 	return r;
