@@ -369,7 +369,7 @@ static size_t holdback(const struct rollout_spec *s, size_t n)
 {
 	size_t h = (size_t)((n * s->holdback_percent + 99) / 100);
 
-	if (!s->waves[s->nwaves - 1].release || h >= n)
+	if (!s->nwaves || !s->waves[s->nwaves - 1].release || h >= n)
 		return 0;
 	return h;
 }

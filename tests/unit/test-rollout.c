@@ -37,7 +37,12 @@ static void test_parse(void **state)
 	assert_string_equal(s.policy, "web");
 	assert_int_equal(s.version, 6);
 	assert_string_equal(s.selector.labels[0].value, "web");
-	assert_int_equal(s.nwaves, 4);
+	/* the document's four, then the release of the 5% held back */
+	assert_int_equal(s.nwaves, 5);
+	assert_true(s.waves[4].release && s.waves[4].percent && s.waves[4].n == 100);
+	assert_int_equal(s.waves[4].bake_ms, 3600000);
+	assert_false(s.waves[3].release);
+	assert_int_equal(s.holdback_percent, 5);
 	assert_true(s.waves[0].percent);
 	assert_int_equal(s.waves[0].bake_ms, 3600000);
 	assert_int_equal(s.waves[1].bake_ms, 7200000);
@@ -49,6 +54,11 @@ static void test_parse(void **state)
 	assert_true(s.gates.lockup_alpha == 0.01);
 	assert_true(s.gates.min_exposure_h == 24);
 	assert_int_equal(s.gates.min_hosts, 5);
+	assert_true(s.gates.hard_alpha == 0.01);
+	assert_true(s.gates.detect_ratio == 2);
+	assert_true(s.gates.power == 0.8);
+	assert_int_equal(s.gates.underpowered, ROLLOUT_UNDERPOWERED_HOLD);
+	assert_false(s.gates.has_max_hard_lockups);
 	assert_int_equal(s.gates.nprobes, 1);
 	assert_string_equal(s.gates.latency_probes[0], "rstat-flush");
 }
@@ -94,6 +104,24 @@ static void test_refused(void **state)
 		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
 		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"latency_probes\": [\"a b\"]}}",
 		  "gates.latency_probes[0]: not a probe name" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"detect_ratio\": 1}}",
+		  "gates.detect_ratio: want a number above 1, at most 100" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"power\": 0.995}}",
+		  "gates.power: want a number from 0.5 to 0.99" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"power\": \"high\"}}",
+		  "gates.power: want a number from 0.5 to 0.99" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"hard_alpha\": 0}}",
+		  "gates.hard_alpha: want a number above 0, at most 0.5" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"gates\": {\"underpowered\": \"fail\"}}",
+		  "gates.underpowered: want \"hold\" or \"pass\"" },
+		{ "{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		  " \"waves\": [{\"percent\": 10}], \"holdback_percent\": 51}",
+		  "holdback_percent: want an integer from 0 to 50" },
 	};
 	struct rollout_spec s;
 	char err[256];
@@ -122,6 +150,57 @@ static void test_targets(void **state)
 	assert_int_equal(rollout_target(&s, 2, 150), 150);
 	assert_int_equal(rollout_target(&s, 0, 0), 0);
 	assert_int_equal(rollout_hash("rstat-on", "web-0001"), 0x985c62dabd052616ULL);
+}
+
+/* The holdback stays out of every wave until the release wave; waves adding no host are said. */
+static void test_holdback(void **state)
+{
+	static const char plan[] =
+		"{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"percent\": 1}, {\"percent\": 10}, {\"percent\": 50},"
+		" {\"percent\": 100, \"bake_s\": 600}], \"gates\": {\"max_hard_lockups\": 0,"
+		" \"underpowered\": \"pass\", \"detect_ratio\": 3, \"power\": 0.9}}";
+	struct rollout_spec s;
+	char err[256] = "";
+
+	(void)state;
+	assert_int_equal(parse(plan, &s, err, sizeof(err)), 0);
+	assert_true(s.gates.has_max_hard_lockups);
+	assert_int_equal(s.gates.max_hard_lockups, 0);
+	assert_int_equal(s.gates.underpowered, ROLLOUT_UNDERPOWERED_PASS);
+	assert_true(s.gates.detect_ratio == 3 && s.gates.power == 0.9);
+	assert_int_equal(s.nwaves, 5);
+	assert_int_equal(s.waves[4].bake_ms, 600000);
+	assert_int_equal(rollout_target(&s, 0, 10000), 100);
+	assert_int_equal(rollout_target(&s, 2, 10000), 5000);
+	assert_int_equal(rollout_target(&s, 3, 10000), 9500);
+	assert_int_equal(rollout_target(&s, 4, 10000), 10000);
+	/* 5% of 30 rounds up to 2; of one host, nothing is held back */
+	assert_int_equal(rollout_target(&s, 3, 30), 28);
+	assert_int_equal(rollout_target(&s, 3, 1), 1);
+	assert_int_equal(rollout_wave_empty(&s, 10000, err, sizeof(err)), -1);
+	/* 10 hosts: 1% and 10% are both one host */
+	assert_int_equal(rollout_wave_empty(&s, 10, err, sizeof(err)), 1);
+	assert_string_equal(err, "wave 2 (10%) adds no host after wave 1 (1 of 10)");
+
+	/* none held back: no release wave */
+	assert_int_equal(
+		parse("{\"name\": \"r\", \"policy\": \"p\", \"version\": 1,"
+		      " \"selector\": {\"all\": true}, \"holdback_percent\": 0,"
+		      " \"waves\": [{\"percent\": 10}, {\"count\": 500}, {\"percent\": 100}]}",
+		      &s, err, sizeof(err)),
+		0);
+	assert_int_equal(s.nwaves, 3);
+	assert_int_equal(rollout_target(&s, 2, 10000), 10000);
+	assert_int_equal(rollout_wave_empty(&s, 10000, err, sizeof(err)), 1);
+	assert_string_equal(err, "wave 2 (count 500) adds no host after wave 1 (1000 of 10000)");
+	/* a plan that stops short of every member has nothing to release */
+	assert_int_equal(parse("{\"name\": \"r\", \"policy\": \"p\", \"version\": 1,"
+			       " \"selector\": {\"all\": true}, \"waves\": [{\"percent\": 10}]}",
+			       &s, err, sizeof(err)),
+			 0);
+	assert_int_equal(s.nwaves, 1);
+	assert_int_equal(rollout_target(&s, 0, 10000), 1000);
 }
 
 #define N 200
@@ -235,7 +314,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),	cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_targets), cmocka_unit_test(test_plan),
-		cmocka_unit_test(test_match),
+		cmocka_unit_test(test_match),	cmocka_unit_test(test_holdback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -803,6 +803,7 @@ static void test_migrate_samples(void **state)
 	assert_int_equal(
 		sqlite3_exec(db,
 			     "DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
+			     "ALTER TABLE rollouts DROP COLUMN evidence;"
 			     "DELETE FROM schema_version WHERE version >= 7;"
 			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -818,7 +819,7 @@ static void test_migrate_samples(void **state)
 	sqlite3_close(db);
 	s = open_store();
 	/* through migration 7's JSON and migration 8 */
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 9);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 10);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
@@ -849,6 +850,7 @@ static void test_migrate_json(void **state)
 		sqlite3_exec(
 			db,
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
+			"ALTER TABLE rollouts DROP COLUMN evidence;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -869,7 +871,7 @@ static void test_migrate_json(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 9);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 10);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
 				    " WHERE typeof(probes) = 'blob'"),
