@@ -33,13 +33,13 @@ static char path[4096];
 
 static const char spec_latency[] =
 	"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
-	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600,"
-	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"latency_probes\": [\"vmap-purge\"]}}";
+	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600, \"holdback_percent\": 0,"
+	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"underpowered\": \"pass\", \"latency_probes\": [\"vmap-purge\"]}}";
 
 static const char spec_json[] =
 	"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
-	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600,"
-	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3}}";
+	" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600, \"holdback_percent\": 0,"
+	" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"underpowered\": \"pass\"}}";
 
 struct fleet {
 	struct store *st;
@@ -249,6 +249,17 @@ static void test_promotes(void **state)
 	assert_non_null(strstr(json, "\"lockup_p\":1.0"));
 	assert_non_null(strstr(json, "\"reason\":\"wave 1 passed: wave 2 started\""));
 	free(json);
+	/* the evidence is kept with the rollout: wave 1's final look made, its cell */
+	{
+		struct store_rollout ro;
+
+		assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
+		assert_non_null(ro.evidence_json);
+		assert_non_null(strstr(ro.evidence_json, "\"looked\":[[0,1.0]]"));
+		assert_non_null(
+			strstr(ro.evidence_json, "[[0,\"b1/cpus<=4/web\",0,3.0,0,9.0,0.0]]"));
+		store_rollout_clear(&ro);
+	}
 	/* the last wave reaches all: health and data judge it */
 	for (int64_t t = T0 + 70 * MIN; t <= T0 + 130 * MIN; t += 10 * MIN)
 		all_report(&f, t, 0, 0);
@@ -306,23 +317,38 @@ static void test_rolls_back(void **state)
 	struct fleet f;
 
 	(void)state;
+	/* six lockups on the canaries against none: the sequential test stops the wave early */
 	start(&f, spec_json);
-	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
+	for (int64_t t = T0; t <= T0 + 40 * MIN; t += 10 * MIN) {
 		all_report(&f, t, 0, 3);
-		/* the canaries run the new policy and lock up */
 		for (size_t i = 0; i < 3; i++)
 			report(&f, i, t, "new", 2, t == T0 + 20 * MIN || t == T0 + 40 * MIN, false);
 	}
-	/* lockups alone do not fail a wave before its bake is over */
+	tick(&f, T0 + 41 * MIN);
+	assert_string_equal(f.changes, "running>rolling-back:fail/lockups-sequential ");
+	json = status(&f);
+	assert_non_null(strstr(json, "\"lr_threshold\":200.0"));
+	free(json);
+	f.st->ops->close(f.st);
+
+	start(&f, spec_json);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
+		all_report(&f, t, 0, 3);
+		/* the canaries run the new policy, and two lock up */
+		for (size_t i = 0; i < 3; i++)
+			report(&f, i, t, "new", 2,
+			       i < 2 && (t == T0 + 20 * MIN || t == T0 + 40 * MIN), false);
+	}
+	/* too few for the sequential test before the bake is over */
 	tick(&f, T0 + 50 * MIN);
 	assert_string_equal(f.changes, "");
-	/* 6 in 3 canary host-hours against 0 in 9: p = (3/12)^6 */
+	/* 4 in 3 canary host-hours against 0 in 9: p = (3/12)^4, at most 0.01 / 2 */
 	tick(&f, T0 + 61 * MIN);
 	assert_string_equal(f.changes, "running>rolling-back:fail/lockups ");
 	json = status(&f);
 	assert_non_null(strstr(json,
-			       "\"reason\":\"lockups: 6 in 3 canary host-hours against 0 in 9 "
-			       "(p = 0.000244)\""));
+			       "\"reason\":\"lockups: 4 in 3 canary host-hours against 0 in 9 "
+			       "(p = 0.00391, at most 0.005)\""));
 	assert_non_null(strstr(json, "\"soft_lockups\":2"));
 	free(json);
 	/* the canaries are sent the old policy; the rollback ends when they run it */
