@@ -168,7 +168,7 @@ wait_for 30 on_base || fail "the hosts do not run base"
 cat >rollout.json <<'JSON'
 {"name": "rstat-on", "policy": "good", "version": 1, "selector": {"labels": {"role": "web"}},
  "waves": [{"count": 2}, {"percent": 100}], "bake_s": 2,
- "gates": {"min_hosts": 2, "min_exposure_h": 0.0002}}
+ "holdback_percent": 0, "gates": {"min_hosts": 2, "min_exposure_h": 0.0002, "underpowered": "pass"}}
 JSON
 run rollout-start rollout start rollout.json
 run rollout-start-again rollout start rollout.json

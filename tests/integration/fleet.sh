@@ -285,7 +285,7 @@ $KMEMCTL policy sign -k signer.key -n rstat -v 1 -s ops -o rstat.bundle rstat.js
 expect 201 '"signed":true' "the rollout's policy is uploaded" \
 	ops POST /v1/policies "${PB[@]}" --data-binary @rstat.bundle
 ROLLOUT='{"name":"rstat-on","policy":"rstat","version":1,"selector":{"labels":{"role":"web"}},
-	"waves":[{"count":1},{"percent":100}]}'
+	"waves":[{"count":1},{"percent":100}],"holdback_percent":0}'
 expect 404 "no policy rstat version 9" "a rollout of an unknown policy" \
 	ops POST /v1/rollouts "${JS[@]}" --data "${ROLLOUT/\"version\":1/\"version\":9}"
 expect 400 'smaller than the wave before' "a rollout whose waves shrink" \
