@@ -284,7 +284,8 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	struct gate_result res = { 0 };
 	struct gate_look look = { .wave = ro->wave,
 				  .sequential = ro->state == ROLLOUT_RUNNING ||
-						ro->state == ROLLOUT_HOLDING };
+						ro->state == ROLLOUT_HOLDING,
+				  .detectable = true };
 	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };
 	enum rollout_state was = ro->state;
 	enum gate_scope scope;

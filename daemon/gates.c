@@ -206,8 +206,33 @@ struct info {
 	size_t ncells;
 };
 
+/*
+ * stats_rate_mu_needed() of the last few questions: a wave held at bake end
+ * asks the same every tick, and a plan's waves have the same ratio of hours.
+ */
+static double mu_needed(const struct rollout_gates *g, double rho, double alpha)
+{
+	static _Thread_local struct {
+		double ratio, rho, alpha, power, mu;
+	} memo[8];
+	static _Thread_local unsigned next;
+	size_t i;
+
+	for (i = 0; i < 8; i++)
+		if (memo[i].ratio == g->detect_ratio && memo[i].rho == rho &&
+		    memo[i].alpha == alpha && memo[i].power == g->power)
+			return memo[i].mu;
+	i = next++ % 8;
+	memo[i].ratio = g->detect_ratio;
+	memo[i].rho = rho;
+	memo[i].alpha = alpha;
+	memo[i].power = g->power;
+	memo[i].mu = stats_rate_mu_needed(g->detect_ratio, rho, alpha, g->power);
+	return memo[i].mu;
+}
+
 static int info_of(const struct rollout_gates *g, const struct evidence_test *t, unsigned wave,
-		   double budget, size_t nlooks, bool power, struct info *in)
+		   double budget, size_t nlooks, bool power, bool detectable, struct info *in)
 {
 	*in = (struct info){ .alpha_look = gates_alpha(budget, false, nlooks),
 			     .alpha_seq = gates_alpha(budget, true, nlooks),
@@ -219,9 +244,10 @@ static int info_of(const struct rollout_gates *g, const struct evidence_test *t,
 		return -ENOMEM;
 	in->ncells = evidence_cells(t, wave, in->cells, &in->mu0, &in->rho);
 	if (power && in->rho > 0) {
-		in->mu_needed =
-			stats_rate_mu_needed(g->detect_ratio, in->rho, in->alpha_look, g->power);
-		in->detectable = stats_rate_detectable(in->mu0, in->rho, in->alpha_look, g->power);
+		in->mu_needed = mu_needed(g, in->rho, in->alpha_look);
+		if (detectable)
+			in->detectable =
+				stats_rate_detectable(in->mu0, in->rho, in->alpha_look, g->power);
 	}
 	return 0;
 }
@@ -406,10 +432,10 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 	if (compared) {
 		/* the numbers behind a verdict that is kept: the power only at bake end */
 		r = info_of(g, &ev->lockups, look->wave, g->lockup_alpha, look->nlooks,
-			    scope == GATES_ALL, &lk);
+			    scope == GATES_ALL, look->detectable, &lk);
 		if (r == 0)
 			r = info_of(g, &ev->hard, look->wave, g->hard_alpha, look->nlooks, false,
-				    &hd);
+				    false, &hd);
 		if (r < 0)
 			goto out;
 	}

@@ -61,6 +61,8 @@ struct gate_look {
 	unsigned wave;
 	size_t nlooks; /* waves with a final look (with baselines): alpha_final is split over them */
 	bool sequential; /* running or holding: the sequential tests take this tick */
+	/* the detail says the ratio the evidence can detect (a bisection of the power: a simulation of many verdicts leaves it out) */
+	bool detectable;
 };
 
 /*

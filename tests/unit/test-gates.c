@@ -72,7 +72,10 @@ static void fleet(struct gate_host *c, struct gate_host *b)
 static const char *gate;
 
 /* The first wave of one with a single final look, as its first tick. */
-static const struct gate_look look1 = { .wave = 0, .nlooks = 1, .sequential = true };
+static const struct gate_look look1 = { .wave = 0,
+					.nlooks = 1,
+					.sequential = true,
+					.detectable = true };
 
 static int judge_fresh(const struct rollout_gates *g, const struct gate_host *c, size_t nc,
 		       const struct gate_host *b, size_t nb, enum gate_scope scope,
@@ -166,7 +169,9 @@ static void test_fails(void **state)
 	c[0].soft_lockups = 8;
 	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
 	{
-		struct gate_look four = { .wave = 0, .nlooks = 4, .sequential = true };
+		struct gate_look four = {
+			.wave = 0, .nlooks = 4, .sequential = true, .detectable = true
+		};
 		struct evidence ev = { 0 };
 		struct gate_result r;
 		bool changed = false;
