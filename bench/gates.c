@@ -351,7 +351,7 @@ static struct trial run(struct sim *x, bool new, double ratio)
 		history(x, &ev);
 	wave_begin(x, 0, ratio);
 	while (t < o->max_h) {
-		struct gate_look look = { .wave = k, .sequential = true };
+		struct gate_look look = { .wave = k, .sequential = true, .detectable = true };
 		struct gate_result res = { 0 };
 		enum gate_scope scope;
 		enum gate_verdict v;
