@@ -143,7 +143,7 @@ struct sim {
 	struct rollout_spec spec;
 	struct rollout_member *m;
 	double rate[MAX_STRATA];
-	char name[MAX_STRATA][16];
+	char name[MAX_STRATA][32];
 	char stratum[MAX_STRATA][160];
 	struct entry e[MAX_STRATA * ENTRIES * 3];
 	size_t ne, nc, reached[MAX_STRATA];
