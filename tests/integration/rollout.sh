@@ -99,6 +99,13 @@ wait_for 30 in_state good holding 1 || fail "good was not held: $(state good)"
 [ "$(verdicts good)" = "1 inconclusive baselines," ] || fail "verdicts while held: $(verdicts good)"
 grep -q "matched baselines reported, fewer than 3" <<<"$(db "SELECT reason FROM rollouts WHERE name = 'good'")" ||
 	fail "hold reason: $(db "SELECT reason FROM rollouts WHERE name = 'good'")"
+# the held verdict's evidence, as an operator reads it
+kmemctl() {
+	"$KMEMCTL" --server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key "$@"
+}
+kmemctl rollout status good >status.txt || fail "rollout status good: $(cat status.txt)"
+grep -q "^  sequential likelihood ratio [0-9.e+-]*, fails at 200$" status.txt ||
+	fail "rollout status shows no evidence: $(cat status.txt)"
 echo "ok: missing telemetry holds the wave"
 
 # kmemd killed in the held wave: it resumes the same wave and verdicts
@@ -220,9 +227,6 @@ echo "ok: a trip on the canaries fails the wave on health: $reason"
 # a plan stores nothing and says what its waves can detect at the fleet's
 # rate: the bad policy's lockups are its history now, and three canaries
 # baked for a second expect far fewer lockups than 2x needs
-kmemctl() {
-	"$KMEMCTL" --server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key "$@"
-}
 cat >plan.json <<'JSON'
 {"name": "short", "policy": "good", "version": 1, "selector": {"all": true},
  "waves": [{"percent": 25}, {"percent": 100}], "bake_s": 1, "holdback_percent": 0}
