@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmemctl rollout: kmemd's rollouts (docs/rollouts.md).
+ *   kmemctl rollout plan FILE		what its waves could detect, storing nothing
  *   kmemctl rollout start FILE|NAME	create one from its document and start it
  *   kmemctl rollout list
  *   kmemctl rollout status NAME [--watch]
@@ -27,10 +28,20 @@ static double real(json_t *o, const char *key)
 	return json_number_value(json_object_get(o, key));
 }
 
+/* The document in a file, or NULL after saying why. */
+static json_t *load(const char *path)
+{
+	json_error_t je;
+	json_t *doc = json_load_file(path, JSON_REJECT_DUPLICATES, &je);
+
+	if (!doc)
+		fprintf(stderr, "kmemctl: %s:%d: %s\n", path, je.line, je.text);
+	return doc;
+}
+
 /* "NAME" or a file with the rollout document: its name, after creating it. */
 static int create(const char *arg, char *name, size_t len)
 {
-	json_error_t je;
 	json_t *doc, *reply = NULL;
 	struct stat sb;
 	int r;
@@ -39,11 +50,9 @@ static int create(const char *arg, char *name, size_t len)
 		snprintf(name, len, "%s", arg);
 		return EXIT_OK;
 	}
-	doc = json_load_file(arg, JSON_REJECT_DUPLICATES, &je);
-	if (!doc) {
-		fprintf(stderr, "kmemctl: %s:%d: %s\n", arg, je.line, je.text);
+	doc = load(arg);
+	if (!doc)
 		return EXIT_ERROR;
-	}
 	snprintf(name, len, "%s", str(doc, "name"));
 	r = remote_json(EVHTTP_REQ_POST, "/v1/rollouts", doc, &reply);
 	json_decref(reply);
@@ -62,6 +71,112 @@ static int usage(const char *verb, const char *args)
 	return EXIT_USAGE;
 }
 
+/* A plan's warnings, each on a line of stderr. */
+static void warnings(json_t *plan)
+{
+	size_t i;
+	json_t *w;
+
+	json_array_foreach(json_object_get(plan, "warnings"), i, w)
+		fprintf(stderr, "warning: %s\n", json_string_value(w) ?: "");
+}
+
+/* "45s", "30m", "1.5h", "21h", "3d"; "-" for null (never) */
+static const char *duration(json_t *v, char *buf, size_t len)
+{
+	double s = json_number_value(v);
+
+	if (!json_is_number(v))
+		snprintf(buf, len, "-");
+	else if (s < 120)
+		snprintf(buf, len, "%.0fs", s);
+	else if (s < 2 * 3600)
+		snprintf(buf, len, "%.0fm", s / 60);
+	else if (s < 2 * 86400)
+		snprintf(buf, len, "%.2gh", s / 3600);
+	else
+		snprintf(buf, len, "%.0fd", s / 86400);
+	return buf;
+}
+
+/* A number of a reply that is null when infinite: "-" then. */
+static const char *maybe(json_t *v, const char *fmt, char *buf, size_t len)
+{
+	if (json_is_number(v))
+		snprintf(buf, len, fmt, json_number_value(v));
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+static void print_plan(json_t *reply)
+{
+	static const char *const heads[] = { "WAVE",	   "CANARIES",	  "BASELINES",
+					     "BAKE",	   "EXPECTED",	  "NEEDED",
+					     "DETECTABLE", "BAKE NEEDED", NULL };
+	json_t *plan = json_object_get(reply, "plan"), *w, *o;
+	char a[32], b[32];
+	const char *key;
+	struct table *t;
+	size_t i;
+
+	printf("rollout   %s: %lld hosts\n", str(reply, "name"), num(reply, "members"));
+	printf("detects   %gx with power %g, each final look at alpha %.3g\n\n",
+	       real(plan, "detect_ratio"), real(plan, "power"), real(plan, "alpha_look"));
+	t = table_new(heads);
+	json_array_foreach(json_object_get(plan, "waves"), i, w)
+	{
+		table_cell(t, "%lld", num(w, "wave"));
+		table_cell(t, "%lld", num(w, "canaries"));
+		table_cell(t, "%lld", num(w, "baselines"));
+		table_cell(t, "%s", duration(json_object_get(w, "bake_s"), a, sizeof(a)));
+		if (!json_is_true(json_object_get(w, "final_look"))) {
+			/* no baseline is left: health and ceilings judge it */
+			for (int k = 0; k < 4; k++)
+				table_cell(t, "-");
+			continue;
+		}
+		table_cell(t, "%.3g", real(w, "mu0_at_bake_end"));
+		table_cell(t, "%s", maybe(json_object_get(w, "mu_needed"), "%.3g", a, sizeof(a)));
+		table_cell(t, "%s",
+			   maybe(json_object_get(w, "detectable_ratio"), "%.1fx", b, sizeof(b)));
+		table_cell(t, "%s", duration(json_object_get(w, "bake_needed_s"), a, sizeof(a)));
+	}
+	table_print(t, stdout, cli.color);
+	printf("\nEXPECTED and NEEDED are canary lockups by the bake's end, from wave 1 on;\n"
+	       "the fleet's lockups per host-hour over the 7 days before:\n");
+	json_object_foreach(json_object_get(plan, "rates"), key, o)
+		printf("  %s: %.0f in %.4g host-hours, %s\n", key, real(o, "events"),
+		       real(o, "hours"),
+		       maybe(json_object_get(o, "per_host_hour"), "%.3g", a, sizeof(a)));
+	printf("a %gx policy reaches every host with probability at most %.3g\n",
+	       real(plan, "detect_ratio"), real(plan, "p_reach_all_at_most"));
+	warnings(plan);
+}
+
+/* FILE: what its waves could detect over the hosts its selector picks now. */
+static int rollout_plan(int argc, char **argv)
+{
+	json_t *doc, *reply = NULL;
+	int r;
+
+	if (argc != 2)
+		return usage("plan", "FILE");
+	doc = load(argv[1]);
+	if (!doc)
+		return EXIT_ERROR;
+	r = remote_json(EVHTTP_REQ_POST, "/v1/rollouts/plan", doc, &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json)
+		out_json(reply, cli.pretty);
+	else {
+		print_plan(reply);
+		json_decref(reply);
+	}
+	return EXIT_OK;
+}
+
 static int rollout_start(int argc, char **argv)
 {
 	char name[128];
@@ -75,6 +190,7 @@ static int rollout_start(int argc, char **argv)
 		r = action(name, "start", &reply);
 	if (r != EXIT_OK)
 		return r;
+	warnings(json_object_get(reply, "plan"));
 	if (cli.json)
 		out_json(reply, cli.pretty);
 	else {
@@ -170,6 +286,26 @@ static void wave_counts(json_t *st, unsigned k, long long *reached, long long *r
 	}
 }
 
+/* What the lockup tests had seen at a verdict (docs/rollouts.md, "The statistics"). */
+static void print_evidence(json_t *e)
+{
+	char a[32], b[32];
+
+	if (!e)
+		return;
+	if (json_object_get(e, "mu0"))
+		printf("  evidence  expected %.3g canary lockups, %s needed to detect %gx with "
+		       "power %g; detectable: %s\n",
+		       real(e, "mu0"), maybe(json_object_get(e, "mu_needed"), "%.3g", a, sizeof(a)),
+		       real(e, "detect_ratio"), real(e, "power"),
+		       json_is_number(json_object_get(e, "detectable_ratio")) ?
+			       maybe(json_object_get(e, "detectable_ratio"), "%.2gx", b,
+				     sizeof(b)) :
+			       "none up to 1000x");
+	printf("  sequential likelihood ratio %.3g, fails at %.3g\n", real(e, "lr"),
+	       real(e, "lr_threshold"));
+}
+
 /* The numbers of the last verdict, in lines. */
 static void print_numbers(json_t *v)
 {
@@ -201,6 +337,7 @@ static void print_numbers(json_t *v)
 	if (json_array_size(json_object_get(d, "unmatched")))
 		printf("  unmatched (not compared): %zu canaries\n",
 		       json_array_size(json_object_get(d, "unmatched")));
+	print_evidence(json_object_get(json_object_get(d, "evidence"), "lockups"));
 }
 
 static void print_status(json_t *st)
@@ -310,6 +447,8 @@ static int rollout_status(int argc, char **argv)
 int do_rollout(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
+		{ "plan", rollout_plan,
+		  "what FILE's waves could detect over the hosts it picks now" },
 		{ "start", rollout_start,
 		  "create a rollout from FILE and start it, or start NAME" },
 		{ "list", rollout_list, "every rollout: state, wave, hosts" },

@@ -445,7 +445,7 @@ int evidence_plan(const struct rollout_spec *s, const struct rollout_member *m, 
 	qsort(p, n, sizeof(*p), by_stratum);
 	for (size_t k = 0; k < s->nwaves; k++) {
 		struct evidence_plan_wave *w = &out[k];
-		double hours = (double)s->waves[k].bake_ms / 3600e3, rate = 0, rho;
+		double hours = (double)s->waves[k].bake_ms / 3600e3, rate = 0;
 
 		memset(w, 0, sizeof(*w));
 		w->bake_s = (double)s->waves[k].bake_ms / 1000;
@@ -465,12 +465,12 @@ int evidence_plan(const struct rollout_spec *s, const struct rollout_member *m, 
 			tb += (double)(g - c) * hours;
 		}
 		w->looked = w->canaries > 0;
-		rho = tc > 0 ? tb / tc : 0;
+		w->rho = tc > 0 ? tb / tc : 0;
 		mu0 += rate * hours;
 		w->mu0 = mu0;
 		w->mu_needed =
-			stats_rate_mu_needed(s->gates.detect_ratio, rho, alpha, s->gates.power);
-		w->detectable = stats_rate_detectable(mu0, rho, alpha, s->gates.power);
+			stats_rate_mu_needed(s->gates.detect_ratio, w->rho, alpha, s->gates.power);
+		w->detectable = stats_rate_detectable(mu0, w->rho, alpha, s->gates.power);
 		w->bake_needed_s = INFINITY;
 		if (w->mu0 >= w->mu_needed)
 			w->bake_needed_s = 0;

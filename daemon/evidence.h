@@ -120,6 +120,7 @@ struct evidence_plan_wave {
 	size_t canaries, baselines;
 	double bake_s;
 	double mu0; /* at the bake's end, waves 0..w */
+	double rho; /* baseline over canary host-hours, waves 0..w */
 	double mu_needed; /* for detect_ratio at power; INFINITY: never */
 	double detectable; /* at mu0; INFINITY: none up to 1000 */
 	double bake_needed_s; /* this wave's bake for mu_needed; INFINITY: never */

@@ -12,6 +12,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <malloc.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -215,6 +216,14 @@ static const struct {
 	{ "kmemd_rollout_gate_exposure_seconds", "Host-seconds of reports behind the last "
 						 "verdict, canaries and baselines." },
 	{ "kmemd_rollout_gate_lockup_p", "The last verdict's lockup rate test p-value." },
+	{ "kmemd_rollout_expected_canary_lockups", "Canary lockups expected at the fleet's rate "
+						   "by the last verdict, over its waves so far." },
+	{ "kmemd_rollout_needed_canary_lockups", "Expected canary lockups the last verdict needed "
+						 "to detect the declared ratio with its power." },
+	{ "kmemd_rollout_detectable_ratio", "The smallest lockup rate ratio the last verdict could "
+					    "detect with the declared power." },
+	{ "kmemd_rollout_sequential_lr", "The sequential lockup test's likelihood ratio at the "
+					 "last verdict; it fails at 1/alpha_seq." },
 };
 
 struct family {
@@ -230,6 +239,8 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 	const struct family *fm = arg;
 	const char *m = rollout_families[fm->f].name, *n = g->name;
 	uint64_t hosts[] = { g->members, g->reached, g->running };
+	double evidence[] = { g->expected_lockups, g->needed_lockups, g->detectable_ratio,
+			      g->sequential_lr };
 	size_t i;
 
 	switch (fm->f) {
@@ -260,9 +271,15 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 				fm->f == 5 ? (double)(i ? g->baseline_lockups : g->canary_lockups) :
 					     3600 * (i ? g->baseline_hours : g->canary_hours));
 		break;
-	default:
+	case 7:
 		if (g->judged && g->lockup_p >= 0)
 			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %.6g\n", m, n, g->lockup_p);
+		break;
+	default:
+		/* a verdict without the number, or with none up to 1000x, has no line */
+		if (isfinite(evidence[fm->f - 8]))
+			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %.6g\n", m, n,
+					    evidence[fm->f - 8]);
 	}
 	return 0;
 }

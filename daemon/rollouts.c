@@ -8,6 +8,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "desired.h"
 #include "engine.h"
 #include "evidence.h"
+#include "gates.h"
 #include "log.h"
 #include "macro.h"
 #include "message-ids.h"
@@ -79,94 +81,6 @@ static int undoes(struct kmemd *k, const struct rollout_spec *s, const char *nam
 	return r;
 }
 
-void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
-			  const struct tls_identity *peer)
-{
-	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
-	_cleanup_free_ char *text = NULL;
-	const uint8_t *body;
-	char why[320];
-	size_t len;
-	int r;
-
-	(void)peer;
-	body = request_json(req, &len);
-	if (!body)
-		return;
-	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
-		return;
-	}
-	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
-	if (r == 0 && s->rollback_policy[0])
-		r = signed_policy(k, s->rollback_policy, s->rollback_version, why, sizeof(why));
-	if (r == 0 && s->rollback_policy[0])
-		r = undoes(k, s, s->rollback_policy, s->rollback_version, why, sizeof(why));
-	if (r == -EIO || r == -ENOMEM) {
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		return;
-	}
-	if (r < 0) {
-		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
-			    r == -ENOENT ? "Not Found" : "Conflict", why);
-		return;
-	}
-	/* the document as sent: kmemd's own reading of it is rollout_spec_parse() */
-	text = strndup((const char *)body, len);
-	r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) : -ENOMEM;
-	if (r == -EEXIST) {
-		snprintf(why, sizeof(why), "a rollout named %s exists", s->name);
-		reply_error(req, 409, "Conflict", why);
-		return;
-	}
-	if (r < 0) {
-		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
-		return;
-	}
-	audit_detail(req, NULL, "%s: %s/%llu in %zu waves", s->name, s->policy,
-		     (unsigned long long)s->version, s->nwaves);
-	reply_json(req, 201, "Created",
-		   json_pack("{s:s, s:s}", "name", s->name, "state",
-			     rollout_state_name(ROLLOUT_PENDING)));
-}
-
-void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
-			 const struct tls_identity *peer)
-{
-	(void)peer;
-	reply_rows(req, k, admin_json_rollouts);
-}
-
-/* ?name=N: one rollout with its members and its verdicts and their numbers. */
-void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
-			   const struct tls_identity *peer)
-{
-	static const char want[] = "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]";
-	_cleanup_query_ struct evkeyvalq q = { 0 };
-	const char *name;
-	json_t *o = NULL;
-	char why[320];
-	int r;
-
-	(void)peer;
-	if (!request_query(req, &q, want))
-		return;
-	name = evhttp_find_header(&q, "name");
-	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
-		return;
-	}
-	r = admin_json_rollout_status(k->store, name, &o);
-	if (r == -ENOENT) {
-		snprintf(why, sizeof(why), "no rollout %s", name);
-		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
-	} else if (r < 0) {
-		reply_store_failed(req, k);
-	} else {
-		reply_json(req, HTTP_OK, "OK", o);
-	}
-}
-
 /* The hosts the rollout's selector picks now, with what each runs. */
 struct members {
 	const struct rollout_spec *s;
@@ -228,16 +142,296 @@ static int history(struct kmemd *k, const struct rollout_members *ms, int64_t no
 	return r;
 }
 
+/*
+ * What start, create and a plan know of a rollout before it starts: the
+ * hosts its selector picks now in plan order, and the fleet's lockup rate
+ * per stratum before now in ev. -EIO, -ENOMEM or 0; ms->list.m to free.
+ */
+static int select_members(struct kmemd *k, struct members *ms, int64_t now, struct evidence *ev)
+{
+	int r = k->store->ops->host_facts(k->store, collect, ms);
+
+	if (r < 0)
+		return r;
+	rollout_plan(ms->s, ms->list.m, ms->list.n);
+	return history(k, &ms->list, now, ev);
+}
+
+/* JSON for a number that may be infinite: null then. */
+static json_t *json_finite(double x)
+{
+	return isfinite(x) ? json_real(x) : json_null();
+}
+
+/* "45s", "30m", "1.5h", "21h", "3d" */
+static const char *duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.0fs", s);
+	else if (s < 2 * 3600)
+		snprintf(buf, len, "%.0fm", s / 60);
+	else if (s < 2 * 86400)
+		snprintf(buf, len, "%.2gh", s / 3600);
+	else
+		snprintf(buf, len, "%.0fd", s / 86400);
+	return buf;
+}
+
+/* A wave that cannot detect the declared ratio with the declared power in its bake. */
+static json_t *wave_warning(const struct rollout_spec *s, size_t k,
+			    const struct evidence_plan_wave *w)
+{
+	const struct rollout_gates *g = &s->gates;
+	char can[48], bake[16], need[16];
+
+	if (isfinite(w->detectable))
+		snprintf(can, sizeof(can), "%.1fx", w->detectable);
+	else
+		snprintf(can, sizeof(can), "no ratio up to 1000x");
+	duration(w->bake_s, bake, sizeof(bake));
+	if (!isfinite(w->bake_needed_s))
+		return json_sprintf("wave %zu (%zu canaries, bake %s) can detect %s, not %gx, with "
+				    "power %g, and no bake would: %s",
+				    k + 1, w->canaries, bake, can, g->detect_ratio, g->power,
+				    g->underpowered == ROLLOUT_UNDERPOWERED_PASS ?
+					    "it passes undetected" :
+					    "it is held until an operator promotes it");
+	return json_sprintf("wave %zu (%zu canaries, bake %s) can detect %s, not %gx, with power "
+			    "%g: it needs a bake of %s, or it %s",
+			    k + 1, w->canaries, bake, can, g->detect_ratio, g->power,
+			    duration(w->bake_needed_s, need, sizeof(need)),
+			    g->underpowered == ROLLOUT_UNDERPOWERED_PASS ? "passes undetected" :
+									   "is held until then");
+}
+
+/*
+ * What each wave of s can detect over the members ms (planned) at the
+ * fleet's rates in ev, and what the plan cannot do, as the replies of
+ * plan, create and start carry it. NULL when out of memory.
+ */
+static json_t *plan_json(const struct rollout_spec *s, const struct members *ms,
+			 const struct evidence *ev)
+{
+	const struct rollout_gates *g = &s->gates;
+	size_t n = ms->list.n, looks = evidence_nlooks(s, n);
+	double alpha = gates_alpha(g->lockup_alpha, false, looks), reach = 1;
+	struct evidence_plan_wave w[ROLLOUT_MAX_WAVES + 1];
+	json_t *o, *waves = json_array(), *rates = json_object(), *warnings = json_array();
+	char why[320];
+
+	if (!waves || !rates || !warnings || evidence_plan(s, ms->list.m, n, ev, w) < 0) {
+		json_decref(waves);
+		json_decref(rates);
+		json_decref(warnings);
+		return NULL;
+	}
+	if (!n)
+		json_array_append_new(warnings,
+				      json_string("no host matches the rollout's selector"));
+	if (n && rollout_wave_empty(s, n, why, sizeof(why)) >= 0)
+		json_array_append_new(warnings, json_string(why));
+	if (ms->why[0])
+		json_array_append_new(warnings, json_string(ms->why));
+	for (size_t k = 0; k < s->nwaves; k++) {
+		json_array_append_new(
+			waves,
+			json_pack("{s:i, s:I, s:I, s:f, s:f, s:o, s:o, s:o, s:b}", "wave",
+				  (int)k + 1, "canaries", (json_int_t)w[k].canaries, "baselines",
+				  (json_int_t)w[k].baselines, "bake_s", w[k].bake_s,
+				  "mu0_at_bake_end", w[k].mu0, "mu_needed",
+				  json_finite(w[k].mu_needed), "detectable_ratio",
+				  json_finite(w[k].detectable), "bake_needed_s",
+				  json_finite(w[k].bake_needed_s), "final_look", w[k].looked));
+		if (!w[k].looked)
+			continue;
+		/* a bad policy must pass every look: the likeliest to miss it bounds them all */
+		reach = fmin(reach,
+			     1 - stats_rate_power(g->detect_ratio, w[k].mu0, w[k].rho, alpha));
+		if (w[k].mu0 < w[k].mu_needed)
+			json_array_append_new(warnings, wave_warning(s, k, &w[k]));
+	}
+	for (size_t i = 0; i < ev->nhistory; i++) {
+		const struct evidence_history *h = &ev->history[i];
+
+		json_object_set_new(
+			rates, h->stratum,
+			json_pack("{s:f, s:f, s:o}", "events", h->events, "hours", h->hours,
+				  "per_host_hour",
+				  json_finite(h->hours > 0 ? h->events / h->hours : NAN)));
+		if (h->events == 0)
+			json_array_append_new(
+				warnings,
+				json_sprintf("stratum %s had no lockups in the 7 days before: its "
+					     "canaries cannot show a ratio",
+					     h->stratum));
+	}
+	o = json_pack("{s:f, s:f, s:f, s:o, s:o, s:f, s:o}", "detect_ratio", g->detect_ratio,
+		      "power", g->power, "alpha_look", alpha, "waves", waves, "rates", rates,
+		      "p_reach_all_at_most", reach, "warnings", warnings);
+	return o;
+}
+
+/* POST /v1/rollouts/plan: what a rollout document could detect if it started now. */
+void handle_rollouts_plan(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	struct evidence ev = { 0 };
+	struct members ms = { .s = s };
+	const uint8_t *body;
+	json_t *plan = NULL;
+	char why[320];
+	size_t len;
+	int r;
+
+	(void)peer;
+	body = request_json(req, &len);
+	if (!body)
+		return;
+	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
+		return;
+	}
+	r = select_members(k, &ms, kmemd_now_ms(), &ev);
+	if (r == 0)
+		plan = plan_json(s, &ms, &ev);
+	if (plan)
+		reply_json(req, HTTP_OK, "OK",
+			   json_pack("{s:s, s:I, s:o}", "name", s->name, "members",
+				     (json_int_t)ms.list.n, "plan", plan));
+	else if (r == -EIO)
+		reply_store_failed(req, k);
+	else
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "out of memory");
+	evidence_free(&ev);
+	free(ms.list.m);
+}
+
+/*
+ * The document's checks that need the fleet, and its plan over the hosts
+ * its selector picks now. -EPERM with why for a wave that adds no host
+ * (as start refuses it); -EIO, -ENOMEM.
+ */
+static int create_plan(struct kmemd *k, const struct rollout_spec *s, json_t **plan, char *why,
+		       size_t len)
+{
+	struct members ms = { .s = s };
+	struct evidence ev = { 0 };
+	int r = select_members(k, &ms, kmemd_now_ms(), &ev);
+
+	*plan = NULL;
+	if (r == 0 && ms.list.n && rollout_wave_empty(s, ms.list.n, why, len) >= 0)
+		r = -EPERM;
+	if (r == 0) {
+		*plan = plan_json(s, &ms, &ev);
+		r = *plan ? 0 : -ENOMEM;
+	}
+	evidence_free(&ev);
+	free(ms.list.m);
+	return r;
+}
+
+void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	_cleanup_free_ char *text = NULL;
+	_cleanup_json_ json_t *plan = NULL;
+	const uint8_t *body;
+	char why[320];
+	size_t len;
+	int r;
+
+	(void)peer;
+	body = request_json(req, &len);
+	if (!body)
+		return;
+	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
+		return;
+	}
+	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
+	if (r == 0 && s->rollback_policy[0])
+		r = signed_policy(k, s->rollback_policy, s->rollback_version, why, sizeof(why));
+	if (r == 0 && s->rollback_policy[0])
+		r = undoes(k, s, s->rollback_policy, s->rollback_version, why, sizeof(why));
+	if (r == 0)
+		r = create_plan(k, s, &plan, why, sizeof(why));
+	if (r == -EIO || r == -ENOMEM) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	if (r < 0) {
+		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
+			    r == -ENOENT ? "Not Found" : "Conflict", why);
+		return;
+	}
+	/* the document as sent: kmemd's own reading of it is rollout_spec_parse() */
+	text = strndup((const char *)body, len);
+	r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) : -ENOMEM;
+	if (r == -EEXIST) {
+		snprintf(why, sizeof(why), "a rollout named %s exists", s->name);
+		reply_error(req, 409, "Conflict", why);
+		return;
+	}
+	if (r < 0) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
+		return;
+	}
+	audit_detail(req, NULL, "%s: %s/%llu in %zu waves", s->name, s->policy,
+		     (unsigned long long)s->version, s->nwaves);
+	reply_json(req, 201, "Created",
+		   json_pack("{s:s, s:s, s:O}", "name", s->name, "state",
+			     rollout_state_name(ROLLOUT_PENDING), "plan", plan));
+}
+
+void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
+			 const struct tls_identity *peer)
+{
+	(void)peer;
+	reply_rows(req, k, admin_json_rollouts);
+}
+
+/* ?name=N: one rollout with its members and its verdicts and their numbers. */
+void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
+			   const struct tls_identity *peer)
+{
+	static const char want[] = "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]";
+	_cleanup_query_ struct evkeyvalq q = { 0 };
+	const char *name;
+	json_t *o = NULL;
+	char why[320];
+	int r;
+
+	(void)peer;
+	if (!request_query(req, &q, want))
+		return;
+	name = evhttp_find_header(&q, "name");
+	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		return;
+	}
+	r = admin_json_rollout_status(k->store, name, &o);
+	if (r == -ENOENT) {
+		snprintf(why, sizeof(why), "no rollout %s", name);
+		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
+	} else if (r < 0) {
+		reply_store_failed(req, k);
+	} else {
+		reply_json(req, HTTP_OK, "OK", o);
+	}
+}
+
 /* Members, their plan and the state ro was moved to, all at once. */
-static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s, char *why,
-		 size_t len)
+static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s,
+		 json_t **plan, char *why, size_t len)
 {
 	struct members ms = { .s = s };
 	struct store_member *sm = NULL;
 	struct evidence ev = { 0 };
 	int64_t now = kmemd_now_ms();
 	size_t i;
-	int r = k->store->ops->host_facts(k->store, collect, &ms);
+	int r = select_members(k, &ms, now, &ev);
 
 	if (r == 0 && !ms.list.n) {
 		snprintf(why, len, "no host matches the rollout's selector");
@@ -265,10 +459,11 @@ static int start(struct kmemd *k, struct store_rollout *ro, const struct rollout
 		snprintf(why, len, "the store failed");
 	if (r < 0)
 		goto out;
-	rollout_plan(s, ms.list.m, ms.list.n);
-	r = history(k, &ms.list, now, &ev);
-	if (r == 0)
-		r = evidence_to_json(&ev, &ro->evidence_json);
+	r = evidence_to_json(&ev, &ro->evidence_json);
+	if (r == 0) {
+		*plan = plan_json(s, &ms, &ev);
+		r = *plan ? 0 : -ENOMEM;
+	}
 	if (r < 0) {
 		snprintf(why, len, "the store failed");
 		goto out;
@@ -304,7 +499,7 @@ out:
  * abort (its hosts are rolled back).
  */
 static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_spec *s,
-	       const char *action, char *why, size_t len)
+	       const char *action, json_t **plan, char *why, size_t len)
 {
 	int64_t now = kmemd_now_ms();
 	int ev = engine_action(action), r;
@@ -318,7 +513,7 @@ static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_s
 	if (r < 0)
 		return r;
 	if (ev == ROLLOUT_EV_START)
-		return start(k, ro, s, why, len);
+		return start(k, ro, s, plan, why, len);
 	snprintf(ro->reason, sizeof(ro->reason), "%s by an operator", action);
 	return k->store->ops->rollout_update(k->store, ro, NULL, now);
 }
@@ -330,7 +525,8 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
 	_cleanup_(store_rollout_clear) struct store_rollout ro = { 0 };
 	const char *name = NULL, *action = NULL;
-	_cleanup_json_ json_t *o = NULL;
+	_cleanup_json_ json_t *o = NULL, *plan = NULL;
+	json_t *reply;
 	char why[320];
 	int r;
 
@@ -351,7 +547,7 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;
 	}
-	r = act(k, &ro, s, action, why, sizeof(why));
+	r = act(k, &ro, s, action, &plan, why, sizeof(why));
 	if (r < 0) {
 		reply_error(req,
 			    r == -EINVAL ? HTTP_BADREQUEST :
@@ -366,10 +562,12 @@ void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 	audit_detail(req, NULL, "%s: %s, now %s in wave %u", ro.name, action,
 		     rollout_state_name(ro.state), ro.wave + 1);
 	kmemd_desired_refresh(k);
-	reply_json(req, HTTP_OK, "OK",
-		   json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state",
-			     rollout_state_name(ro.state), "wave", (int)ro.wave, "reason",
-			     ro.reason));
+	reply = json_pack("{s:s, s:s, s:i, s:s}", "name", ro.name, "state",
+			  rollout_state_name(ro.state), "wave", (int)ro.wave, "reason", ro.reason);
+	/* start's: what the plan can detect, computed as it started */
+	if (reply && plan)
+		json_object_set(reply, "plan", plan);
+	reply_json(req, HTTP_OK, "OK", reply);
 }
 
 /* The engine's changes, to the journal: verdicts under their MESSAGE_ID. */

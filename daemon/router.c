@@ -42,6 +42,7 @@ static const struct route routes[] = {
 	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, ROUTE_AUDITED, handle_rollouts_post,
 	  "rollout.create", MID_ROLLOUT_ACTION },
 	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, 0, handle_rollouts_get },
+	{ EVHTTP_REQ_POST, "/v1/rollouts/plan", ROLE_ADMIN, 0, handle_rollouts_plan },
 	{ EVHTTP_REQ_GET, "/v1/rollouts/status", ROLE_ADMIN, 0, handle_rollout_status },
 	{ EVHTTP_REQ_GET, "/v1/rollouts/series", ROLE_ADMIN, 0, handle_rollout_series },
 	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, ROUTE_AUDITED, handle_rollout_action,

@@ -36,6 +36,9 @@ void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
 void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
+/* POST /v1/rollouts/plan: what a document's waves could detect; stores nothing. */
+void handle_rollouts_plan(struct evhttp_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
 void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
 /* web.c: the dashboard's files. */
 void handle_web_index(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);

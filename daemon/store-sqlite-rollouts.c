@@ -2,6 +2,7 @@
 /*
  * kmemd's SQLite store, rollouts: their documents, states, members and verdicts.
  */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +61,7 @@ static const char *const sql[ST_N] = {
 	[ST_ROLLOUT_GAUGES] =
 		"SELECT r.name, json_extract(r.spec, '$.policy') || '@' ||"
 		" json_extract(r.spec, '$.version'), r.state, r.wave,"
-		" json_array_length(json_extract(r.spec, '$.waves')),"
+		" r.spec,"
 		" (SELECT count(*) FROM rollout_hosts m WHERE m.rollout = r.name),"
 		" (SELECT count(*) FROM rollout_hosts m WHERE m.rollout = r.name"
 		" AND m.wave <= r.wave),"
@@ -74,7 +75,11 @@ static const char *const sql[ST_N] = {
 		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name AND x.verdict = 'pass'),"
 		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name AND x.verdict = 'fail'),"
 		" (SELECT count(*) FROM verdicts x WHERE x.rollout = r.name"
-		" AND x.verdict = 'inconclusive')"
+		" AND x.verdict = 'inconclusive'),"
+		" json_extract(v.detail, '$.evidence.lockups.mu0'),"
+		" json_extract(v.detail, '$.evidence.lockups.mu_needed'),"
+		" json_extract(v.detail, '$.evidence.lockups.detectable_ratio'),"
+		" json_extract(v.detail, '$.evidence.lockups.lr')"
 		" FROM rollouts r LEFT JOIN verdicts v ON v.id ="
 		" (SELECT max(id) FROM verdicts WHERE rollout = r.name)"
 		" WHERE r.state NOT IN (?2, ?3, ?4) OR r.updated_ms > ?1"
@@ -258,27 +263,41 @@ int sq_rollouts_active(struct store *s, store_name_cb cb, void *arg)
 	return rc == SQLITE_DONE ? 0 : -EIO;
 }
 
+/* A column that is NULL when a verdict's JSON lacks the number, or says null (infinite). */
+static double real_or_nan(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? NAN : sqlite3_column_double(st, col);
+}
+
 int sq_rollout_gauges(struct store *s, int64_t since_ms,
 		      int (*cb)(void *arg, const struct store_rollout_gauges *g), void *arg)
 {
 	static const enum rollout_state finished[] = { ROLLOUT_DONE, ROLLOUT_ROLLED_BACK,
 						       ROLLOUT_ABORTED };
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
+	_cleanup_free_ struct rollout_spec *spec = malloc(sizeof(*spec));
 	struct store_rollout_gauges g;
+	char why[320];
 	int rc, r = 0, state;
+
+	if (!spec)
+		return -ENOMEM;
 
 	sqlite3_bind_int64(st, 1, since_ms);
 	bind_states(st, 2, finished, ARRAY_SIZE(finished));
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		state = rollout_state_parse(text_or_empty(st, 2));
-		if (state < 0)
+		/* the waves kmemd runs: the document's and the release wave the parser adds */
+		if (state < 0 ||
+		    rollout_spec_parse(text_or_empty(st, 4), (size_t)sqlite3_column_bytes(st, 4),
+				       spec, why, sizeof(why)) < 0)
 			return -EIO;
 		g = (struct store_rollout_gauges){
 			.name = text_or_empty(st, 0),
 			.policy = text_or_empty(st, 1),
 			.state = (enum rollout_state)state,
 			.wave = (unsigned)sqlite3_column_int(st, 3),
-			.nwaves = (unsigned)sqlite3_column_int(st, 4),
+			.nwaves = (unsigned)spec->nwaves,
 			.members = (uint64_t)sqlite3_column_int64(st, 5),
 			.reached = (uint64_t)sqlite3_column_int64(st, 6),
 			.running = (uint64_t)sqlite3_column_int64(st, 7),
@@ -291,6 +310,10 @@ int sq_rollout_gauges(struct store *s, int64_t since_ms,
 			.verdicts = { (uint64_t)sqlite3_column_int64(st, 14),
 				      (uint64_t)sqlite3_column_int64(st, 15),
 				      (uint64_t)sqlite3_column_int64(st, 16) },
+			.expected_lockups = real_or_nan(st, 17),
+			.needed_lockups = real_or_nan(st, 18),
+			.detectable_ratio = real_or_nan(st, 19),
+			.sequential_lr = real_or_nan(st, 20),
 		};
 		r = cb(arg, &g);
 	}

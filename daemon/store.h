@@ -144,12 +144,14 @@ struct store_member {
 struct store_rollout_gauges {
 	const char *name, *policy; /* policy: "name@version" */
 	enum rollout_state state;
-	unsigned wave, nwaves; /* wave 0-based */
+	unsigned wave, nwaves; /* wave 0-based; nwaves with the release wave */
 	uint64_t members, reached, running; /* running: reporting the rollout's policy */
 	bool judged; /* the numbers below are from a verdict */
 	uint64_t canary_lockups, baseline_lockups;
 	double canary_hours, baseline_hours;
 	double lockup_p; /* < 0: the rate test did not run */
+	/* the last verdict's lockup evidence (docs/rollouts.md); NAN: it has none */
+	double expected_lockups, needed_lockups, detectable_ratio, sequential_lr;
 	uint64_t verdicts[3]; /* pass, fail, inconclusive */
 };
 

@@ -214,6 +214,25 @@ function numbers(v) {
   return el('span', { class: 'numbers' }, parts.map((p, i) => i ? ['; ', ...p] : p).flat());
 }
 
+// What the lockup tests had seen at verdict v (docs/rollouts.md, "The statistics"),
+// each number findable by the tests as data-k="KEY"; nothing when it compared nothing.
+function evidence(v) {
+  const e = v && v.detail && v.detail.evidence && v.detail.evidence.lockups;
+  if (!e)
+    return '';
+  const n = (key, x) => el('span', { 'data-k': key }, x);
+  const parts = [];
+  if (e.mu0 !== undefined)
+    parts.push(['expected ', n('expected-lockups', fmt.p(e.mu0)), ' canary lockups against ',
+      n('needed-lockups', e.mu_needed == null ? 'none enough' : fmt.p(e.mu_needed)),
+      ` needed to detect ${e.detect_ratio}x with power ${e.power}; detectable ratio `,
+      n('detectable-ratio', e.detectable_ratio == null ? 'none up to 1000' : fmt.p(e.detectable_ratio))]);
+  parts.push(['sequential likelihood ratio ', n('sequential-lr', fmt.p(e.lr)), ' against its threshold ',
+    n('sequential-threshold', fmt.p(e.lr_threshold))]);
+  return el('p', { id: 'evidence' }, `Evidence at the last verdict (wave ${v.wave + 1}): `,
+    parts.map((p, i) => i ? ['; ', ...p] : p).flat());
+}
+
 // wave k's start: the pass that ended wave k - 1, or the rollout's record for the wave now
 function waveStarts(r) {
   const starts = r.spec.waves.map(() => null);
@@ -253,6 +272,7 @@ async function rollout(name) {
     }), { id: 'waves' }),
     el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines (computed ${fmt.time(s.computed_ms)})`),
     el('div', { class: 'charts' }, seriesCharts(s.series, 'canary vs baseline')),
+    evidence(r.verdicts[r.verdicts.length - 1]),
     table('verdicts, oldest first, with the numbers behind them', ['When', 'Wave', 'Verdict', 'Gate', 'Reason', 'Numbers'],
       r.verdicts.map(v => [fmt.time(v.ts_ms), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)]),
       { id: 'verdicts' }),

@@ -170,6 +170,8 @@ cat >rollout.json <<'JSON'
  "waves": [{"count": 2}, {"percent": 100}], "bake_s": 2,
  "holdback_percent": 0, "gates": {"min_hosts": 2, "min_exposure_h": 0.0002, "underpowered": "pass"}}
 JSON
+run rollout-plan rollout plan rollout.json
+run rollout-plan-json -j rollout plan rollout.json
 run rollout-start rollout start rollout.json
 run rollout-start-again rollout start rollout.json
 run rollout-status-watch rollout status rstat-on --watch

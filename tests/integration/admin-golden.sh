@@ -82,13 +82,13 @@ INSERT INTO assignments VALUES (2, 'good', 1, '{"labels":{"role":"web"}}', $T - 
 INSERT INTO rollouts VALUES ('r-back', '{"name":"r-back","policy":"good","version":2,
 	"selector":{"labels":{"role":"web"}},"waves":[{"percent":50},{"percent":100}],
 	"bake_s":600}', 'rolled-back', 0, $T - 1800000, 'wave 1 failed: lockups', $T - 3000000,
-	$T - 900000);
+	$T - 900000, NULL);
 INSERT INTO rollouts VALUES ('r-done', '{"name":"r-done","policy":"good","version":1,
 	"selector":{"all":true},"waves":[{"percent":100}],"bake_s":60}', 'done', 0,
-	$T - 5000000, 'every wave passed', $T - 6000000, $T - 4000000);
+	$T - 5000000, 'every wave passed', $T - 6000000, $T - 4000000, NULL);
 INSERT INTO rollouts VALUES ('r-new', '{"name":"r-new","policy":"base","version":1,
 	"selector":{"host":"h2"},"waves":[{"percent":100}]}', 'pending', 0, NULL, NULL, $T - 60000,
-	$T - 60000);
+	$T - 60000, NULL);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h1', 'web', 0.25, 0, 'good', 1);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h3', 'web', 0.75, 1, 'good', 1);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h4', 'web', 0.5, 0, NULL, NULL);

@@ -99,6 +99,13 @@ wait_for 30 in_state good holding 1 || fail "good was not held: $(state good)"
 [ "$(verdicts good)" = "1 inconclusive baselines," ] || fail "verdicts while held: $(verdicts good)"
 grep -q "matched baselines reported, fewer than 3" <<<"$(db "SELECT reason FROM rollouts WHERE name = 'good'")" ||
 	fail "hold reason: $(db "SELECT reason FROM rollouts WHERE name = 'good'")"
+# the held verdict's evidence, as an operator reads it
+kmemctl() {
+	"$KMEMCTL" --server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key "$@"
+}
+kmemctl rollout status good >status.txt || fail "rollout status good: $(cat status.txt)"
+grep -q "^  sequential likelihood ratio [0-9.e+-]*, fails at 200$" status.txt ||
+	fail "rollout status shows no evidence: $(cat status.txt)"
 echo "ok: missing telemetry holds the wave"
 
 # kmemd killed in the held wave: it resumes the same wave and verdicts
@@ -217,6 +224,41 @@ grep -q "kmemctl.ko tripped usercopy-fastpath" "agent-$canary.log" ||
 	fail "$canary reported $(db "SELECT count(*) FROM events WHERE host_id = '$canary' AND kind = 'trip'") trips, not 1"
 echo "ok: a trip on the canaries fails the wave on health: $reason"
 
+# a plan stores nothing and says what its waves can detect at the fleet's
+# rate: the bad policy's lockups are its history now, and three canaries
+# baked for a second expect far fewer lockups than 2x needs
+cat >plan.json <<'JSON'
+{"name": "short", "policy": "good", "version": 1, "selector": {"all": true},
+ "waves": [{"percent": 25}, {"percent": 100}], "bake_s": 1, "holdback_percent": 0}
+JSON
+kmemctl rollout plan plan.json >plan.txt 2>plan.err || fail "rollout plan: $(cat plan.txt plan.err)"
+grep -q "^warning: wave 1 (3 canaries, bake 1s) can detect .*, not 2x, with power 0.8: it needs a bake of [0-9.]*[smhd], or it is held until then$" plan.err ||
+	fail "rollout plan's warning: $(cat plan.txt plan.err)"
+grep -q "^1 *3 *9 *1s " plan.txt || fail "rollout plan's wave 1: $(cat plan.txt)"
+kmemctl -j rollout plan plan.json >plan-j.json 2>/dev/null || fail "rollout plan -j failed"
+jget() { # path: from plan-j.json
+	sqlite3 :memory: "SELECT json_extract(readfile('plan-j.json'), '$1')"
+}
+[ "$(jget '$.schema') $(jget '$.members') $(jget '$.plan.waves[0].canaries') $(jget '$.plan.waves[0].baselines')" = "1 12 3 9" ] ||
+	fail "rollout plan -j: $(cat plan-j.json)"
+[ "$(sqlite3 :memory: "SELECT json_extract(j, '$.plan.waves[0].final_look') = 1
+	AND json_extract(j, '$.plan.waves[0].mu0_at_bake_end') > 0
+	AND json_extract(j, '$.plan.waves[0].mu0_at_bake_end') < json_extract(j, '$.plan.waves[0].mu_needed')
+	AND json_extract(j, '$.plan.waves[0].bake_needed_s') > 1
+	AND json_extract(j, '$.plan.waves[1].final_look') = 0
+	AND json_extract(j, '$.plan.p_reach_all_at_most') > 0.9
+	FROM (SELECT readfile('plan-j.json') AS j)")" = 1 ] || fail "rollout plan -j numbers: $(cat plan-j.json)"
+rate=$(sqlite3 :memory: "SELECT json_extract(value, '$.per_host_hour') > 0 FROM json_each(readfile('plan-j.json'), '$.plan.rates')")
+[ "$rate" = 1 ] || fail "rollout plan -j rates: $(cat plan-j.json)"
+[ "$(db "SELECT count(*) FROM rollouts WHERE name = 'short'")" = 0 ] || fail "a plan stored a rollout"
+echo "ok: a plan whose first wave cannot have the information says so: $(grep '^warning: wave 1' plan.err)"
+# a wave that adds no host would bake the same canaries again: refused at create
+expect 409 "wave 2 (50%) adds no host after wave 1 (6 of 12)" "a wave adding no host is refused" \
+	ops POST /v1/rollouts "${JS[@]}" --data \
+	'{"name":"same","policy":"good","version":1,"selector":{"all":true},
+	"waves":[{"count":6},{"percent":50},{"percent":100}],"holdback_percent":0}'
+[ "$(db "SELECT count(*) FROM rollouts WHERE name = 'same'")" = 0 ] || fail "the refused rollout was stored"
+
 # /metrics: each rollout's progress and the inputs of its last verdict
 api ops GET /metrics | sed '$d' >metrics.txt
 promtool check metrics <metrics.txt || fail "promtool: $(grep rollout metrics.txt)"
@@ -235,8 +277,13 @@ has 'kmemd_rollout_verdicts{rollout="bad",verdict="fail"} 1'
 has 'kmemd_rollout_gate_lockups{rollout="bad",side="baseline"} 0'
 lockups=$(sed -n 's/^kmemd_rollout_gate_lockups{rollout="bad",side="canary"} //p' metrics.txt)
 [ "${lockups:-0}" -ge 4 ] || fail "/metrics: the bad rollout's canary lockups: '$lockups'"
-# the sequential test decided, before any final look: no p-value
+# the sequential test decided, before any final look: no p-value, and its likelihood ratio
 ! grep -q '^kmemd_rollout_gate_lockup_p{rollout="bad"}' metrics.txt || fail "/metrics: a lockup p for bad"
+lr=$(sed -n 's/^kmemd_rollout_sequential_lr{rollout="bad"} //p' metrics.txt)
+awk -v lr="${lr:-0}" 'BEGIN { exit !(lr >= 200) }' || fail "/metrics: bad's sequential LR: '$lr'"
+# no final look at bake end: no information to show; the last wave of good compared nothing
+! grep -q '^kmemd_rollout_expected_canary_lockups{rollout="\(bad\|good\)"}' metrics.txt ||
+	fail "/metrics: expected canary lockups without a final look: $(grep expected_canary metrics.txt)"
 echo "ok: /metrics has each rollout's progress and gate inputs ($lockups canary lockups)"
 # events: a counter since kmemd started (every kind, from zero) and the
 # store's rows, a gauge, since retention deletes them

@@ -131,6 +131,17 @@ async function main() {
     check(await text(`#failed-gate [data-k="${k}"]`) === v, `bad's failing verdict shows ${k} = ${v}`,
       await text(`#failed-gate [data-k="${k}"]`));
   check(await count('#verdicts tbody tr') === bad.verdicts.length, `bad lists its ${bad.verdicts.length} verdicts`);
+  // beside the verdicts, the last one's evidence: what the lockup tests had seen
+  const ev = bad.verdicts[bad.verdicts.length - 1].detail.evidence.lockups;
+  const evShown = { 'sequential-lr': p3(ev.lr), 'sequential-threshold': p3(ev.lr_threshold) };
+  if (ev.mu0 !== undefined)
+    Object.assign(evShown, {
+      'expected-lockups': p3(ev.mu0), 'needed-lockups': ev.mu_needed == null ? 'none enough' : p3(ev.mu_needed),
+      'detectable-ratio': ev.detectable_ratio == null ? 'none up to 1000' : p3(ev.detectable_ratio),
+    });
+  for (const [k, v] of Object.entries(evShown))
+    check(await text(`#evidence [data-k="${k}"]`) === v, `bad's last verdict's evidence shows ${k} = ${v}`,
+      await text(`#evidence [data-k="${k}"]`));
   check(await text('[data-k="reached-1"]') === String(bad.members.filter(m => m.wave === 0).length),
     'bad: hosts its first wave reached');
   const win = fail.detail.window;
