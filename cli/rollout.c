@@ -259,7 +259,7 @@ static int rollout_list(int argc, char **argv)
 		table_cell(t, "%s@%lld", str(spec, "policy"), num(spec, "version"));
 		table_state(t, str(ro, "state"));
 		table_cell(t, "%lld/%zu", num(ro, "wave") + 1,
-			   json_array_size(json_object_get(spec, "waves")));
+			   json_array_size(json_object_get(ro, "waves")));
 		table_cell(t, "%lld", members(ro));
 		table_cell(t, "%s", str(ro, "reason"));
 	}
@@ -346,37 +346,37 @@ static void print_status(json_t *st)
 						  "REACHED", "RUNNING", NULL };
 	static const char *const verdict_heads[] = { "WHEN", "WAVE",   "VERDICT",
 						     "GATE", "REASON", NULL };
-	json_t *spec = json_object_get(st, "spec"), *w, *v, *g = json_object_get(spec, "gates");
-	long long reached, running, bake = json_integer_value(json_object_get(spec, "bake_s"));
+	json_t *spec = json_object_get(st, "spec"), *w, *v, *g = json_object_get(st, "gates");
+	long long reached, running;
 	struct table *t;
-	char ago[32];
+	char ago[32], hard[32] = "none";
 	size_t i;
 
 	printf("rollout   %s: %s@%lld\n", str(st, "name"), str(spec, "policy"),
 	       num(spec, "version"));
 	printf("state     %s, wave %lld of %zu since %s\n", str(st, "state"), num(st, "wave") + 1,
-	       json_array_size(json_object_get(spec, "waves")),
+	       json_array_size(json_object_get(st, "waves")),
 	       out_ago(num(st, "wave_started_ms"), ago, sizeof(ago)));
 	printf("reason    %s\n", str(st, "reason"));
-	printf("gates     lockup_alpha %g, min_exposure_h %g, min_hosts %lld, max_hard_lockups "
-	       "%lld\n\n",
-	       json_object_get(g, "lockup_alpha") ? real(g, "lockup_alpha") : 0.01,
-	       json_object_get(g, "min_exposure_h") ? real(g, "min_exposure_h") : 24,
-	       json_object_get(g, "min_hosts") ? num(g, "min_hosts") : 3,
-	       num(g, "max_hard_lockups"));
+	if (json_is_integer(json_object_get(g, "max_hard_lockups")))
+		snprintf(hard, sizeof(hard), "%lld", num(g, "max_hard_lockups"));
+	printf("gates     detect %gx with power %g (underpowered: %s), lockup_alpha %g, hard_alpha "
+	       "%g,\n          min_exposure_h %g, min_hosts %lld, max_hard_lockups %s, holdback "
+	       "%lld%%\n\n",
+	       real(g, "detect_ratio"), real(g, "power"), str(g, "underpowered"),
+	       real(g, "lockup_alpha"), real(g, "hard_alpha"), real(g, "min_exposure_h"),
+	       num(g, "min_hosts"), hard, num(g, "holdback_percent"));
 	t = table_new(wave_heads);
-	json_array_foreach(json_object_get(spec, "waves"), i, w)
+	json_array_foreach(json_object_get(st, "waves"), i, w)
 	{
 		wave_counts(st, (unsigned)i, &reached, &running);
-		table_cell(t, "%zu", i + 1);
+		table_cell(t, "%zu%s", i + 1,
+			   json_is_true(json_object_get(w, "release")) ? " (release)" : "");
 		if (json_object_get(w, "percent"))
 			table_cell(t, "%lld%%", num(w, "percent"));
 		else
 			table_cell(t, "%lld hosts", num(w, "count"));
-		table_cell(t, "%llds",
-			   json_object_get(w, "bake_s") ? num(w, "bake_s") :
-			   bake				? bake :
-							  3600);
+		table_cell(t, "%llds", num(w, "bake_s"));
 		table_cell(t, "%lld", reached);
 		table_cell(t, "%lld", running);
 	}

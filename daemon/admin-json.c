@@ -5,9 +5,12 @@
  * store backend answers the same bytes. SQL NULL is JSON null.
  */
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "admin-json.h"
 #include "json-text.h"
+#include "macro.h"
 #include "rollout.h"
 
 static json_t *text_or_null(const char *s)
@@ -121,15 +124,54 @@ int admin_json_policies(struct store *st, json_t **out)
 	return done(rows ? st->ops->policies(st, add_policy, rows) : -ENOMEM, rows, out);
 }
 
+/*
+ * The waves kmemd runs (the document's, then the release wave when
+ * something is held back) and the gates with their defaults filled in:
+ * readers do not restate the parser's defaults. Null for a document kmemd
+ * cannot read.
+ */
+static void spec_resolved(const char *spec_json, json_t **waves, json_t **gates)
+{
+	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	const struct rollout_gates *g;
+	char err[256];
+
+	*waves = *gates = NULL;
+	if (!s || !spec_json ||
+	    rollout_spec_parse(spec_json, strlen(spec_json), s, err, sizeof(err)) < 0)
+		return;
+	*waves = json_array();
+	for (size_t k = 0; *waves && k < s->nwaves; k++)
+		json_array_append_new(*waves, json_pack("{s:I, s:I, s:b}",
+							s->waves[k].percent ? "percent" : "count",
+							(json_int_t)s->waves[k].n, "bake_s",
+							(json_int_t)(s->waves[k].bake_ms / 1000),
+							"release", s->waves[k].release));
+	g = &s->gates;
+	*gates = json_pack("{s:f, s:f, s:f, s:f, s:s, s:f, s:I, s:o, s:I}", "lockup_alpha",
+			   g->lockup_alpha, "hard_alpha", g->hard_alpha, "detect_ratio",
+			   g->detect_ratio, "power", g->power, "underpowered",
+			   g->underpowered == ROLLOUT_UNDERPOWERED_HOLD ? "hold" : "pass",
+			   "min_exposure_h", g->min_exposure_h, "min_hosts",
+			   (json_int_t)g->min_hosts, "max_hard_lockups",
+			   g->has_max_hard_lockups ? json_integer((json_int_t)g->max_hard_lockups) :
+						     json_null(),
+			   "holdback_percent", (json_int_t)s->holdback_percent);
+}
+
 /* What a rollout's listing and its status both say of it. */
 static json_t *rollout_json(const struct store_rollout *r)
 {
-	return json_pack("{s:o, s:s, s:I, s:o, s:o, s:o, s:o, s:o}", "name", json_text(r->name),
-			 "state", rollout_state_name(r->state), "wave", (json_int_t)r->wave,
-			 "wave_started_ms", int_or_null(r->wave_started_ms), "reason",
-			 r->has_reason ? json_text(r->reason) : json_null(), "created_ms",
+	json_t *waves, *gates;
+
+	spec_resolved(r->spec_json, &waves, &gates);
+	return json_pack("{s:o, s:s, s:I, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "name",
+			 json_text(r->name), "state", rollout_state_name(r->state), "wave",
+			 (json_int_t)r->wave, "wave_started_ms", int_or_null(r->wave_started_ms),
+			 "reason", r->has_reason ? json_text(r->reason) : json_null(), "created_ms",
 			 int_or_null(r->created_ms), "updated_ms", int_or_null(r->updated_ms),
-			 "spec", doc_or_null(r->spec_json));
+			 "spec", doc_or_null(r->spec_json), "waves", waves ?: json_null(), "gates",
+			 gates ?: json_null());
 }
 
 static int add_rollout(void *arg, const struct store_rollout *r, const uint64_t *members, size_t n)

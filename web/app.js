@@ -190,7 +190,7 @@ async function rollouts() {
     el('h2', {}, 'Rollouts'),
     table(`${list.length} rollouts, newest first`, ['Name', 'Policy', 'State', 'Wave', 'Hosts', 'Reason'],
       list.map(r => [el('a', { href: `#/rollouts/${encodeURIComponent(r.name)}` }, r.name),
-        `${r.spec.policy}@${r.spec.version}`, state(r.state), `${r.wave + 1}/${r.spec.waves.length}`,
+        `${r.spec.policy}@${r.spec.version}`, state(r.state), `${r.wave + 1}/${(r.waves || []).length}`,
         (r.members || []).reduce((a, b) => a + b, 0), r.reason || '']), { id: 'rollouts' }),
   ];
 }
@@ -235,7 +235,7 @@ function evidence(v) {
 
 // wave k's start: the pass that ended wave k - 1, or the rollout's record for the wave now
 function waveStarts(r) {
-  const starts = r.spec.waves.map(() => null);
+  const starts = (r.waves || []).map(() => null);
   for (const v of r.verdicts)
     if (v.verdict === 'pass' && v.wave + 1 < starts.length)
       starts[v.wave + 1] = v.ts_ms;
@@ -259,15 +259,15 @@ async function rollout(name) {
   const failed = r.verdicts.filter(v => v.verdict === 'fail').pop();
   return [
     el('h2', {}, `Rollout ${r.name}: ${r.spec.policy}@${r.spec.version} `, state(r.state)),
-    el('p', {}, `Wave ${r.wave + 1} of ${r.spec.waves.length}: ${r.reason || ''}`),
+    el('p', {}, `Wave ${r.wave + 1} of ${(r.waves || []).length}: ${r.reason || ''}`),
     failed ? el('div', { class: 'failed', role: 'alert', id: 'failed-gate' },
       el('strong', {}, 'Failed gate: ', el('span', { 'data-k': 'failed-gate' }, failed.gate)),
       ` in wave ${failed.wave + 1} at ${fmt.time(failed.ts_ms)}: `, el('span', { 'data-k': 'failed-reason' }, failed.reason),
       el('br'), numbers(failed)) : '',
-    table('waves', ['Wave', 'Started', 'Hosts reached', 'Running the policy', 'Verdicts'], r.spec.waves.map((w, k) => {
+    table('waves', ['Wave', 'Started', 'Hosts reached', 'Running the policy', 'Verdicts'], (r.waves || []).map((w, k) => {
       const reached = r.members.filter(m => m.wave <= k);
       const vs = r.verdicts.filter(v => v.wave === k);
-      return [k + 1, fmt.time(starts[k]), [reached.length, `reached-${k + 1}`], [reached.filter(running).length, `running-${k + 1}`],
+      return [w.release ? `${k + 1} (release)` : k + 1, fmt.time(starts[k]), [reached.length, `reached-${k + 1}`], [reached.filter(running).length, `running-${k + 1}`],
         vs.length ? state(vs[vs.length - 1].verdict) : '-'];
     }), { id: 'waves' }),
     el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines (computed ${fmt.time(s.computed_ms)})`),

@@ -90,7 +90,9 @@ normalize() {
 		-e 's/acked [0-9]\+/acked N/' -e 's/^report    [0-9]\+$/report    N/' \
 		-e 's/\(lockups: \)[0-9]\+ in/\1N in/' -e 's/\b[0-9a-f]\{48\}\b/SECRET/g' \
 		-e 's/\b[0-9a-f]\{16\}\b/KEYID/g' \
-		-e 's/\(ended the connection in TLS\): .*/\1: REASON/'
+		-e 's/\(ended the connection in TLS\): .*/\1: REASON/' \
+		-e 's/expected [0-9.e+-]\+ canary/expected N canary/g' \
+		-e 's/[0-9.e+-]\+ needed to detect/N needed to detect/g'
 }
 
 # usage and errors
