@@ -533,12 +533,17 @@ int evidence_plan(const struct rollout_spec *s, const struct rollout_member *m, 
 		w->mu_needed =
 			stats_rate_mu_needed(s->gates.detect_ratio, rho, alpha, s->gates.power);
 		w->detectable = stats_rate_detectable(mu0, rho, alpha, s->gates.power);
-		w->bake_needed_s = INFINITY;
-		if (w->mu0 >= w->mu_needed)
-			w->bake_needed_s = 0;
-		else if (rate > 0 && isfinite(w->mu_needed))
-			/* the hours this wave must add at its rate, rho held */
-			w->bake_needed_s = w->bake_s + (w->mu_needed - mu0) / rate * 3600;
+		/*
+		 * The bake at which mu0 meets mu_needed at this wave's rate, rho
+		 * held: less than its own when it has more than enough, 0 when
+		 * the waves before are enough alone.
+		 */
+		if (!isfinite(w->mu_needed))
+			w->bake_needed_s = INFINITY;
+		else if (rate > 0)
+			w->bake_needed_s = fmax(0, w->bake_s + (w->mu_needed - mu0) / rate * 3600);
+		else
+			w->bake_needed_s = mu0 >= w->mu_needed ? 0 : INFINITY;
 	}
 	free(p);
 	return 0;
