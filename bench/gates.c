@@ -58,6 +58,7 @@
 
 #include "evidence.h"
 #include "gates.h"
+#include "macro.h"
 #include "rollout.h"
 #include "stats.h"
 
@@ -171,7 +172,7 @@ struct tally {
 	double excess;
 };
 
-static void die(const char *what)
+static _noreturn_ void die(const char *what)
 {
 	fprintf(stderr, "gates: %s\n", what);
 	exit(1);

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "macro.h"
 #include "rollout-store.h"
 #include "series-worker.h"
 #include "series.h"
@@ -40,7 +41,7 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void die(const char *what, struct store *st)
+static _noreturn_ void die(const char *what, struct store *st)
 {
 	fprintf(stderr, "rollout-engine: %s failed%s%s\n", what, st ? ": " : "",
 		st ? st->ops->error(st) : "");

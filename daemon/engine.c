@@ -9,6 +9,7 @@
 #include "evidence.h"
 #include "gates.h"
 #include "json-text.h"
+#include "log.h"
 #include "rollout.h"
 
 #define FROM(s) (1u << ROLLOUT_##s)
@@ -391,16 +392,20 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 	}
 	/* kept documents were checked when created */
 	if (rollout_spec_parse(ro.spec_json, strlen(ro.spec_json), s, err, sizeof(err)) < 0 ||
-	    ro.wave >= s->nwaves)
-		r = -EINVAL;
-	else if (ro.state == ROLLOUT_ROLLING_BACK)
+	    ro.wave >= s->nwaves) {
+		r = log_error_errno(-EINVAL, "rollout %s is not judged: its stored document: %s",
+				    name, ro.wave >= s->nwaves ? "no such wave" : err);
+	} else if (ro.state == ROLLOUT_ROLLING_BACK) {
 		r = rolling_back(st, &ro, s, now, cb, arg);
-	/* an edited copy in the store is refused, as a document would be */
-	else if (ro.evidence_json && evidence_from_json(ro.evidence_json, strlen(ro.evidence_json),
-							&ev, err, sizeof(err)) < 0)
-		r = -EINVAL;
-	else
+	} else if (ro.evidence_json &&
+		   evidence_from_json(ro.evidence_json, strlen(ro.evidence_json), &ev, err,
+				      sizeof(err)) < 0) {
+		/* an edited copy in the store is refused, as a document would be */
+		r = log_error_errno(-EINVAL, "rollout %s is not judged: its stored evidence: %s",
+				    name, err);
+	} else {
 		r = judge(st, &ro, s, &ev, now, cb, arg);
+	}
 	evidence_free(&ev);
 	store_rollout_clear(&ro);
 	free(s);

@@ -147,6 +147,50 @@ static bool wave_of(json_t *v, unsigned *out)
 	return true;
 }
 
+static int by_cell(const void *a, const void *b)
+{
+	const struct evidence_cell *x = a, *y = b;
+
+	return x->wave != y->wave ? (x->wave > y->wave) - (x->wave < y->wave) :
+				    strcmp(x->s.stratum, y->s.stratum);
+}
+
+static int by_look(const void *a, const void *b)
+{
+	const struct evidence_look *x = a, *y = b;
+
+	return (x->wave > y->wave) - (x->wave < y->wave);
+}
+
+/*
+ * Whether n elements of size sz at a (sorted by cmp) hold two equal ones:
+ * -ENOMEM, 1 or 0.
+ */
+static int duplicates(const void *a, size_t n, size_t sz, int (*cmp)(const void *, const void *))
+{
+	int r = 0;
+	char *c;
+
+	if (n < 2)
+		return 0;
+	c = malloc(n * sz);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c, a, n * sz);
+	qsort(c, n, sz, cmp);
+	for (size_t i = 1; i < n && !r; i++)
+		r = !cmp(c + (i - 1) * sz, c + i * sz);
+	free(c);
+	return r;
+}
+
+/*
+ * A test's events over all its cells: the final looks sum them as uint64_t
+ * and take them as doubles, so an edited row must not wrap the one or
+ * round the other.
+ */
+#define EVIDENCE_EVENTS_MAX (1ULL << 53)
+
 /* -EINVAL with what in err; -ENOMEM */
 static int test_from(json_t *o, const char *name, struct evidence_test *t, char *err, size_t errlen)
 {
@@ -154,7 +198,9 @@ static int test_from(json_t *o, const char *name, struct evidence_test *t, char 
 	json_t *lr = json_object_get(o, "log_lr"), *last = json_object_get(o, "last"),
 	       *cells = json_object_get(o, "cells"), *looked = json_object_get(o, "looked"), *v;
 	const char *k;
+	uint64_t events = 0;
 	size_t i;
+	int r;
 
 	if (!json_is_object(o) || !keys_only(o, keys))
 		return text_refuse(err, errlen, "%s: want an object of log_lr, last, cells, looked",
@@ -197,8 +243,18 @@ static int test_from(json_t *o, const char *name, struct evidence_test *t, char 
 				err, errlen,
 				"%s.cells[%zu]: want [wave, stratum, x_c, t_c, x_b, t_b, mu0]",
 				name, i);
+		if (c->s.x_c > EVIDENCE_EVENTS_MAX - events ||
+		    c->s.x_b > EVIDENCE_EVENTS_MAX - events - c->s.x_c)
+			return text_refuse(err, errlen, "%s.cells: more than 2^53 events in all",
+					   name);
+		events += c->s.x_c + c->s.x_b;
 		t->ncells++;
 	}
+	/* a cell or a look twice would count its evidence twice */
+	r = duplicates(t->cells, t->ncells, sizeof(*t->cells), by_cell);
+	if (r)
+		return r < 0 ? r :
+			       text_refuse(err, errlen, "%s.cells: a wave and stratum twice", name);
 	json_array_foreach(looked, i, v)
 	{
 		struct evidence_look *l;
@@ -212,6 +268,9 @@ static int test_from(json_t *o, const char *name, struct evidence_test *t, char 
 			return text_refuse(err, errlen, "%s.looked[%zu]: want [wave, p]", name, i);
 		t->nlooked++;
 	}
+	r = duplicates(t->looked, t->nlooked, sizeof(*t->looked), by_look);
+	if (r)
+		return r < 0 ? r : text_refuse(err, errlen, "%s.looked: a wave twice", name);
 	return 0;
 }
 
@@ -220,12 +279,15 @@ int evidence_from_json(const char *json, size_t len, struct evidence *e, char *e
 	static const char *const keys[] = { "wave", "since_ms", "history", "lockups", "hard", NULL };
 	json_error_t je;
 	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *h, *v;
+	char near[4 * JSON_ERROR_TEXT_LENGTH];
 	const char *k;
 	int r = 0;
 
 	memset(e, 0, sizeof(*e));
+	/* jansson quotes the input where it stopped, control characters too */
 	if (!o)
-		return text_refuse(err, errlen, "evidence: not JSON: %s", je.text);
+		return text_refuse(err, errlen, "evidence: not JSON: %s",
+				   text_escape(je.text, near, sizeof(near)));
 	h = json_object_get(o, "history");
 	if (!json_is_object(o) || !keys_only(o, keys) || !json_is_object(h)) {
 		r = text_refuse(
@@ -471,12 +533,17 @@ int evidence_plan(const struct rollout_spec *s, const struct rollout_member *m, 
 		w->mu_needed =
 			stats_rate_mu_needed(s->gates.detect_ratio, w->rho, alpha, s->gates.power);
 		w->detectable = stats_rate_detectable(mu0, w->rho, alpha, s->gates.power);
-		w->bake_needed_s = INFINITY;
-		if (w->mu0 >= w->mu_needed)
-			w->bake_needed_s = 0;
-		else if (rate > 0 && isfinite(w->mu_needed))
-			/* the hours this wave must add at its rate, rho held */
-			w->bake_needed_s = w->bake_s + (w->mu_needed - mu0) / rate * 3600;
+		/*
+		 * The bake at which mu0 meets mu_needed at this wave's rate, rho
+		 * held: less than its own when it has more than enough, 0 when
+		 * the waves before are enough alone.
+		 */
+		if (!isfinite(w->mu_needed))
+			w->bake_needed_s = INFINITY;
+		else if (rate > 0)
+			w->bake_needed_s = fmax(0, w->bake_s + (w->mu_needed - mu0) / rate * 3600);
+		else
+			w->bake_needed_s = mu0 >= w->mu_needed ? 0 : INFINITY;
 	}
 	free(p);
 	return 0;

@@ -128,8 +128,8 @@ static const char *const migrations[] = {
 	 * not sorted on every engine tick (10,000 members: half the cost of
 	 * reading them)
 	 */
-	"CREATE INDEX rollout_hosts_by_plan ON rollout_hosts"
-	" (rollout, wave, position, host_id, stratum, prev_policy, prev_version);",
+	("CREATE INDEX rollout_hosts_by_plan ON rollout_hosts"
+	 " (rollout, wave, position, host_id, stratum, prev_policy, prev_version);"),
 	/* 10: a rollout's gates' evidence (daemon/evidence.h), so another kmemd goes on with it */
 	"ALTER TABLE rollouts ADD COLUMN evidence TEXT;",
 };

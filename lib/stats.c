@@ -425,22 +425,25 @@ out:
 double stats_rate_test_cells(const struct stats_cell *c, size_t n)
 {
 	uint64_t events = 0, x = 0;
-	double mean = 0, var = 0, p;
+	double mean = 0, var = 0, xd = 0, p;
 	size_t used = 0, last = 0;
+	bool wrapped = false;
 
 	for (size_t i = 0; i < n; i++) {
 		if (!cell_counts(&c[i]))
 			continue;
-		events += c[i].x1 + c[i].x2;
-		x += c[i].x1;
+		/* a total past 2^64 takes the normal branch, in doubles, never a short exact sum */
+		wrapped |= __builtin_add_overflow(events, c[i].x1, &events) ||
+			   __builtin_add_overflow(events, c[i].x2, &events) ||
+			   __builtin_add_overflow(x, c[i].x1, &x);
 		used++;
 		last = i;
 	}
-	if (!used || !events)
+	if (!used || (!events && !wrapped))
 		return 1;
 	if (used == 1)
 		return stats_rate_test(c[last].x1, c[last].t1, c[last].x2, c[last].t2);
-	if (events <= CELLS_EXACT_MAX_EVENTS) {
+	if (!wrapped && events <= CELLS_EXACT_MAX_EVENTS) {
 		p = cells_exact(c, n, events, x);
 		if (p >= 0)
 			return fmin(p, 1);
@@ -451,12 +454,13 @@ double stats_rate_test_cells(const struct stats_cell *c, size_t n)
 		if (!cell_counts(&c[i]))
 			continue;
 		pi = c[i].t1 / (c[i].t1 + c[i].t2);
-		mean += (double)(c[i].x1 + c[i].x2) * pi;
-		var += (double)(c[i].x1 + c[i].x2) * pi * (1 - pi);
+		mean += ((double)c[i].x1 + (double)c[i].x2) * pi;
+		var += ((double)c[i].x1 + (double)c[i].x2) * pi * (1 - pi);
+		xd += (double)c[i].x1;
 	}
 	if (!(var > 0))
-		return (double)x - 0.5 > mean ? 0 : 1;
-	return stats_norm_sf(((double)x - 0.5 - mean) / sqrt(var));
+		return xd - 0.5 > mean ? 0 : 1;
+	return stats_norm_sf((xd - 0.5 - mean) / sqrt(var));
 }
 
 void stats_msprt_add(double log_lr[STATS_MSPRT_RATIOS], const struct stats_cell *inc)

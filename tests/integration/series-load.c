@@ -37,6 +37,7 @@
 
 #include "fake-report.h"
 #include "hostport.h"
+#include "macro.h"
 #include "rollout-store.h"
 #include "tls.h"
 
@@ -61,7 +62,7 @@ static int64_t now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static void fail(const char *fmt, const char *what)
+static _noreturn_ void fail(const char *fmt, const char *what)
 {
 	fprintf(stderr, "series-load: ");
 	fprintf(stderr, fmt, what);

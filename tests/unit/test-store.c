@@ -919,8 +919,8 @@ static void test_bad_rows(void **state)
 		"UPDATE report_samples SET probes = x'02' || substr(probes, 2)",
 		"UPDATE report_samples SET probes = x''",
 		/* buckets past the last (name "vmap-purge": the first bucket's byte is at 12) */
-		"UPDATE report_samples SET probes = substr(probes, 1, 12) || x'40' ||"
-		" substr(probes, 14)",
+		("UPDATE report_samples SET probes = substr(probes, 1, 12) || x'40' ||"
+		 " substr(probes, 14)"),
 		/* schema 7's JSON where binary belongs */
 		"UPDATE report_samples SET probes = '{\"vmap-purge\": [0,20,1,1,1,0,8]}'",
 	};
