@@ -435,6 +435,9 @@ void rollout_plan(const struct rollout_spec *s, struct rollout_member *m, size_t
 {
 	size_t i, j, k;
 
+	/* no member (a selector that picks none yet): m may be NULL, which qsort() does not take */
+	if (!n)
+		return;
 	for (i = 0; i < n; i++)
 		m[i].hash = rollout_hash(s->name, m[i].host);
 	qsort(m, n, sizeof(*m), by_stratum_hash);
