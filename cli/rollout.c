@@ -20,6 +20,7 @@
 #include "kmemctl.h"
 #include "output.h"
 #include "remote.h"
+#include "text.h"
 
 #define WATCH_S 2
 
@@ -86,17 +87,11 @@ static const char *duration(json_t *v, char *buf, size_t len)
 {
 	double s = json_number_value(v);
 
-	if (!json_is_number(v))
+	if (!json_is_number(v)) {
 		snprintf(buf, len, "-");
-	else if (s < 120)
-		snprintf(buf, len, "%.0fs", s);
-	else if (s < 2 * 3600)
-		snprintf(buf, len, "%.0fm", s / 60);
-	else if (s < 2 * 86400)
-		snprintf(buf, len, "%.2gh", s / 3600);
-	else
-		snprintf(buf, len, "%.0fd", s / 86400);
-	return buf;
+		return buf;
+	}
+	return text_duration(s, buf, len);
 }
 
 /* A number of a reply that is null when infinite: "-" then. */

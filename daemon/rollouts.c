@@ -163,20 +163,6 @@ static json_t *json_finite(double x)
 	return isfinite(x) ? json_real(x) : json_null();
 }
 
-/* "45s", "30m", "1.5h", "21h", "3d" */
-static const char *duration(double s, char *buf, size_t len)
-{
-	if (s < 120)
-		snprintf(buf, len, "%.0fs", s);
-	else if (s < 2 * 3600)
-		snprintf(buf, len, "%.0fm", s / 60);
-	else if (s < 2 * 86400)
-		snprintf(buf, len, "%.2gh", s / 3600);
-	else
-		snprintf(buf, len, "%.0fd", s / 86400);
-	return buf;
-}
-
 /* A wave that cannot detect the declared ratio with the declared power in its bake. */
 static json_t *wave_warning(const struct rollout_spec *s, size_t k,
 			    const struct evidence_plan_wave *w)
@@ -188,7 +174,7 @@ static json_t *wave_warning(const struct rollout_spec *s, size_t k,
 		snprintf(can, sizeof(can), "%.1fx", w->detectable);
 	else
 		snprintf(can, sizeof(can), "no ratio up to 1000x");
-	duration(w->bake_s, bake, sizeof(bake));
+	text_duration(w->bake_s, bake, sizeof(bake));
 	if (!isfinite(w->bake_needed_s))
 		return json_sprintf("wave %zu (%zu canaries, bake %s) can detect %s, not %gx, with "
 				    "power %g, and no bake would: %s",
@@ -199,7 +185,7 @@ static json_t *wave_warning(const struct rollout_spec *s, size_t k,
 	return json_sprintf("wave %zu (%zu canaries, bake %s) can detect %s, not %gx, with power "
 			    "%g: it needs a bake of %s, or it %s",
 			    k + 1, w->canaries, bake, can, g->detect_ratio, g->power,
-			    duration(w->bake_needed_s, need, sizeof(need)),
+			    text_duration(w->bake_needed_s, need, sizeof(need)),
 			    g->underpowered == ROLLOUT_UNDERPOWERED_PASS ? "passes undetected" :
 									   "is held until then");
 }
@@ -271,27 +257,43 @@ static json_t *plan_json(const struct rollout_spec *s, const struct members *ms,
 	return o;
 }
 
+/* The request's rollout document (malloc'ed); NULL with 415, 400 or 500 sent. */
+static struct rollout_spec *request_spec(struct evhttp_request *req)
+{
+	struct rollout_spec *s;
+	const uint8_t *body;
+	char why[320];
+	size_t len;
+
+	body = request_json(req, &len);
+	if (!body)
+		return NULL;
+	s = malloc(sizeof(*s));
+	if (!s) {
+		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "out of memory");
+		return NULL;
+	}
+	if (rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
 /* POST /v1/rollouts/plan: what a rollout document could detect if it started now. */
 void handle_rollouts_plan(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	_cleanup_free_ struct rollout_spec *s = request_spec(req);
 	struct evidence ev = { 0 };
 	struct members ms = { .s = s };
-	const uint8_t *body;
 	json_t *plan = NULL;
-	char why[320];
-	size_t len;
 	int r;
 
 	(void)peer;
-	body = request_json(req, &len);
-	if (!body)
+	if (!s)
 		return;
-	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
-		return;
-	}
 	r = select_members(k, &ms, kmemd_now_ms(), &ev);
 	if (r == 0)
 		plan = plan_json(s, &ms, &ev);
@@ -334,7 +336,7 @@ static int create_plan(struct kmemd *k, const struct rollout_spec *s, json_t **p
 void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
-	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));
+	_cleanup_free_ struct rollout_spec *s = request_spec(req);
 	_cleanup_free_ char *text = NULL;
 	_cleanup_json_ json_t *plan = NULL;
 	const uint8_t *body;
@@ -343,13 +345,8 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 	int r;
 
 	(void)peer;
-	body = request_json(req, &len);
-	if (!body)
+	if (!s)
 		return;
-	if (!s || rollout_spec_parse((const char *)body, len, s, why, sizeof(why)) < 0) {
-		reply_error(req, HTTP_BADREQUEST, "Bad Request", s ? why : "out of memory");
-		return;
-	}
 	r = signed_policy(k, s->policy, s->version, why, sizeof(why));
 	if (r == 0 && s->rollback_policy[0])
 		r = signed_policy(k, s->rollback_policy, s->rollback_version, why, sizeof(why));
@@ -367,7 +364,8 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 		return;
 	}
 	/* the document as sent: kmemd's own reading of it is rollout_spec_parse() */
-	text = strndup((const char *)body, len);
+	body = request_body(req, &len);
+	text = body ? strndup((const char *)body, len) : NULL;
 	r = text ? k->store->ops->rollout_add(k->store, s->name, text, kmemd_now_ms()) : -ENOMEM;
 	if (r == -EEXIST) {
 		snprintf(why, sizeof(why), "a rollout named %s exists", s->name);

@@ -173,3 +173,16 @@ char *text_escape(const char *s, char *out, size_t size)
 	out[o] = '\0';
 	return out;
 }
+
+const char *text_duration(double s, char *buf, size_t len)
+{
+	if (s < 120)
+		snprintf(buf, len, "%.0fs", s);
+	else if (s < 2 * 3600)
+		snprintf(buf, len, "%.0fm", s / 60);
+	else if (s < 2 * 86400)
+		snprintf(buf, len, "%.2gh", s / 3600);
+	else
+		snprintf(buf, len, "%.0fd", s / 86400);
+	return buf;
+}

@@ -49,4 +49,7 @@ char *text_escape(const char *s, char *out, size_t size);
  */
 int text_refuse(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
+/* A duration of s seconds for people: "45s", "30m", "1.5h", "21h", "3d". */
+const char *text_duration(double s, char *buf, size_t len);
+
 #endif

@@ -100,12 +100,30 @@ static void test_escape(void **state)
 	assert_string_equal(text_escape("\xe2\x82\xac\xe2\x82\xac", out, 5), "\xe2\x82\xac");
 }
 
+/* Each unit from its threshold on, as plans and bakes print them. */
+static void test_duration(void **state)
+{
+	char b[32];
+
+	(void)state;
+	assert_string_equal(text_duration(0, b, sizeof(b)), "0s");
+	assert_string_equal(text_duration(119, b, sizeof(b)), "119s");
+	assert_string_equal(text_duration(120, b, sizeof(b)), "2m");
+	assert_string_equal(text_duration(7199, b, sizeof(b)), "120m");
+	assert_string_equal(text_duration(7200, b, sizeof(b)), "2h");
+	assert_string_equal(text_duration(77040, b, sizeof(b)), "21h");
+	assert_string_equal(text_duration(5400 * 3, b, sizeof(b)), "4.5h");
+	assert_string_equal(text_duration(172800, b, sizeof(b)), "2d");
+	/* a short buffer is cut, never overrun */
+	assert_string_equal(text_duration(172800 * 50, b, 3), "10");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),   cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_names),  cmocka_unit_test(test_sanitize),
-		cmocka_unit_test(test_escape),
+		cmocka_unit_test(test_escape), cmocka_unit_test(test_duration),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
