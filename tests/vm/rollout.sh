@@ -86,8 +86,8 @@ echo "ok: both guests enrolled in the fleet and run base"
 
 expect 201 '"state":"pending"' "the rollout is created" ops POST /v1/rollouts "${JS[@]}" --data \
 	'{"name":"rstat-on","policy":"rstat","version":1,"selector":{"labels":{"role":"web"}},
-	"waves":[{"percent":50},{"percent":100}],"bake_s":10,
-	"gates":{"min_hosts":1,"min_exposure_h":0.001}}'
+	"waves":[{"percent":50},{"percent":100}],"bake_s":10,"holdback_percent":0,
+	"gates":{"min_hosts":1,"min_exposure_h":0.001,"underpowered":"pass"}}'
 expect 200 '"state":"running"' "the rollout starts" ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"rstat-on","action":"start"}'
 state() {
