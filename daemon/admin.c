@@ -95,6 +95,7 @@ static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, str
 	const char *name = NULL;
 	json_int_t version = 0;
 	json_error_t je;
+	char near[4 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the input, control bytes too */
 
 	if (k->cfg->require_signature) {
 		snprintf(why, whylen,
@@ -106,7 +107,8 @@ static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, str
 	o = json_loadb((const char *)body, len, JSON_REJECT_DUPLICATES, &je);
 	if (!o || json_unpack_ex(o, &je, JSON_STRICT, "{s:s, s:I, s:o}", "name", &name, "version",
 				 &version, "document", &doc) < 0) {
-		snprintf(why, whylen, "want {\"name\", \"version\", \"document\"}: %s", je.text);
+		snprintf(why, whylen, "want {\"name\", \"version\", \"document\"}: %s",
+			 text_escape(je.text, near, sizeof(near)));
 		return -EINVAL;
 	}
 	if (version < 1) {

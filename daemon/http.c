@@ -18,6 +18,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "store.h"
+#include "text.h"
 
 /*
  * A reply written in this turn of the loop, not once epoll says the socket
@@ -157,6 +158,7 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
 {
 	const uint8_t *body;
 	json_error_t je = { .text = "" };
+	char near[4 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the input, control bytes too */
 	char why[512];
 	va_list ap;
 	json_t *o;
@@ -176,7 +178,7 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
 		return o;
 	json_decref(o);
 	snprintf(why, sizeof(why), "%s%s%s", want, why_detail ? ": " : "",
-		 why_detail ? je.text : "");
+		 why_detail ? text_escape(je.text, near, sizeof(near)) : "");
 	reply_error(req, HTTP_BADREQUEST, "Bad Request", why);
 	return NULL;
 }

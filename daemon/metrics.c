@@ -21,6 +21,7 @@
 #include "conn.h"
 #include "log.h"
 #include "macro.h"
+#include "rollout.h"
 #include "names.h"
 #include "report-check.h"
 #include "requests.h"
@@ -229,6 +230,7 @@ static const struct {
 struct family {
 	struct evbuffer *b;
 	size_t f;
+	struct rollout_spec *spec; /* room to read a rollout's document in */
 };
 
 static int rollout_line(void *arg, const struct store_rollout_gauges *g)
@@ -241,6 +243,7 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 	uint64_t hosts[] = { g->members, g->reached, g->running };
 	double evidence[] = { g->expected_lockups, g->needed_lockups, g->detectable_ratio,
 			      g->sequential_lr };
+	char why[320];
 	size_t i;
 
 	switch (fm->f) {
@@ -249,9 +252,14 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 				    n, g->policy, rollout_state_name(g->state));
 		break;
 	case 1:
+		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %u\n", m, n, g->wave + 1);
+		break;
 	case 2:
-		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %u\n", m, n,
-				    fm->f == 1 ? g->wave + 1 : g->nwaves);
+		/* the waves kmemd runs: the document's and the release wave the parser adds */
+		if (rollout_spec_parse(g->spec_json, strlen(g->spec_json), fm->spec, why,
+				       sizeof(why)) == 0)
+			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %zu\n", m, n,
+					    fm->spec->nwaves);
 		break;
 	case 3:
 		for (i = 0; i < 3; i++)
@@ -288,8 +296,9 @@ static int rollout_line(void *arg, const struct store_rollout_gauges *g)
 static int rollout_metrics(struct kmemd *k, struct evbuffer *b)
 {
 	int64_t since = kmemd_now_ms() - ROLLOUT_SHOWN_MS;
-	struct family fm = { .b = b };
-	int r = 0;
+	_cleanup_free_ struct rollout_spec *spec = malloc(sizeof(*spec));
+	struct family fm = { .b = b, .spec = spec };
+	int r = spec ? 0 : -ENOMEM;
 
 	for (fm.f = 0; r == 0 && fm.f < ARRAY_SIZE(rollout_families); fm.f++) {
 		evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s gauge\n",

@@ -251,8 +251,8 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 	return 0;
 }
 
-int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
-		       size_t errlen)
+static int spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
+		      size_t errlen)
 {
 	static const char *const keys[] = { "name",  "policy", "version",	   "selector",
 					    "waves", "bake_s", "holdback_percent", "rollback",
@@ -503,4 +503,18 @@ int rollout_match(struct rollout_member *m, size_t n, unsigned k)
 	}
 	free(p);
 	return 0;
+}
+
+int rollout_spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
+		       size_t errlen)
+{
+	char raw[1024];
+	int r = spec_parse(json, len, s, err, errlen);
+
+	/* reasons quote the sender's keys and text: one printable line, whatever they hold */
+	if (r < 0 && errlen) {
+		snprintf(raw, sizeof(raw), "%s", err);
+		text_escape(raw, err, errlen);
+	}
+	return r;
 }

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "selector.h"
+#include "text.h"
 
 static int string_into(json_t *v, const char *key, char *out, size_t len, char *err, size_t errlen)
 {
@@ -98,6 +99,7 @@ static int parse_key(const char *key, json_t *v, struct selector *s, char *err, 
 int selector_parse(const char *json, size_t len, struct selector *s, char *err, size_t errlen)
 {
 	json_error_t je;
+	char near[4 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the input, control bytes too */
 	json_t *root, *v;
 	const char *key;
 	int r = 0;
@@ -107,15 +109,19 @@ int selector_parse(const char *json, size_t len, struct selector *s, char *err, 
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!json_is_object(root)) {
 		snprintf(err, errlen, "a selector is a JSON object%s%s", root ? "" : ": ",
-			 root ? "" : je.text);
+			 root ? "" : text_escape(je.text, near, sizeof(near)));
 		json_decref(root);
 		return -EINVAL;
 	}
 	json_object_foreach(root, key, v)
 	{
 		r = parse_key(key, v, s, err, errlen);
-		if (r < 0)
+		if (r < 0) {
+			/* reasons quote the sender's keys: one printable line, whatever they hold */
+			snprintf(near, sizeof(near), "%s", err);
+			text_escape(near, err, errlen);
 			break;
+		}
 	}
 	if (r == 0 && !json_object_size(root)) {
 		snprintf(err, errlen, "an empty selector: say {\"all\": true} to reach every host");

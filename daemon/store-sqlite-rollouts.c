@@ -275,29 +275,21 @@ int sq_rollout_gauges(struct store *s, int64_t since_ms,
 	static const enum rollout_state finished[] = { ROLLOUT_DONE, ROLLOUT_ROLLED_BACK,
 						       ROLLOUT_ABORTED };
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_GAUGES);
-	_cleanup_free_ struct rollout_spec *spec = malloc(sizeof(*spec));
 	struct store_rollout_gauges g;
-	char why[320];
 	int rc, r = 0, state;
-
-	if (!spec)
-		return -ENOMEM;
 
 	sqlite3_bind_int64(st, 1, since_ms);
 	bind_states(st, 2, finished, ARRAY_SIZE(finished));
 	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		state = rollout_state_parse(text_or_empty(st, 2));
-		/* the waves kmemd runs: the document's and the release wave the parser adds */
-		if (state < 0 ||
-		    rollout_spec_parse(text_or_empty(st, 4), (size_t)sqlite3_column_bytes(st, 4),
-				       spec, why, sizeof(why)) < 0)
+		if (state < 0)
 			return -EIO;
 		g = (struct store_rollout_gauges){
 			.name = text_or_empty(st, 0),
 			.policy = text_or_empty(st, 1),
 			.state = (enum rollout_state)state,
 			.wave = (unsigned)sqlite3_column_int(st, 3),
-			.nwaves = (unsigned)spec->nwaves,
+			.spec_json = text_or_empty(st, 4),
 			.members = (uint64_t)sqlite3_column_int64(st, 5),
 			.reached = (uint64_t)sqlite3_column_int64(st, 6),
 			.running = (uint64_t)sqlite3_column_int64(st, 7),

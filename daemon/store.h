@@ -143,8 +143,9 @@ struct store_member {
 /* A rollout for /metrics: progress, and the gate inputs of its last verdict. */
 struct store_rollout_gauges {
 	const char *name, *policy; /* policy: "name@version" */
+	const char *spec_json; /* the document: kmemd's reading of it says its waves */
 	enum rollout_state state;
-	unsigned wave, nwaves; /* wave 0-based; nwaves with the release wave */
+	unsigned wave; /* 0-based */
 	uint64_t members, reached, running; /* running: reporting the rollout's policy */
 	bool judged; /* the numbers below are from a verdict */
 	uint64_t canary_lockups, baseline_lockups;

@@ -140,6 +140,7 @@ int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char 
 	static const char *const keys[] = { "mitigations", "probes", NULL };
 	_cleanup_(jsonp) json_t *root = NULL;
 	json_error_t jerr;
+	char near[4 * JSON_ERROR_TEXT_LENGTH]; /* jansson quotes the input, control bytes too */
 	const char *id;
 	json_t *section, *v;
 	int r;
@@ -147,8 +148,9 @@ int policy_doc_parse(const char *json, size_t len, struct policy_doc *doc, char 
 	*doc = (struct policy_doc){ 0 };
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!root)
-		return text_refuse(err, errlen, "not JSON: %s at line %d column %d", jerr.text,
-				   jerr.line, jerr.column);
+		return text_refuse(err, errlen, "not JSON: %s at line %d column %d",
+				   text_escape(jerr.text, near, sizeof(near)), jerr.line,
+				   jerr.column);
 	if (!json_is_object(root))
 		return text_refuse(err, errlen, "the document is not a JSON object");
 	r = check_keys(root, keys, "document", err, errlen);
