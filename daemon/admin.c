@@ -25,7 +25,7 @@
 #include "store.h"
 #include "text.h"
 
-void reply_rows(struct evhttp_request *req, struct kmemd *k,
+void reply_rows(struct http_request *req, struct kmemd *k,
 		int (*build)(struct store *, json_t **))
 {
 	json_t *rows = NULL;
@@ -38,7 +38,7 @@ void reply_rows(struct evhttp_request *req, struct kmemd *k,
 	reply_json(req, HTTP_OK, "OK", rows);
 }
 
-void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
+void handle_policies_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer)
 {
 	(void)peer;
@@ -60,7 +60,7 @@ static const char *verify_error(int r)
 }
 
 /* A signed bundle as `kmemctl policy sign` writes it: checked, then kept as is. */
-static int signed_policy(struct evhttp_request *req, struct kmemd *k, const uint8_t *body,
+static int signed_policy(struct http_request *req, struct kmemd *k, const uint8_t *body,
 			 size_t len, struct store_policy *p, char *why, size_t whylen)
 {
 	_cleanup_pb_ Kmemctl__V1__PolicyPayload *payload = NULL;
@@ -121,7 +121,7 @@ static int unsigned_policy(struct kmemd *k, const uint8_t *body, size_t len, str
 	return p->document_json ? 0 : -ENOMEM;
 }
 
-void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
+void handle_policies_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_(store_policy_clear) struct store_policy p = { 0 };
@@ -181,7 +181,7 @@ void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
 			     "signed", p.bundle != NULL));
 }
 
-void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
+void handle_assignments_post(struct http_request *req, struct kmemd *k,
 			     const struct tls_identity *peer)
 {
 	_cleanup_(store_policy_clear) struct store_policy p = { 0 };
@@ -234,7 +234,7 @@ void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
 }
 
 /* {"host": ID} done by op; answered {"host", key: true}. */
-static void host_action(struct evhttp_request *req, struct kmemd *k,
+static void host_action(struct http_request *req, struct kmemd *k,
 			int (*op)(struct store *, const char *), const char *key)
 {
 	static const char want[] =
@@ -267,7 +267,7 @@ static int reenroll(struct store *st, const char *host)
 }
 
 /* {"host": ID}: its certificate is no longer taken for reports. */
-void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+void handle_revoke_post(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
 	(void)peer;
@@ -276,7 +276,7 @@ void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
 }
 
 /* {"host": ID}: the id may enroll once more (a reinstall), taking it over. */
-void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
+void handle_reenroll_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	(void)peer;

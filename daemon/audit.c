@@ -17,7 +17,7 @@
  */
 static struct {
 	struct kmemd *k;
-	struct evhttp_request *req;
+	struct http_request *req;
 	const char *action, *message_id;
 	char actor[96], host[96], detail[1024];
 	bool told, answered;
@@ -40,7 +40,7 @@ static void kmemd_audit(struct kmemd *k, const char *message_id, const char *act
 	log_event(LOG_NOTICE, message_id, fields, "%s by '%s': %s", action, actor, detail);
 }
 
-void audit_begin(struct kmemd *k, struct evhttp_request *req, const struct tls_identity *peer,
+void audit_begin(struct kmemd *k, struct http_request *req, const struct tls_identity *peer,
 		 const char *action, const char *message_id)
 {
 	cur.k = k;
@@ -52,14 +52,14 @@ void audit_begin(struct kmemd *k, struct evhttp_request *req, const struct tls_i
 	cur.told = cur.answered = false;
 }
 
-void audit_end(struct evhttp_request *req)
+void audit_end(struct http_request *req)
 {
 	if (cur.req == req && !cur.answered)
 		log_error("BUG: %s returned unanswered: a later answer is not audited", cur.action);
 	cur.req = NULL;
 }
 
-void audit_detail(struct evhttp_request *req, const char *host, const char *fmt, ...)
+void audit_detail(struct http_request *req, const char *host, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -77,7 +77,7 @@ void audit_detail(struct evhttp_request *req, const char *host, const char *fmt,
 	cur.told = true;
 }
 
-void audit_answered(struct evhttp_request *req, int code)
+void audit_answered(struct http_request *req, int code)
 {
 	if (cur.req != req || cur.answered)
 		return;

@@ -15,28 +15,26 @@
 #ifndef KMEMD_AUDIT_H
 #define KMEMD_AUDIT_H
 
-#include <event2/http.h>
-
 #include "macro.h"
 #include "tls.h"
 
+struct http_request;
 struct kmemd;
 
 /* The router: req, on a route audited as action under message_id, is being handled. */
-void audit_begin(struct kmemd *k, struct evhttp_request *req, const struct tls_identity *peer,
+void audit_begin(struct kmemd *k, struct http_request *req, const struct tls_identity *peer,
 		 const char *action, const char *message_id);
 /* The router: its handler returned. An audited route answers before it returns. */
-void audit_end(struct evhttp_request *req);
+void audit_end(struct http_request *req);
 
 /*
  * The handler: what req changes, should it answer 2xx; host when the
  * change is about one (HOST_ID=, and the actor of an enrollment, which
  * has no certificate).
  */
-void audit_detail(struct evhttp_request *req, const char *host, const char *fmt, ...)
-	_printf_(3, 4);
+void audit_detail(struct http_request *req, const char *host, const char *fmt, ...) _printf_(3, 4);
 
 /* http.c: req is answered with code; a 2xx one writes its audit, if it has one, now. */
-void audit_answered(struct evhttp_request *req, int code);
+void audit_answered(struct http_request *req, int code);
 
 #endif

@@ -1,27 +1,30 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Connections: admission, pools and deadlines (conn.h).
+ * Connections: TLS and HTTP/1.1 on the socket, admission, pools and
+ * deadlines (conn.h).
  *
- * State is file-global, not in struct server: libevent frees a
- * connection's SSL, and with it the struct conn hung on it, when its
- * deferred callbacks run, which can be after the server is gone.
+ * A reply is written as the handler gives it, in one TLS record when it
+ * fits one, and a connection's read event stays armed from its handshake
+ * to its close: a report costs the loop no epoll_ctl() of its own.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <event2/buffer.h>
-#include <event2/bufferevent_ssl.h>
 #include <event2/event.h>
 #include <malloc.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
 #include <openssl/lhash.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "conn.h"
 #include "log.h"
+#include "macro.h"
 #include "tls.h"
 
 /*
@@ -32,27 +35,50 @@
 #define EVICT_MS 1000
 #define HELLO_MS 100
 /*
- * Connections accepted and not yet admitted, or closed and not yet freed,
- * at most: one accept burst could otherwise take thousands of connections
- * (each an SSL and its buffers) before any is admitted or evicted.
+ * Connections closed and not yet freed, at most: one accept burst could
+ * otherwise take thousands of connections (each an SSL and its buffers)
+ * before those it evicts are freed.
  */
 #define IN_FLIGHT_MAX 256
 #define BACKOFF_MS 250
 #define ACCEPT_LOG_MS 10000
+/* TLS's largest record: what one SSL_read() gives and one SSL_write() sends at most */
+#define RECORD_MAX 16384
 
 enum phase { PHASE_HANDSHAKE, PHASE_ANONYMOUS, PHASE_AUTHED };
 
 struct share;
 
 struct conn {
-	struct bufferevent *bev;
-	struct event *deadline, *admit;
-	struct share *share; /* while unauthenticated and admitted */
+	evutil_socket_t fd;
+	SSL *ssl;
+	struct event *rd, *wr, *deadline;
+	struct share *share; /* while unauthenticated */
 	struct conn *prev, *next; /* in share's list, oldest first */
-	uint64_t since_ms;
+	struct conn *all_prev, *all_next; /* every open connection */
+	struct conn *reap_next; /* closed, to free */
+	uint64_t since_ms, request_end_ms;
 	enum phase phase;
 	bool counted; /* in its phase's count */
-	bool admitted, hello, closing, in_request, handling, over;
+	bool hello, closing, in_request, over;
+	bool at_request_end; /* its deadline timer is the request's, not io_timeout's */
+	bool rd_off; /* its read event is off: a reply waits for room, or a request for its answer */
+	bool dispatching; /* in the router: its reply frees the request after */
+	bool close_after; /* once its reply is written */
+	struct http1 h;
+	struct http_request *req; /* with its handler */
+	struct http_request *answered; /* answered while dispatching: freed after */
+	/* bytes read past a request that is still with its handler */
+	char *pending;
+	size_t pending_len;
+	/* a reply not yet written whole; wlen: the record SSL_write() must be given again */
+	struct evbuffer *out;
+	size_t wlen;
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in;
+		struct sockaddr_in6 in6;
+	} addr;
 	/*
 	 * The client certificate's identity, read at the first request: TLS
 	 * 1.3 without post-handshake authentication (kmemd asks for none)
@@ -75,9 +101,13 @@ struct share {
 static struct {
 	struct event_base *base;
 	struct conn_limits lim;
+	struct http1_limits hlim;
+	conn_request_fn on_request;
+	void *arg;
 	OPENSSL_LHASH *shares;
 	struct evconnlistener *listener;
-	struct event *backoff, *recheck, *trim;
+	struct event *backoff, *recheck, *trim, *reaper;
+	struct conn *all, *reap;
 	bool enabled, backing_off;
 	uint64_t in_flight; /* IN_FLIGHT_MAX */
 	struct conn_stats st;
@@ -113,15 +143,21 @@ static struct timeval ms_tv(uint64_t ms)
 				 .tv_usec = (suseconds_t)(ms % 1000) * 1000 };
 }
 
-struct timeval conn_shared_tv(struct event_base *base, uint64_t ms)
+/*
+ * A timeout of ms that every connection shares: libevent keeps the events
+ * of one such timeout in a queue, not in its heap, so arming and disarming
+ * them per request costs O(1), not O(log connections).
+ */
+static struct timeval shared_tv(uint64_t ms)
 {
 	struct timeval tv = ms_tv(ms);
-	const struct timeval *common = event_base_init_common_timeout(base, &tv);
+	const struct timeval *common = event_base_init_common_timeout(live.base, &tv);
 
 	return common ? *common : tv;
 }
 
-void conn_addr_key(const struct sockaddr *sa, char *key, size_t len)
+/* A client network's key: an IPv4 address, or the /64 of an IPv6 one. */
+static void addr_key(const struct sockaddr *sa, char *key, size_t len)
 {
 	const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)sa;
 	struct in6_addr a;
@@ -239,21 +275,33 @@ static void uncount(struct conn *c)
 
 static void pace(void);
 
-static void conn_close(struct conn *c, enum conn_close why)
+/*
+ * Closed: no more I/O, out of every count, freed by on_reap() in a later
+ * turn of the loop (the caller may be in the middle of its callbacks).
+ */
+static void conn_drop(struct conn *c)
 {
-	evutil_socket_t fd = bufferevent_getfd(c->bev);
-
 	if (c->closing)
 		return;
 	c->closing = true;
 	live.in_flight++;
-	live.st.closed[why]++;
 	uncount(c);
 	evtimer_del(c->deadline);
-	/* evhttp reads the end of the stream and frees the connection as any other */
-	if (fd >= 0)
-		shutdown(fd, SHUT_RDWR);
+	event_del(c->rd);
+	event_del(c->wr);
+	c->reap_next = live.reap;
+	live.reap = c;
+	event_active(live.reaper, EV_TIMEOUT, 1);
 	pace();
+}
+
+/* Closed by kmemd's own defence, counted by why. */
+static void conn_close(struct conn *c, enum conn_close why)
+{
+	if (c->closing)
+		return;
+	live.st.closed[why]++;
+	conn_drop(c);
 }
 
 /* Old enough to give way: a handshake without its ClientHello sooner. */
@@ -335,74 +383,304 @@ static void on_recheck(evutil_socket_t fd, short what, void *arg)
 	pace();
 }
 
-/* The connection's network, known once evhttp gave the bufferevent its socket. */
-static void on_admit(evutil_socket_t fd, short what, void *arg)
+static void on_trim(evutil_socket_t fd, short what, void *arg)
 {
-	struct conn *c = arg, *v;
-	struct sockaddr_storage ss;
-	socklen_t len = sizeof(ss);
-	struct share *s;
-	char key[48] = "unknown";
-
 	(void)fd;
 	(void)what;
-	/* it runs once: an idle connection does not keep it (each costs its memory) */
-	event_free(c->admit);
-	c->admit = NULL;
-	c->admitted = true;
-	live.in_flight--;
-	if (c->closing) {
-		pace();
-		return;
-	}
-	if (getpeername(bufferevent_getfd(c->bev), (struct sockaddr *)&ss, &len) == 0)
-		conn_addr_key((struct sockaddr *)&ss, key, sizeof(key));
-	s = share_get(key);
-	if (!s) {
-		conn_close(c, CLOSE_PER_ADDRESS);
-		return;
-	}
-	share_join(s, c);
-	if (s->n > live.lim.max_per_address) {
-		v = s->oldest;
-		conn_close(v != c && evictable(v, mono_ms()) ? v : c, CLOSE_PER_ADDRESS);
-	}
-	while (!c->closing && live.st.handshakes > live.lim.max_handshakes &&
-	       (v = victim(PHASE_HANDSHAKE)))
-		conn_close(v, CLOSE_EVICTED);
-	pace();
+	(void)arg;
+	malloc_trim(0);
 }
 
-static void on_deadline(evutil_socket_t fd, short what, void *arg)
+/*
+ * Handshakes leave freed memory between long-lived connection state, and
+ * closed connections leave theirs; once things quiet down, give it back
+ * to the system, or every idle host costs kmemd the memory of its
+ * handshake.
+ */
+static void trim_soon(void)
 {
-	struct conn *c = arg;
-
-	(void)fd;
-	(void)what;
-	if (c->phase == PHASE_HANDSHAKE)
-		conn_close(c, CLOSE_HANDSHAKE_TIMEOUT);
-	else if (c->in_request)
-		conn_close(c, CLOSE_REQUEST_TIMEOUT);
+	if (live.trim)
+		evtimer_add(live.trim, &(struct timeval){ .tv_sec = 2 });
 }
 
-static void request_begins(struct conn *c)
+static void reads(struct conn *c, bool on)
 {
-	struct timeval tv =
-		conn_shared_tv(event_get_base(c->deadline), live.lim.request_timeout_ms);
+	if (on == !c->rd_off || c->closing)
+		return;
+	c->rd_off = !on;
+	if (on)
+		event_add(c->rd, NULL);
+	else
+		event_del(c->rd);
+}
 
-	c->in_request = true;
+/*
+ * Reading again once nothing waits: what the client sent meanwhile (kept,
+ * or in TLS's buffer) is read in a later turn of the loop.
+ */
+static void resume(struct conn *c)
+{
+	if (c->closing || c->req || c->out)
+		return;
+	reads(c, true);
+	if (c->pending || SSL_has_pending(c->ssl))
+		event_active(c->rd, EV_READ, 1);
+}
+
+static void arm(struct conn *c, uint64_t ms)
+{
+	struct timeval tv = shared_tv(ms);
+
 	evtimer_add(c->deadline, &tv);
 }
 
-/* The first bytes of a request arm its deadline; more bytes do not move it. */
-static void on_input(struct evbuffer *b, const struct evbuffer_cb_info *info, void *arg)
+/*
+ * An SSL call's failure: false when the connection cannot go on (it is
+ * closed). WANT_WRITE arms the write event; WANT_READ waits for the read
+ * event, armed already.
+ */
+static bool ssl_wait(struct conn *c, int r)
 {
-	struct conn *c = arg;
+	switch (SSL_get_error(c->ssl, r)) {
+	case SSL_ERROR_WANT_READ:
+		return true;
+	case SSL_ERROR_WANT_WRITE:
+		event_add(c->wr, NULL);
+		return true;
+	default:
+		/* the peer went, or sent what is not TLS: nothing to tell it */
+		ERR_clear_error();
+		conn_drop(c);
+		return false;
+	}
+}
 
-	(void)b;
-	if (info->n_added && c->phase != PHASE_HANDSHAKE && !c->in_request && !c->handling &&
-	    !c->closing)
-		request_begins(c);
+/*
+ * What is left of the reply written: true when all of it is. A client
+ * that does not read is not read either (its requests would pile up
+ * replies here), and gets io_timeout to make room.
+ */
+static bool flush(struct conn *c)
+{
+	size_t len;
+	int r;
+
+	while (c->out && (len = evbuffer_get_length(c->out))) {
+		if (!c->wlen)
+			c->wlen = len < RECORD_MAX ? len : RECORD_MAX;
+		r = SSL_write(c->ssl, evbuffer_pullup(c->out, (ev_ssize_t)c->wlen), (int)c->wlen);
+		if (r <= 0) {
+			if (ssl_wait(c, r) && SSL_get_error(c->ssl, r) == SSL_ERROR_WANT_WRITE) {
+				reads(c, false);
+				arm(c, live.lim.io_timeout_ms);
+			}
+			return false;
+		}
+		evbuffer_drain(c->out, (size_t)r);
+		c->wlen = 0;
+	}
+	if (c->out) {
+		evbuffer_free(c->out);
+		c->out = NULL;
+	}
+	if (c->close_after) {
+		/* a client reading to the end sees it end cleanly */
+		SSL_shutdown(c->ssl);
+		ERR_clear_error();
+		conn_drop(c);
+		return false;
+	}
+	resume(c);
+	return true;
+}
+
+/*
+ * head and body (b, or data of len) on their way: written now when the
+ * connection has nothing else waiting and they fit a record, else queued.
+ */
+static void send_reply(struct conn *c, const char *head, size_t hlen, struct evbuffer *b,
+		       const void *data, size_t len)
+{
+	char rec[RECORD_MAX];
+	size_t blen = b ? evbuffer_get_length(b) : len;
+	int r;
+
+	if (!c->out && hlen + blen <= sizeof(rec)) {
+		memcpy(rec, head, hlen);
+		if (b)
+			evbuffer_remove(b, rec + hlen, blen);
+		else if (len)
+			memcpy(rec + hlen, data, len);
+		r = SSL_write(c->ssl, rec, (int)(hlen + blen));
+		if (r > 0) {
+			if (c->close_after)
+				flush(c);
+			return;
+		}
+		if (!ssl_wait(c, r))
+			return;
+		/* SSL_write() is given the same bytes again, from out */
+		c->out = evbuffer_new();
+		if (!c->out || evbuffer_add(c->out, rec, hlen + blen) < 0) {
+			conn_drop(c);
+			return;
+		}
+		c->wlen = hlen + blen;
+		flush(c);
+		return;
+	}
+	if (!c->out)
+		c->out = evbuffer_new();
+	if (!c->out || evbuffer_add(c->out, head, hlen) < 0 ||
+	    (b ? evbuffer_add_buffer(c->out, b) : evbuffer_add(c->out, data, len)) < 0) {
+		conn_drop(c);
+		return;
+	}
+	flush(c);
+}
+
+/* A request that cannot be read: the status, and the connection ends. */
+static void refuse(struct conn *c, int status)
+{
+	char head[HTTP1_HEAD_MAX], text[64];
+	int n = snprintf(text, sizeof(text), "%s\n", http_status_str((enum http_status)status));
+	size_t hlen =
+		http1_head(head, NULL, status, NULL, "text/plain; charset=utf-8", (size_t)n, true);
+
+	c->close_after = true;
+	reads(c, false);
+	send_reply(c, head, hlen, NULL, text, (size_t)n);
+}
+
+static void dispatch(struct conn *c)
+{
+	struct http_request *req = http1_take(&c->h);
+
+	c->in_request = false;
+	req->conn = c;
+	c->req = req;
+	if (c->over) {
+		live.st.closed[CLOSE_OVER_LIMIT]++;
+		req->close = true;
+		conn_reply(req, 503, "Service Unavailable", "text/plain; charset=utf-8", NULL,
+			   "kmemd is at max_connections; try again later\n",
+			   strlen("kmemd is at max_connections; try again later\n"));
+		return;
+	}
+	c->dispatching = true;
+	live.on_request(req, live.arg);
+	c->dispatching = false;
+	http1_request_free(c->answered);
+	c->answered = NULL;
+}
+
+/*
+ * A request read in pieces: its first bytes set its deadline, and more
+ * bytes do not move it; meanwhile the client may fall silent for
+ * io_timeout at most.
+ */
+static void arm_request(struct conn *c)
+{
+	uint64_t now = mono_ms(), left;
+	struct timeval tv;
+
+	if (!c->in_request) {
+		c->in_request = true;
+		c->request_end_ms = now + live.lim.request_timeout_ms;
+	}
+	left = c->request_end_ms > now ? c->request_end_ms - now : 0;
+	c->at_request_end = left < live.lim.io_timeout_ms;
+	if (!c->at_request_end) {
+		arm(c, live.lim.io_timeout_ms);
+		return;
+	}
+	/* the deadline's last stretch: a timer of its own, not a shared timeout per length */
+	tv = ms_tv(left);
+	evtimer_add(c->deadline, &tv);
+}
+
+/*
+ * Bytes the client sent, read into requests and each dispatched; false
+ * when reading must stop: the connection closed, or its request is with
+ * its handler (the rest kept in pending until it is answered).
+ */
+static bool feed(struct conn *c, const char *data, size_t n)
+{
+	size_t used;
+	char *keep;
+
+	while (n && !c->closing) {
+		used = http1_feed(&c->h, data, n);
+		data += used;
+		n -= used;
+		if (c->h.continue_due) {
+			c->h.continue_due = false;
+			send_reply(c, http1_continue, strlen(http1_continue), NULL, NULL, 0);
+		}
+		switch (c->h.state) {
+		case HTTP1_IDLE:
+			break;
+		case HTTP1_READING:
+			arm_request(c);
+			break;
+		case HTTP1_REFUSED:
+			refuse(c, c->h.status);
+			return false;
+		case HTTP1_COMPLETE:
+			dispatch(c);
+			/* the next request waits for this one's answer, written */
+			if ((!c->req && !c->out) || c->closing)
+				break;
+			if (n) {
+				keep = malloc(n);
+				if (!keep) {
+					conn_drop(c);
+					return false;
+				}
+				memcpy(keep, data, n);
+				c->pending = keep;
+				c->pending_len = n;
+			}
+			return false;
+		}
+		if (!used && c->h.state != HTTP1_COMPLETE)
+			break;
+	}
+	return !c->closing;
+}
+
+/* The bytes kept while a request was with its handler, read now that it is answered. */
+static bool feed_pending(struct conn *c)
+{
+	char *p = c->pending;
+	size_t n = c->pending_len;
+	bool more;
+
+	if (!p)
+		return true;
+	c->pending = NULL;
+	c->pending_len = 0;
+	more = feed(c, p, n);
+	free(p);
+	return more;
+}
+
+static void read_requests(struct conn *c)
+{
+	char buf[RECORD_MAX];
+	int r;
+
+	if (!feed_pending(c))
+		return;
+	while (!c->closing && !c->req && !c->out) {
+		r = SSL_read(c->ssl, buf, sizeof(buf));
+		if (r <= 0) {
+			ssl_wait(c, r);
+			return;
+		}
+		if (!feed(c, buf, (size_t)r))
+			return;
+	}
 }
 
 /* Past its handshake: a host or operator, or anonymous (enrollment and health only). */
@@ -411,7 +689,7 @@ static void handshake_done(struct conn *c, bool certified)
 	struct conn *v;
 
 	phase_leave(c);
-	evtimer_del(c->deadline);
+	arm(c, live.lim.io_timeout_ms);
 	if (certified) {
 		share_leave(c);
 		c->phase = PHASE_AUTHED;
@@ -444,151 +722,236 @@ static void on_info(const SSL *ssl, int where, int ret)
 		handshake_done(c, SSL_get0_peer_certificate(ssl) != NULL);
 }
 
-static void on_trim(evutil_socket_t fd, short what, void *arg)
+static void on_io(evutil_socket_t fd, short what, void *arg)
 {
+	struct conn *c = arg;
+	int r;
+
+	(void)fd;
+	(void)what;
+	if (c->closing)
+		return;
+	if (c->phase == PHASE_HANDSHAKE) {
+		r = SSL_do_handshake(c->ssl);
+		if (r <= 0) {
+			ssl_wait(c, r);
+			return;
+		}
+	}
+	if (c->out && !flush(c))
+		return;
+	/* a client that sends before its request is answered waits for the answer */
+	if (c->req) {
+		reads(c, false);
+		return;
+	}
+	read_requests(c);
+}
+
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	(void)fd;
+	(void)what;
+	if (c->phase == PHASE_HANDSHAKE)
+		conn_close(c, CLOSE_HANDSHAKE_TIMEOUT);
+	else if (c->in_request && c->at_request_end)
+		conn_close(c, CLOSE_REQUEST_TIMEOUT);
+	else if (!c->req)
+		/* silent mid-request, idle, or its reply unread, for io_timeout */
+		conn_drop(c);
+}
+
+void conn_reply(struct http_request *req, int code, const char *reason, const char *type,
+		struct evbuffer *b, const void *data, size_t len)
+{
+	struct conn *c = req->conn;
+	char head[HTTP1_HEAD_MAX];
+	size_t hlen;
+
+	if (!c || c->closing) {
+		/* its client has gone: nothing to answer */
+		if (c)
+			c->req = NULL;
+		if (c && c->dispatching)
+			c->answered = req;
+		else
+			http1_request_free(req);
+		return;
+	}
+	c->req = NULL;
+	c->close_after = req->close || !req->keep_alive;
+	hlen = http1_head(head, req, code, reason, type, b ? evbuffer_get_length(b) : len,
+			  c->close_after);
+	if (c->dispatching)
+		c->answered = req;
+	else
+		http1_request_free(req);
+	send_reply(c, head, hlen, b, data, len);
+	if (c->closing || c->out)
+		return;
+	arm(c, live.lim.io_timeout_ms);
+	if (!c->dispatching)
+		resume(c);
+}
+
+static void conn_free(struct conn *c)
+{
+	if (c->req)
+		c->req->conn = NULL;
+	if (c->all_prev)
+		c->all_prev->all_next = c->all_next;
+	else
+		live.all = c->all_next;
+	if (c->all_next)
+		c->all_next->all_prev = c->all_prev;
+	live.st.open--;
+	http1_release(&c->h);
+	free(c->pending);
+	if (c->out)
+		evbuffer_free(c->out);
+	event_free(c->rd);
+	event_free(c->wr);
+	event_free(c->deadline);
+	SSL_free(c->ssl);
+	close(c->fd);
+	free(c);
+}
+
+static void on_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c;
+
 	(void)fd;
 	(void)what;
 	(void)arg;
-	malloc_trim(0);
+	while ((c = live.reap)) {
+		live.reap = c->reap_next;
+		live.in_flight--;
+		conn_free(c);
+	}
+	trim_soon();
+	pace();
 }
 
-/*
- * Handshakes leave freed memory between long-lived connection state, and
- * closed connections leave theirs; once things quiet down, give it back
- * to the system, or every idle host costs kmemd the memory of its
- * handshake.
- */
-static void trim_soon(void)
+/* The connection's network: its share of what unauthenticated clients may hold. */
+static void admit(struct conn *c)
 {
-	if (live.trim)
-		evtimer_add(live.trim, &(struct timeval){ .tv_sec = 2 });
-}
+	struct share *s;
+	struct conn *v;
+	char key[48];
 
-static void conn_gone(void *parent, void *ptr, CRYPTO_EX_DATA *ad, int idx, long argl, void *argp)
-{
-	struct conn *c = ptr;
-
-	(void)parent;
-	(void)ad;
-	(void)idx;
-	(void)argl;
-	(void)argp;
-	if (!c)
+	addr_key(&c->addr.sa, key, sizeof(key));
+	s = share_get(key);
+	if (!s) {
+		conn_close(c, CLOSE_PER_ADDRESS);
 		return;
-	uncount(c);
-	live.st.open--;
-	/* each of these held one place in flight */
-	live.in_flight -= !c->admitted + c->closing;
-	if (c->deadline)
-		event_free(c->deadline);
-	if (c->admit)
-		event_free(c->admit);
-	free(c);
-	trim_soon();
-	pace();
+	}
+	share_join(s, c);
+	if (s->n > live.lim.max_per_address) {
+		v = s->oldest;
+		conn_close(v != c && evictable(v, mono_ms()) ? v : c, CLOSE_PER_ADDRESS);
+	}
+	while (!c->closing && live.st.handshakes > live.lim.max_handshakes &&
+	       (v = victim(PHASE_HANDSHAKE)))
+		conn_close(v, CLOSE_EVICTED);
 }
 
-struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx)
+void conn_new(SSL_CTX *ctx, evutil_socket_t fd, const struct sockaddr *sa, socklen_t salen)
 {
-	struct timeval tv = conn_shared_tv(base, live.lim.handshake_timeout_ms);
-	SSL *ssl = SSL_new(ctx);
-	struct bufferevent *bev;
-	struct conn *c;
+	struct conn *c = calloc(1, sizeof(*c));
 
-	if (!ssl)
-		return NULL;
-	c = calloc(1, sizeof(*c));
-	if (c)
-		c->admitted = true;
-	if (!c || !SSL_set_ex_data(ssl, conn_index, c)) {
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->fd = fd;
+	c->ssl = SSL_new(ctx);
+	c->rd = event_new(live.base, fd, EV_READ | EV_PERSIST, on_io, c);
+	c->wr = event_new(live.base, fd, EV_WRITE, on_io, c);
+	c->deadline = evtimer_new(live.base, on_deadline, c);
+	if (!c->ssl || !c->rd || !c->wr || !c->deadline || !SSL_set_fd(c->ssl, fd) ||
+	    !SSL_set_ex_data(c->ssl, conn_index, c)) {
+		if (c->rd)
+			event_free(c->rd);
+		if (c->wr)
+			event_free(c->wr);
+		if (c->deadline)
+			event_free(c->deadline);
+		SSL_free(c->ssl);
 		free(c);
-		SSL_free(ssl);
-		return NULL;
+		close(fd);
+		return;
 	}
+	memcpy(&c->addr, sa, salen < sizeof(c->addr) ? salen : sizeof(c->addr));
+	SSL_set_accept_state(c->ssl);
+	/* a reply waiting for room is written again from the connection's buffer */
+	SSL_set_mode(c->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+	SSL_set_info_callback(c->ssl, on_info);
+	http1_init(&c->h, &live.hlim);
+	c->all_next = live.all;
+	if (live.all)
+		live.all->all_prev = c;
+	live.all = c;
 	live.st.open++;
-	c->since_ms = mono_ms();
-	c->deadline = evtimer_new(base, on_deadline, c);
-	c->admit = event_new(base, -1, 0, on_admit, c);
-	bev = bufferevent_openssl_socket_new(base, -1, ssl, BUFFEREVENT_SSL_ACCEPTING,
-					     BEV_OPT_CLOSE_ON_FREE);
-	if (!bev || !c->deadline || !c->admit) {
-		if (bev)
-			bufferevent_free(bev);
-		else
-			SSL_free(ssl);
-		return NULL;
-	}
-	c->bev = bev;
-	c->counted = true;
-	c->admitted = false;
-	live.in_flight++;
 	live.st.handshakes++;
-	SSL_set_info_callback(ssl, on_info);
-	evbuffer_add_cb(bufferevent_get_input(bev), on_input, c);
-	evtimer_add(c->deadline, &tv);
-	/* evhttp gives the bufferevent its socket after this returns */
-	event_active(c->admit, EV_TIMEOUT, 1);
+	c->counted = true;
+	c->since_ms = mono_ms();
+	arm(c, live.lim.handshake_timeout_ms);
+	event_add(c->rd, NULL);
+	admit(c);
 	trim_soon();
 	pace();
-	return bev;
 }
 
-static struct conn *conn_of(struct evhttp_request *req)
+static struct conn *conn_of(struct http_request *req)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-	SSL *ssl = bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-
-	return ssl ? SSL_get_ex_data(ssl, conn_index) : NULL;
+	return req->conn && !req->conn->closing ? req->conn : NULL;
 }
 
-int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **id)
+int conn_peer_identity(struct http_request *req, const struct tls_identity **id)
 {
 	struct conn *c = conn_of(req);
 
 	if (!c)
 		return -ENOTCONN;
 	if (!c->peer_read) {
-		c->peer_result = tls_peer_identity(bufferevent_openssl_get_ssl(c->bev), &c->peer);
+		c->peer_result = tls_peer_identity(c->ssl, &c->peer);
 		c->peer_read = true;
 	}
 	*id = &c->peer;
 	return c->peer_result;
 }
 
-uint64_t *conn_not_revoked_at(struct evhttp_request *req)
+bool conn_peer_anchored_in(struct http_request *req, STACK_OF(X509) * cas)
+{
+	struct conn *c = conn_of(req);
+
+	return c && tls_peer_anchored_in(c->ssl, cas);
+}
+
+uint64_t *conn_not_revoked_at(struct http_request *req)
 {
 	struct conn *c = conn_of(req);
 
 	return c ? &c->not_revoked_at : NULL;
 }
 
-/* The reply went out: the connection idles until the next request's first byte. */
-static void on_complete(struct evhttp_request *req, void *arg)
+void conn_peer(struct http_request *req, char *addr, size_t addrlen, char *key, size_t keylen)
 {
 	struct conn *c = conn_of(req);
+	const void *a;
 
-	(void)arg;
+	snprintf(addr, addrlen, "?");
+	snprintf(key, keylen, "?");
 	if (!c)
 		return;
-	c->handling = false;
-	if (!c->closing && evbuffer_get_length(bufferevent_get_input(c->bev)))
-		request_begins(c);
-}
-
-bool conn_request_read(struct evhttp_request *req)
-{
-	struct conn *c = conn_of(req);
-
-	if (!c)
-		return true;
-	c->in_request = false;
-	c->handling = true;
-	evtimer_del(c->deadline);
-	evhttp_request_set_on_complete_cb(req, on_complete, NULL);
-	if (c->over)
-		live.st.closed[CLOSE_OVER_LIMIT]++;
-	return !c->over;
+	a = c->addr.sa.sa_family == AF_INET6 ? (const void *)&c->addr.in6.sin6_addr :
+					       (const void *)&c->addr.in.sin_addr;
+	if (c->addr.sa.sa_family == AF_INET || c->addr.sa.sa_family == AF_INET6)
+		inet_ntop(c->addr.sa.sa_family, a, addr, (socklen_t)addrlen);
+	addr_key(&c->addr.sa, key, keylen);
 }
 
 static void on_backoff(evutil_socket_t fd, short what, void *arg)
@@ -623,17 +986,22 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 	pace();
 }
 
-int conns_init(struct event_base *base, const struct conn_limits *lim)
+int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
+	       void *arg)
 {
 	if (conn_index < 0)
-		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, conn_gone);
+		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	live.base = base;
-	live.lim = *lim;
+	live.on_request = on_request;
+	live.arg = arg;
+	conns_set_limits(lim);
 	live.shares = live.shares ?: OPENSSL_LH_new(share_hash, share_cmp);
 	live.backoff = evtimer_new(base, on_backoff, NULL);
 	live.recheck = evtimer_new(base, on_recheck, NULL);
 	live.trim = evtimer_new(base, on_trim, NULL);
-	if (conn_index < 0 || !live.shares || !live.backoff || !live.recheck || !live.trim) {
+	live.reaper = event_new(base, -1, 0, on_reap, NULL);
+	if (conn_index < 0 || !live.shares || !live.backoff || !live.recheck || !live.trim ||
+	    !live.reaper) {
 		conns_free();
 		return -ENOMEM;
 	}
@@ -643,6 +1011,8 @@ int conns_init(struct event_base *base, const struct conn_limits *lim)
 void conns_set_limits(const struct conn_limits *lim)
 {
 	live.lim = *lim;
+	live.hlim = (struct http1_limits){ .max_body = lim->max_body,
+					   .max_header_bytes = lim->max_header_bytes };
 	pace();
 }
 
@@ -655,20 +1025,21 @@ void conns_set_listener(struct evconnlistener *l)
 	pace();
 }
 
-/*
- * After evhttp_free(): connections it freed are gone; those whose SSL
- * libevent frees later find no listener and no timers.
- */
+/* After the listener is gone: requests still with their handlers are answered to no one. */
 void conns_free(void)
 {
+	struct event **evs[] = { &live.backoff, &live.recheck, &live.trim, &live.reaper };
+
 	live.listener = NULL;
-	if (live.backoff)
-		event_free(live.backoff);
-	if (live.recheck)
-		event_free(live.recheck);
-	if (live.trim)
-		event_free(live.trim);
-	live.backoff = live.recheck = live.trim = NULL;
+	while (live.all)
+		conn_free(live.all);
+	live.reap = NULL;
+	live.in_flight = 0;
+	for (size_t i = 0; i < ARRAY_SIZE(evs); i++) {
+		if (*evs[i])
+			event_free(*evs[i]);
+		*evs[i] = NULL;
+	}
 }
 
 void conns_stats(struct conn_stats *out)

@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kmemd's connections from accept to close: what each may cost and for
- * how long, so that no client can starve the others.
+ * kmemd's connections from accept to close: TLS on the socket, HTTP/1.1
+ * requests read whole (http1.h) and handed to the router one at a time,
+ * their replies written; and what each connection may cost and for how
+ * long, so that no client can starve the others.
  *
  * - Deadlines, not idle timers: a TLS handshake must end within
  *   handshake_timeout of the accept, and a request (headers and body)
  *   within request_timeout of its first byte, however the bytes trickle
- *   in. Between requests a connection may idle for io_timeout (evhttp's).
+ *   in. Between requests a connection may idle for io_timeout, and a
+ *   reply may wait that long for a client to read it.
  * - Unauthenticated work is bounded and shared between client networks
  *   (an IPv4 address, an IPv6 /64): connections in their handshake
  *   (max_handshakes) and those past it without a client certificate
@@ -16,33 +19,38 @@
  *   100 ms when it has not sent its ClientHello (a client sends it as it
  *   connects); a bound reached by young handshakes only (a fleet
  *   reconnecting at once) pauses accept instead, and the kernel's backlog
- *   holds the rest. So does a burst of connections accepted and not yet
- *   admitted, or closed and not yet freed: memory is bounded by the pools,
- *   not by how many clients wait.
+ *   holds the rest. So does a burst of connections closed and not yet
+ *   freed: memory is bounded by the pools, not by how many clients wait.
  * - max_connections bounds connections with a client certificate: one
  *   beyond it is answered 503 and closed at its first request.
+ * - A client that sends requests faster than it reads replies is not
+ *   read until it has read them; one that pipelines waits for each answer.
  * - When accept() fails for want of descriptors, accepting stops for a
  *   while and the failure is logged once per interval.
  *
- * A connection is closed by shutting its socket down: evhttp then sees
- * the end of the stream and frees it as any other, so nothing is freed
- * under evhttp's feet.
+ * A connection closed is freed in a later turn of the loop, never under
+ * the feet of the callback that closed it; a request still with its
+ * handler then outlives it, and its reply goes nowhere.
  */
 #ifndef KMEMD_CONN_H
 #define KMEMD_CONN_H
 
-#include <event2/bufferevent.h>
-#include <event2/http.h>
+#include <event2/event.h>
 #include <event2/listener.h>
 #include <openssl/ssl.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/socket.h>
 
+#include "http1.h"
 #include "tls.h"
+
+struct evbuffer;
 
 struct conn_limits {
 	uint64_t max_connections, max_handshakes, max_anonymous, max_per_address;
-	uint64_t handshake_timeout_ms, request_timeout_ms;
+	uint64_t handshake_timeout_ms, request_timeout_ms, io_timeout_ms;
+	uint64_t max_body, max_header_bytes;
 };
 
 /* Why kmemd closed connections itself, counted since start. */
@@ -62,44 +70,45 @@ struct conn_stats {
 	uint64_t accept_errors; /* accept() out of descriptors or memory */
 };
 
-int conns_init(struct event_base *base, const struct conn_limits *lim);
+/* A request read whole, on a connection within max_connections: answer it with conn_reply(). */
+typedef void (*conn_request_fn)(struct http_request *req, void *arg);
+
+int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
+	       void *arg);
 void conns_set_limits(const struct conn_limits *lim);
 /* The listener to pace; NULL when the server goes away. */
 void conns_set_listener(struct evconnlistener *l);
+/* Every connection closed and freed. */
 void conns_free(void);
 
-/* evhttp's bevcb: a TLS bufferevent for a connection just accepted, and its accounting. */
-struct bufferevent *conn_new(struct event_base *base, SSL_CTX *ctx);
+/* A connection accepted on fd (now the connection's), its TLS with ctx. */
+void conn_new(SSL_CTX *ctx, evutil_socket_t fd, const struct sockaddr *sa, socklen_t salen);
 
 /*
- * A request was read whole: its deadline is over. false when the
- * connection is past max_connections (503 and close it).
+ * The reply to req: its head, then body (b, emptied; NULL: data of len).
+ * req is freed, now or once its handler returns.
  */
-bool conn_request_read(struct evhttp_request *req);
+void conn_reply(struct http_request *req, int code, const char *reason, const char *type,
+		struct evbuffer *b, const void *data, size_t len);
 
 /*
  * The identity of the request's client certificate (tls_peer_identity()'s
  * result), read once per connection. *id is valid while the connection
  * is, and only when 0 is returned.
  */
-int conn_peer_identity(struct evhttp_request *req, const struct tls_identity **id);
+int conn_peer_identity(struct http_request *req, const struct tls_identity **id);
+/* Whether a certificate in the client's chain is one of cas. */
+bool conn_peer_anchored_in(struct http_request *req, STACK_OF(X509) * cas);
 
 /*
  * The revocation generation (struct kmemd's revocations) at which the
  * connection's host was last found not revoked; NULL: no connection.
  */
-uint64_t *conn_not_revoked_at(struct evhttp_request *req);
+uint64_t *conn_not_revoked_at(struct http_request *req);
+/* The client's address, and its network's key; "?" for both once it has gone. */
+void conn_peer(struct http_request *req, char *addr, size_t addrlen, char *key, size_t keylen);
+
 void conns_stats(struct conn_stats *out);
 const char *conn_close_name(enum conn_close why);
-
-/* A client network's key: an IPv4 address, or the /64 of an IPv6 one. */
-void conn_addr_key(const struct sockaddr *sa, char *key, size_t len);
-
-/*
- * A timeout of ms that every connection shares: libevent keeps the events
- * of one such timeout in a queue, not in its heap, so arming and disarming
- * them per request costs O(1), not O(log connections).
- */
-struct timeval conn_shared_tv(struct event_base *base, uint64_t ms);
 
 #endif

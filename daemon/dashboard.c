@@ -57,7 +57,7 @@ static int add_total(void *arg, const char *a, const char *b, uint64_t n)
  * ([name, version, n]; "" and "" for none), and hosts per mitigation and
  * state ([id, state, n]).
  */
-void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_fleet_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	json_t *kernels = json_array(), *policies = json_array(), *states = json_array();
 	struct store *st = k->store;
@@ -89,7 +89,7 @@ void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct 
  * GET /v1/hosts: every host; with ?limit=N[&after=ID][&match=TEXT], up to
  * N hosts after ID whose id, hostname or kernel contain TEXT.
  */
-void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_hosts_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	static const char want[] = "want [?limit=1..1000[&after=ID][&match=TEXT]]";
 	const char *after, *match, *limit;
@@ -122,7 +122,7 @@ void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct 
 }
 
 /* Why there is no series (r); what and name say what was asked for. */
-static void series_failed(struct evhttp_request *req, int r, const char *what, const char *name,
+static void series_failed(struct http_request *req, int r, const char *what, const char *name,
 			  unsigned wave, const char *store_error)
 {
 	char why[320];
@@ -156,7 +156,7 @@ static bool window(struct evkeyvalq *q, int64_t *from, int64_t *to, int64_t *ste
  * /v1/hosts, its newest events with their stack tops, and its probes and
  * lockups over time (default: the last six hours, or since its first report).
  */
-void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
+void handle_host_detail(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer)
 {
 	static const char want[] = "want ?id=HOST[&from=MS&to=MS][&step=MS]";
@@ -184,7 +184,7 @@ void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
 /* A rollout's series from the worker, to the request that waited for it. */
 static void rollout_series_answer(void *arg, const struct series_answer *a)
 {
-	struct evhttp_request *req = arg;
+	struct http_request *req = arg;
 
 	if (a->r < 0)
 		series_failed(req, a->r, "rollout", a->key->name, (unsigned)(a->key->wave + 1),
@@ -200,7 +200,7 @@ static void rollout_series_answer(void *arg, const struct series_answer *a)
  * off the loop (daemon/series-worker.h): the last answer for the same
  * query, with the time it was computed for; the first waits for its own.
  */
-void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_series(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
 	static const char want[] = "want ?name=ROLLOUT[&wave=K][&from=MS&to=MS][&step=MS]";

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn.h"
 #include "kmemctl/v1/enroll.pb-c.h"
 #include "log.h"
 #include "macro.h"
@@ -87,7 +88,7 @@ static void sha256_hex(const char *text, char hex[65])
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
 
-static void enroll_refuse(struct evhttp_request *req, int code, const char *reason,
+static void enroll_refuse(struct http_request *req, int code, const char *reason,
 			  Kmemctl__V1__Status status, const char *why)
 {
 	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
@@ -156,7 +157,7 @@ static int secret_allows(const struct store_secret *sec, const char *host, int64
  * A host id enrolls once: again only after an operator marked it (kmemctl
  * host reenroll), or anyone holding a secret could take over a host.
  */
-static int enroll_allowed(struct evhttp_request *req, struct kmemd *k,
+static int enroll_allowed(struct http_request *req, struct kmemd *k,
 			  const Kmemctl__V1__EnrollRequest *er, const char *addr,
 			  struct store_secret *sec)
 {
@@ -200,7 +201,7 @@ static int enroll_allowed(struct evhttp_request *req, struct kmemd *k,
 }
 
 /* The request as sent; NULL when it is not one (400 sent). */
-static Kmemctl__V1__EnrollRequest *enroll_request(struct evhttp_request *req)
+static Kmemctl__V1__EnrollRequest *enroll_request(struct http_request *req)
 {
 	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = (Kmemctl__V1__EnrollRequest *)request_message(
 		req, &kmemctl__v1__enroll_request__descriptor);
@@ -215,7 +216,7 @@ static Kmemctl__V1__EnrollRequest *enroll_request(struct evhttp_request *req)
 }
 
 /* A certificate for er's host, once its CSR checks out: 0, or the refusal sent. */
-static int enroll_issue(struct evhttp_request *req, struct kmemd *k,
+static int enroll_issue(struct http_request *req, struct kmemd *k,
 			const Kmemctl__V1__EnrollRequest *er, char **pem, char **ca_pem)
 {
 	EVP_PKEY *pub = NULL;
@@ -242,7 +243,7 @@ static int enroll_issue(struct evhttp_request *req, struct kmemd *k,
 }
 
 /* The secret's use and the host id's enrollment, counted; 0 or the refusal sent. */
-static int enroll_record(struct evhttp_request *req, struct kmemd *k,
+static int enroll_record(struct http_request *req, struct kmemd *k,
 			 const Kmemctl__V1__EnrollRequest *er, const struct store_secret *sec)
 {
 	int r = k->store->ops->secret_use(k->store, sec->id);
@@ -258,7 +259,7 @@ static int enroll_record(struct evhttp_request *req, struct kmemd *k,
 	return r;
 }
 
-void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
 	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = NULL;
@@ -267,7 +268,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 	struct store_secret sec;
 
 	(void)peer;
-	kmemd_request_peer(req, addr, sizeof(addr), key, sizeof(key));
+	conn_peer(req, addr, sizeof(addr), key, sizeof(key));
 	if (!rate_ok(key, k->cfg, kmemd_now_ms())) {
 		enroll_refuse(req, 429, "Too Many Requests",
 			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
@@ -292,8 +293,7 @@ void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls
 	reply_message(req, HTTP_OK, "OK", &rr.base);
 }
 
-void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
-			const struct tls_identity *peer)
+void handle_secret_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	unsigned char raw[SECRET_BYTES];
 	char secret[2 * SECRET_BYTES + 1], why[192];
@@ -338,7 +338,7 @@ void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
 			     sec.host_pattern[0] ? sec.host_pattern : NULL));
 }
 
-void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
+void handle_secret_revoke(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	json_int_t id = 0;

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Request and reply helpers (http.h). */
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
-#include <event2/bufferevent_struct.h>
-#include <event2/event.h>
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 #include <stdarg.h>
@@ -13,49 +10,30 @@
 
 #include "audit.h"
 #include "conn.h"
-#include "evloop.h"
 #include "http.h"
 #include "kmemd.h"
 #include "log.h"
 #include "store.h"
 #include "text.h"
 
-/*
- * A reply written in this turn of the loop, not once epoll says the socket
- * is writable (it almost always is): the write event its bufferevent arms
- * and disarms once written then cancel out in the loop's change list, and
- * cost no epoll_ctl() each. A reply's connection is past its handshake,
- * so its write event waits for nothing but room in the socket.
- */
-static void write_now(struct evhttp_connection *evcon)
-{
-	struct bufferevent *bev = evcon ? evhttp_connection_get_bufferevent(evcon) : NULL;
-
-	if (bev && event_pending(&bev->ev_write, EV_WRITE, NULL))
-		event_active(&bev->ev_write, EV_WRITE, 1);
-}
-
-void reply_buffer(struct evhttp_request *req, int code, const char *reason, const char *type,
+void reply_buffer(struct http_request *req, int code, const char *reason, const char *type,
 		  struct evbuffer *b)
 {
-	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	static const char failed[] = "the reply could not be made\n";
 
 	if (!b) {
 		audit_answered(req, HTTP_INTERNAL);
-		evhttp_send_error(req, HTTP_INTERNAL, NULL);
+		conn_reply(req, HTTP_INTERNAL, NULL, "text/plain; charset=utf-8", NULL, failed,
+			   strlen(failed));
 		return;
 	}
-	if (type)
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", type);
 	/* a change is in the audit log before anyone hears it was made */
 	audit_answered(req, code);
-	evhttp_send_reply(req, code, reason, b);
+	conn_reply(req, code, reason, type, b, NULL, 0);
 	evbuffer_free(b);
-	http_one_record(evcon);
-	write_now(evcon);
 }
 
-void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text)
+void reply_text(struct http_request *req, int code, const char *reason, const char *text)
 {
 	struct evbuffer *b = evbuffer_new();
 
@@ -66,16 +44,12 @@ void reply_text(struct evhttp_request *req, int code, const char *reason, const 
 	reply_buffer(req, code, reason, "text/plain; charset=utf-8", b);
 }
 
-void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+/* Not through an evbuffer: the agents' replies are these. */
+void reply_bytes(struct http_request *req, int code, const char *reason, const char *type,
 		 const void *data, size_t len)
 {
-	struct evbuffer *b = evbuffer_new();
-
-	if (b && evbuffer_add(b, data, len) < 0) {
-		evbuffer_free(b);
-		b = NULL;
-	}
-	reply_buffer(req, code, reason, type, b);
+	audit_answered(req, code);
+	conn_reply(req, code, reason, type, NULL, data, len);
 }
 
 uint8_t *pack_message(const ProtobufCMessage *m, size_t *len)
@@ -89,7 +63,7 @@ uint8_t *pack_message(const ProtobufCMessage *m, size_t *len)
 	return buf;
 }
 
-void reply_message(struct evhttp_request *req, int code, const char *reason,
+void reply_message(struct http_request *req, int code, const char *reason,
 		   const ProtobufCMessage *m)
 {
 	size_t len;
@@ -102,7 +76,7 @@ void reply_message(struct evhttp_request *req, int code, const char *reason,
 	reply_bytes(req, code, reason, PROTOBUF_TYPE, buf, len);
 }
 
-void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o)
+void reply_json(struct http_request *req, int code, const char *reason, json_t *o)
 {
 	_cleanup_free_ char *text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	struct evbuffer *b = text ? evbuffer_new() : NULL;
@@ -115,34 +89,32 @@ void reply_json(struct evhttp_request *req, int code, const char *reason, json_t
 	reply_buffer(req, code, reason, JSON_TYPE, b);
 }
 
-void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why)
+void reply_error(struct http_request *req, int code, const char *reason, const char *why)
 {
 	reply_json(req, code, reason, json_pack("{s:s}", "error", why));
 }
 
-void reply_store_failed(struct evhttp_request *req, struct kmemd *k)
+void reply_store_failed(struct http_request *req, struct kmemd *k)
 {
 	log_error("store query failed: %s", k->store->ops->error(k->store));
 	reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 }
 
-bool content_type_is(struct evhttp_request *req, const char *type)
+bool content_type_is(struct http_request *req, const char *type)
 {
-	const char *t = evhttp_find_header(evhttp_request_get_input_headers(req), "Content-Type");
+	const char *t = req->content_type;
 	size_t n = strlen(type);
 
-	return t && !strncmp(t, type, n) && (t[n] == '\0' || t[n] == ';');
+	return !strncmp(t, type, n) && (t[n] == '\0' || t[n] == ';');
 }
 
-const uint8_t *request_body(struct evhttp_request *req, size_t *len)
+const uint8_t *request_body(struct http_request *req, size_t *len)
 {
-	struct evbuffer *in = evhttp_request_get_input_buffer(req);
-
-	*len = evbuffer_get_length(in);
-	return *len ? evbuffer_pullup(in, -1) : NULL;
+	*len = req->body_len;
+	return *len ? req->body : NULL;
 }
 
-const uint8_t *request_json(struct evhttp_request *req, size_t *len)
+const uint8_t *request_json(struct http_request *req, size_t *len)
 {
 	const uint8_t *body = request_body(req, len);
 
@@ -153,7 +125,7 @@ const uint8_t *request_json(struct evhttp_request *req, size_t *len)
 	return body;
 }
 
-json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool why_detail,
+json_t *request_json_unpack(struct http_request *req, const char *want, bool why_detail,
 			    const char *fmt, ...)
 {
 	const uint8_t *body;
@@ -183,7 +155,7 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
 	return NULL;
 }
 
-ProtobufCMessage *request_message_in(struct evhttp_request *req,
+ProtobufCMessage *request_message_in(struct http_request *req,
 				     const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *a)
 {
 	size_t len;
@@ -195,37 +167,17 @@ ProtobufCMessage *request_message_in(struct evhttp_request *req,
 	return protobuf_c_message_unpack(desc, a, len, body);
 }
 
-ProtobufCMessage *request_message(struct evhttp_request *req,
-				  const ProtobufCMessageDescriptor *desc)
+ProtobufCMessage *request_message(struct http_request *req, const ProtobufCMessageDescriptor *desc)
 {
 	return request_message_in(req, desc, NULL);
 }
 
-bool request_query(struct evhttp_request *req, struct evkeyvalq *q, const char *want)
+bool request_query(struct http_request *req, struct evkeyvalq *q, const char *want)
 {
-	const char *s = evhttp_uri_get_query(evhttp_request_get_evhttp_uri(req));
-
-	if (evhttp_parse_query_str(s ?: "", q) == 0)
+	if (evhttp_parse_query_str(req->query ?: "", q) == 0)
 		return true;
 	reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 	return false;
-}
-
-void kmemd_request_peer(struct evhttp_request *req, char *addr, size_t addrlen, char *key,
-			size_t keylen)
-{
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	const struct sockaddr *sa = conn ? evhttp_connection_get_addr(conn) : NULL;
-	char *host = NULL;
-	ev_uint16_t port;
-
-	if (conn)
-		evhttp_connection_get_peer(conn, &host, &port);
-	snprintf(addr, addrlen, "%s", host ? host : "?");
-	if (sa)
-		conn_addr_key(sa, key, keylen);
-	else
-		snprintf(key, keylen, "%s", addr);
 }
 
 int64_t kmemd_now_ms(void)

@@ -19,6 +19,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
+#include "http1.h"
 #include "macro.h"
 
 #define PROTOBUF_TYPE "application/x-protobuf"
@@ -49,37 +50,37 @@ static inline void pb_freep(void *p)
 #define _cleanup_query_ _cleanup_(evhttp_clear_headers)
 
 /* b (taken: freed here) answered with code and Content-Type type (NULL: set already). */
-void reply_buffer(struct evhttp_request *req, int code, const char *reason, const char *type,
+void reply_buffer(struct http_request *req, int code, const char *reason, const char *type,
 		  struct evbuffer *b);
-void reply_text(struct evhttp_request *req, int code, const char *reason, const char *text);
-void reply_bytes(struct evhttp_request *req, int code, const char *reason, const char *type,
+void reply_text(struct http_request *req, int code, const char *reason, const char *text);
+void reply_bytes(struct http_request *req, int code, const char *reason, const char *type,
 		 const void *data, size_t len);
 /* m encoded in a buffer of its own (malloc'ed); NULL when out of memory. */
 uint8_t *pack_message(const ProtobufCMessage *m, size_t *len);
 /* m encoded, as application/x-protobuf. */
-void reply_message(struct evhttp_request *req, int code, const char *reason,
+void reply_message(struct http_request *req, int code, const char *reason,
 		   const ProtobufCMessage *m);
 /* Sends o (stolen) as application/json. */
-void reply_json(struct evhttp_request *req, int code, const char *reason, json_t *o);
+void reply_json(struct http_request *req, int code, const char *reason, json_t *o);
 /* {"error": why} with code. */
-void reply_error(struct evhttp_request *req, int code, const char *reason, const char *why);
+void reply_error(struct http_request *req, int code, const char *reason, const char *why);
 /* 500 {"error": "the store failed"}, the store's own words to the log. */
 struct kmemd;
-void reply_store_failed(struct evhttp_request *req, struct kmemd *k);
+void reply_store_failed(struct http_request *req, struct kmemd *k);
 
 /* The Content-Type is exactly type (parameters after ';' ignored). */
-bool content_type_is(struct evhttp_request *req, const char *type);
-/* The request body as one buffer (evhttp bounded its size); NULL when empty. */
-const uint8_t *request_body(struct evhttp_request *req, size_t *len);
+bool content_type_is(struct http_request *req, const char *type);
+/* The request body (max_request bounded its size); NULL when empty. */
+const uint8_t *request_body(struct http_request *req, size_t *len);
 /* The body of a JSON request; NULL, with 415 sent, when it is not one. */
-const uint8_t *request_json(struct evhttp_request *req, size_t *len);
+const uint8_t *request_json(struct http_request *req, size_t *len);
 /*
  * A JSON body unpacked strictly by fmt (json_unpack_ex's) into the
  * varargs; the document, to json_decref() once the values are used. NULL
  * with 415 sent when the body is not JSON, or 400 with want (and, with
  * why_detail, jansson's reason after ": ") when it does not unpack.
  */
-json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool why_detail,
+json_t *request_json_unpack(struct http_request *req, const char *want, bool why_detail,
 			    const char *fmt, ...);
 /*
  * A protobuf body decoded as desc says (free it with
@@ -87,17 +88,12 @@ json_t *request_json_unpack(struct evhttp_request *req, const char *want, bool w
  * application/x-protobuf or the body does not decode: the caller answers
  * in its own reply message.
  */
-ProtobufCMessage *request_message(struct evhttp_request *req,
-				  const ProtobufCMessageDescriptor *desc);
+ProtobufCMessage *request_message(struct http_request *req, const ProtobufCMessageDescriptor *desc);
 /* The same, unpacked with allocator a (NULL: malloc) and freed with it. */
-ProtobufCMessage *request_message_in(struct evhttp_request *req,
+ProtobufCMessage *request_message_in(struct http_request *req,
 				     const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *a);
 /* The query parsed into q (evhttp_clear_headers() after); false with 400 want sent. */
-bool request_query(struct evhttp_request *req, struct evkeyvalq *q, const char *want);
-/* The client's address, and its network's key (daemon/conn.h). */
-void kmemd_request_peer(struct evhttp_request *req, char *addr, size_t addrlen, char *key,
-			size_t keylen);
-
+bool request_query(struct http_request *req, struct evkeyvalq *q, const char *want);
 int64_t kmemd_now_ms(void);
 
 #endif

@@ -225,8 +225,8 @@ static void raise_nofile(void)
 /*
  * With epoll's change list, a descriptor's event changes made within one
  * loop iteration reach the kernel as one epoll_ctl at the next wait, not
- * one each: evhttp turns reading off, writing on and off, and reading on
- * again for every request. The list's caveat (a descriptor dup()ed and
+ * one each: a reply that cannot be written at once turns reading off and
+ * writing on, and both back once written. The list's caveat (a descriptor dup()ed and
  * closed between waits) does not apply: kmemd dups no socket.
  */
 static struct event_base *base_new(void)

@@ -331,7 +331,7 @@ static void event_counters(struct evbuffer *b, const struct kmemd_stats *st)
 	}
 }
 
-void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	_cleanup_evbuffer_ struct evbuffer *b = evbuffer_new();
 	const struct kmemd_stats *st = &k->stats;
@@ -449,7 +449,7 @@ static int merge(void *arg, const struct store_sample *x)
  * GET /v1/telemetry?probe=P[&from=MS][&to=MS][&host=H][&label=K:V]: one
  * histogram merged over the matching hosts and time, with its quantiles.
  */
-void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
+void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_query_ struct evkeyvalq q = { 0 };

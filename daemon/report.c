@@ -17,14 +17,14 @@
 #include "server.h"
 #include "store.h"
 
-void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_health(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	(void)k;
 	(void)peer;
 	reply_text(req, HTTP_OK, "OK", "ok");
 }
 
-static void refuse(struct evhttp_request *req, int code, const char *reason,
+static void refuse(struct http_request *req, int code, const char *reason,
 		   Kmemctl__V1__Status status, const char *why)
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
@@ -62,7 +62,7 @@ static Kmemctl__V1__SignedPolicy *policy_for(struct kmemd *k, const Kmemctl__V1_
  * asked about again only once k->revocations moves: a revocation here
  * moves it at once, one by another kmemd within an engine tick.
  */
-static int revoked(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+static int revoked(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	uint64_t *seen = conn_not_revoked_at(req);
 	int r;
@@ -80,12 +80,12 @@ static int revoked(struct evhttp_request *req, struct kmemd *k, const struct tls
  * it takes once its batch is back: it is acknowledged only once its batch
  * committed. A batch that failed answers all of its reports 503, and their
  * agents send them again. The request stays valid meanwhile: when its
- * connection closes, evhttp lets go of it, and the reply frees it.
+ * connection closes, the request outlives it, and the reply frees it.
  */
 /* A report with its reply, waiting for its batch: all of it in the report's arena. */
 struct pending {
 	struct ingest_job job;
-	struct evhttp_request *req;
+	struct http_request *req;
 	struct pb_arena *arena;
 	Kmemctl__V1__Report *rep;
 	uint8_t *reply;
@@ -176,7 +176,7 @@ void reports_stop(struct kmemd *k)
 	k->ingest = NULL;
 }
 
-void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep = NULL;
@@ -191,7 +191,7 @@ void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls
 			   "content type must be " PROTOBUF_TYPE);
 		return;
 	}
-	arena = pb_arena_for(evbuffer_get_length(evhttp_request_get_input_buffer(req)));
+	arena = pb_arena_for(req->body_len);
 	if (arena)
 		rep = (Kmemctl__V1__Report *)request_message_in(
 			req, &kmemctl__v1__report__descriptor, pb_arena_allocator(arena));

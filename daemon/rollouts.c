@@ -258,7 +258,7 @@ static json_t *plan_json(const struct rollout_spec *s, const struct members *ms,
 }
 
 /* The request's rollout document (malloc'ed); NULL with 415, 400 or 500 sent. */
-static struct rollout_spec *request_spec(struct evhttp_request *req)
+static struct rollout_spec *request_spec(struct http_request *req)
 {
 	struct rollout_spec *s;
 	const uint8_t *body;
@@ -282,7 +282,7 @@ static struct rollout_spec *request_spec(struct evhttp_request *req)
 }
 
 /* POST /v1/rollouts/plan: what a rollout document could detect if it started now. */
-void handle_rollouts_plan(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_plan(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_free_ struct rollout_spec *s = request_spec(req);
@@ -333,7 +333,7 @@ static int create_plan(struct kmemd *k, const struct rollout_spec *s, json_t **p
 	return r;
 }
 
-void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_free_ struct rollout_spec *s = request_spec(req);
@@ -383,7 +383,7 @@ void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
 			     rollout_state_name(ROLLOUT_PENDING), "plan", plan));
 }
 
-void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer)
 {
 	(void)peer;
@@ -391,7 +391,7 @@ void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
 }
 
 /* ?name=N: one rollout with its members and its verdicts and their numbers. */
-void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_status(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
 	static const char want[] = "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]";
@@ -517,7 +517,7 @@ static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_s
 }
 
 /* {"name": N, "action": A}: the rollout as it now stands. */
-void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_action(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
 	_cleanup_free_ struct rollout_spec *s = malloc(sizeof(*s));

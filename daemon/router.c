@@ -1,8 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* The route table and dispatch (router.h). */
-#include <event2/bufferevent_ssl.h>
-#include <event2/http.h>
-#include <openssl/ssl.h>
 #include <string.h>
 
 #include "audit.h"
@@ -15,47 +12,39 @@
 #include "server.h"
 
 static const struct route routes[] = {
-	{ EVHTTP_REQ_GET, "/v1/health", ROLE_ANY, 0, handle_health },
-	{ EVHTTP_REQ_GET, "/", ROLE_ADMIN, 0, handle_web_index },
-	{ EVHTTP_REQ_GET, "/static/", ROLE_ADMIN, ROUTE_PREFIX, handle_web_static },
-	{ EVHTTP_REQ_POST, "/v1/agent/report", ROLE_HOST, ROUTE_INGEST, handle_report },
-	{ EVHTTP_REQ_GET, "/v1/policies", ROLE_ADMIN, 0, handle_policies_get },
-	{ EVHTTP_REQ_POST, "/v1/policies", ROLE_ADMIN, ROUTE_AUDITED, handle_policies_post,
-	  "policy.add", MID_POLICY_UPLOADED },
-	{ EVHTTP_REQ_POST, "/v1/assignments", ROLE_ADMIN, ROUTE_AUDITED, handle_assignments_post,
+	{ HTTP_GET, "/v1/health", ROLE_ANY, 0, handle_health },
+	{ HTTP_GET, "/", ROLE_ADMIN, 0, handle_web_index },
+	{ HTTP_GET, "/static/", ROLE_ADMIN, ROUTE_PREFIX, handle_web_static },
+	{ HTTP_POST, "/v1/agent/report", ROLE_HOST, ROUTE_INGEST, handle_report },
+	{ HTTP_GET, "/v1/policies", ROLE_ADMIN, 0, handle_policies_get },
+	{ HTTP_POST, "/v1/policies", ROLE_ADMIN, ROUTE_AUDITED, handle_policies_post, "policy.add",
+	  MID_POLICY_UPLOADED },
+	{ HTTP_POST, "/v1/assignments", ROLE_ADMIN, ROUTE_AUDITED, handle_assignments_post,
 	  "policy.assign", MID_POLICY_ASSIGNED },
-	{ EVHTTP_REQ_GET, "/v1/hosts", ROLE_ADMIN, 0, handle_hosts_get },
-	{ EVHTTP_REQ_GET, "/v1/hosts/detail", ROLE_ADMIN, 0, handle_host_detail },
-	{ EVHTTP_REQ_GET, "/v1/fleet", ROLE_ADMIN, 0, handle_fleet_get },
-	{ EVHTTP_REQ_POST, "/v1/hosts/revoke", ROLE_ADMIN, ROUTE_AUDITED, handle_revoke_post,
+	{ HTTP_GET, "/v1/hosts", ROLE_ADMIN, 0, handle_hosts_get },
+	{ HTTP_GET, "/v1/hosts/detail", ROLE_ADMIN, 0, handle_host_detail },
+	{ HTTP_GET, "/v1/fleet", ROLE_ADMIN, 0, handle_fleet_get },
+	{ HTTP_POST, "/v1/hosts/revoke", ROLE_ADMIN, ROUTE_AUDITED, handle_revoke_post,
 	  "host.revoke", MID_HOST_REVOKED },
-	{ EVHTTP_REQ_POST, "/v1/hosts/reenroll", ROLE_ADMIN, ROUTE_AUDITED, handle_reenroll_post,
+	{ HTTP_POST, "/v1/hosts/reenroll", ROLE_ADMIN, ROUTE_AUDITED, handle_reenroll_post,
 	  "host.reenroll", MID_HOST_REENROLL },
-	{ EVHTTP_REQ_GET, "/v1/telemetry", ROLE_ADMIN, 0, handle_telemetry_get },
-	{ EVHTTP_REQ_POST, "/v1/enroll", ROLE_ANY, ROUTE_AUDITED, handle_enroll, "host.enroll",
+	{ HTTP_GET, "/v1/telemetry", ROLE_ADMIN, 0, handle_telemetry_get },
+	{ HTTP_POST, "/v1/enroll", ROLE_ANY, ROUTE_AUDITED, handle_enroll, "host.enroll",
 	  MID_HOST_ENROLLED },
-	{ EVHTTP_REQ_POST, "/v1/enroll/secrets", ROLE_ADMIN, ROUTE_AUDITED, handle_secret_post,
+	{ HTTP_POST, "/v1/enroll/secrets", ROLE_ADMIN, ROUTE_AUDITED, handle_secret_post,
 	  "enroll.secret.add", MID_ENROLL_SECRET_ADDED },
-	{ EVHTTP_REQ_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, ROUTE_AUDITED,
-	  handle_secret_revoke, "enroll.secret.revoke", MID_ENROLL_SECRET_REVOKED },
-	{ EVHTTP_REQ_GET, "/metrics", ROLE_ADMIN, 0, handle_metrics },
-	{ EVHTTP_REQ_POST, "/v1/rollouts", ROLE_ADMIN, ROUTE_AUDITED, handle_rollouts_post,
+	{ HTTP_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, ROUTE_AUDITED, handle_secret_revoke,
+	  "enroll.secret.revoke", MID_ENROLL_SECRET_REVOKED },
+	{ HTTP_GET, "/metrics", ROLE_ADMIN, 0, handle_metrics },
+	{ HTTP_POST, "/v1/rollouts", ROLE_ADMIN, ROUTE_AUDITED, handle_rollouts_post,
 	  "rollout.create", MID_ROLLOUT_ACTION },
-	{ EVHTTP_REQ_GET, "/v1/rollouts", ROLE_ADMIN, 0, handle_rollouts_get },
-	{ EVHTTP_REQ_POST, "/v1/rollouts/plan", ROLE_ADMIN, 0, handle_rollouts_plan },
-	{ EVHTTP_REQ_GET, "/v1/rollouts/status", ROLE_ADMIN, 0, handle_rollout_status },
-	{ EVHTTP_REQ_GET, "/v1/rollouts/series", ROLE_ADMIN, 0, handle_rollout_series },
-	{ EVHTTP_REQ_POST, "/v1/rollouts/action", ROLE_ADMIN, ROUTE_AUDITED, handle_rollout_action,
+	{ HTTP_GET, "/v1/rollouts", ROLE_ADMIN, 0, handle_rollouts_get },
+	{ HTTP_POST, "/v1/rollouts/plan", ROLE_ADMIN, 0, handle_rollouts_plan },
+	{ HTTP_GET, "/v1/rollouts/status", ROLE_ADMIN, 0, handle_rollout_status },
+	{ HTTP_GET, "/v1/rollouts/series", ROLE_ADMIN, 0, handle_rollout_series },
+	{ HTTP_POST, "/v1/rollouts/action", ROLE_ADMIN, ROUTE_AUDITED, handle_rollout_action,
 	  "rollout.action", MID_ROLLOUT_ACTION },
 };
-
-static SSL *request_ssl(struct evhttp_request *req)
-{
-	struct evhttp_connection *conn = evhttp_request_get_connection(req);
-	struct bufferevent *bev = conn ? evhttp_connection_get_bufferevent(conn) : NULL;
-
-	return bev ? bufferevent_openssl_get_ssl(bev) : NULL;
-}
 
 /*
  * With a separate admin CA, operators are whoever it vouches for and no
@@ -63,10 +52,10 @@ static SSL *request_ssl(struct evhttp_request *req)
  * cannot make an operator, and the admin CA cannot make a host. Without
  * one, the OU ("host", "admin") of a fleet CA certificate says.
  */
-static bool role_allows(STACK_OF(X509) * admin_cas, enum route_role role, SSL *ssl,
+static bool role_allows(STACK_OF(X509) * admin_cas, enum route_role role, struct http_request *req,
 			const struct tls_identity *id, int id_result)
 {
-	bool by_admin_ca = admin_cas && ssl && tls_peer_anchored_in(ssl, admin_cas);
+	bool by_admin_ca = admin_cas && conn_peer_anchored_in(req, admin_cas);
 
 	switch (role) {
 	case ROLE_ANY:
@@ -86,7 +75,7 @@ static bool route_matches(const struct route *r, const char *path)
 }
 
 /* The route's handler, with what the router does around it by the route's flags. */
-static void handle(const struct route *r, struct evhttp_request *req, struct kmemd *k,
+static void handle(const struct route *r, struct http_request *req, struct kmemd *k,
 		   const struct tls_identity *peer)
 {
 	if (!(r->flags & ROUTE_AUDITED)) {
@@ -99,10 +88,10 @@ static void handle(const struct route *r, struct evhttp_request *req, struct kme
 	audit_end(req);
 }
 
-void router_dispatch(struct evhttp_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas)
+void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-	enum evhttp_cmd_type method = evhttp_request_get_command(req);
+	const char *path = req->path;
+	enum http_method method = req->method;
 	const struct tls_identity *id = NULL;
 	bool path_known = false;
 	int id_result;
@@ -124,7 +113,7 @@ void router_dispatch(struct evhttp_request *req, struct kmemd *k, STACK_OF(X509)
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
 			return;
 		}
-		if (!role_allows(admin_cas, r->role, request_ssl(req), id, id_result)) {
+		if (!role_allows(admin_cas, r->role, req, id, id_result)) {
 			reply_text(req, 403, "Forbidden",
 				   "certificate role may not call this route");
 			return;
@@ -146,8 +135,8 @@ void router_print(FILE *f)
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
 		const struct route *r = &routes[i];
 
-		fprintf(f, "%s %s %s%s%s%s%s\n", r->method == EVHTTP_REQ_GET ? "GET" : "POST",
-			r->path, roles[r->role], r->flags & ROUTE_PREFIX ? " prefix" : "",
+		fprintf(f, "%s %s %s%s%s%s%s\n", http_method_str(r->method), r->path,
+			roles[r->role], r->flags & ROUTE_PREFIX ? " prefix" : "",
 			r->flags & ROUTE_INGEST ? " ingest" : "",
 			r->flags & ROUTE_AUDITED ? " audited " : "",
 			r->flags & ROUTE_AUDITED ? r->action : "");

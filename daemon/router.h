@@ -8,10 +8,10 @@
 #ifndef KMEMD_ROUTER_H
 #define KMEMD_ROUTER_H
 
-#include <event2/http.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 
+#include "http1.h"
 #include "tls.h"
 
 struct kmemd;
@@ -31,11 +31,11 @@ enum route_flags {
 	ROUTE_AUDITED = 1 << 2,
 };
 
-typedef void (*route_handler)(struct evhttp_request *req, struct kmemd *k,
+typedef void (*route_handler)(struct http_request *req, struct kmemd *k,
 			      const struct tls_identity *peer);
 
 struct route {
-	enum evhttp_cmd_type method;
+	enum http_method method;
 	const char *path;
 	enum route_role role;
 	unsigned flags; /* enum route_flags */
@@ -48,7 +48,7 @@ struct route {
  * req to its route's handler, once the caller's certificate may call it.
  * admin_cas: [server] admin_ca's certificates (NULL: the OU names operators).
  */
-void router_dispatch(struct evhttp_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas);
+void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas);
 
 /* The route table, a route a line: method, path, role, flags, action (kmemd -r). */
 void router_print(FILE *f);

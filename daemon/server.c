@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmemd's transport: the listener, TLS 1.3 with client certificates and
- * the limits of evhttp, its connections' admission being conn.c's. Each
- * request read whole goes to the router (router.h).
+ * kmemd's listener and its TLS 1.3 context with client certificates;
+ * what each connection accepted may do is conn.c's, and each request it
+ * reads whole goes to the router (router.h).
  */
 #include <errno.h>
 #include <event2/event.h>
-#include <event2/http.h>
 #include <event2/listener.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -29,32 +28,26 @@
 
 struct server {
 	struct event_base *base;
-	struct evhttp *http;
-	struct evhttp_bound_socket *sock;
+	struct evconnlistener *listener;
 	SSL_CTX *ctx;
 	STACK_OF(X509) * admin_cas; /* [server] admin_ca; NULL: the OU names operators */
 	const struct kmemd_config *cfg;
 	struct kmemd *k;
 };
 
-static struct bufferevent *ssl_bev(struct event_base *base, void *arg)
+static void on_accept(struct evconnlistener *l, evutil_socket_t fd, struct sockaddr *sa, int salen,
+		      void *arg)
 {
 	struct server *s = arg;
 
-	return conn_new(base, s->ctx);
+	(void)l;
+	conn_new(s->ctx, fd, sa, (socklen_t)salen);
 }
 
-/* A request read whole, on a connection within max_connections, goes to the router. */
-static void on_request(struct evhttp_request *req, void *arg)
+static void on_request(struct http_request *req, void *arg)
 {
 	struct server *s = arg;
 
-	if (!conn_request_read(req)) {
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
-		reply_text(req, 503, "Service Unavailable",
-			   "kmemd is at max_connections; try again later");
-		return;
-	}
 	router_dispatch(req, s->k, s->admin_cas);
 }
 
@@ -123,25 +116,15 @@ static void conn_limits(const struct kmemd_config *cfg, struct conn_limits *lim)
 		.max_per_address = cfg->max_per_address,
 		.handshake_timeout_ms = cfg->handshake_timeout_ms,
 		.request_timeout_ms = cfg->request_timeout_ms,
+		.io_timeout_ms = cfg->io_timeout_ms,
+		.max_body = cfg->max_request,
+		.max_header_bytes = cfg->max_headers * 256,
 	};
 }
 
-/* evhttp's idle timeout: between requests, and for a peer that stops reading a reply. */
-static void server_limits(struct server *s)
-{
-	struct conn_limits lim;
-	struct timeval io = conn_shared_tv(s->base, s->cfg->io_timeout_ms);
-
-	evhttp_set_max_body_size(s->http, (ev_ssize_t)s->cfg->max_request);
-	evhttp_set_max_headers_size(s->http, (ev_ssize_t)(s->cfg->max_headers * 256));
-	evhttp_set_timeout_tv(s->http, &io);
-	conn_limits(s->cfg, &lim);
-	conns_set_limits(&lim);
-}
-
 /*
- * Not evhttp_bind_socket(): its backlog of 128 drops the SYNs of a fleet
- * reconnecting at once, and each dropped host waits a second to retry.
+ * A backlog of SOMAXCONN, not libevent's 128: that drops the SYNs of a
+ * fleet reconnecting at once, and each dropped host waits a second to retry.
  */
 static int listen_socket(const char *host, uint16_t port)
 {
@@ -174,7 +157,7 @@ err:
 	return r;
 }
 
-static int setup_http(struct server *s)
+static int setup_listener(struct server *s)
 {
 	char host[256];
 	uint16_t port;
@@ -183,23 +166,16 @@ static int setup_http(struct server *s)
 	r = hostport_split(s->cfg->listen, host, sizeof(host), &port, true);
 	if (r < 0)
 		return log_error_errno(r, "listen address '%s' is not host:port", s->cfg->listen);
-	s->http = evhttp_new(s->base);
-	if (!s->http)
-		return -ENOMEM;
-	evhttp_set_bevcb(s->http, ssl_bev, s);
-	server_limits(s);
-	evhttp_set_allowed_methods(s->http, EVHTTP_REQ_GET | EVHTTP_REQ_POST | EVHTTP_REQ_PUT |
-						    EVHTTP_REQ_DELETE);
-	evhttp_set_gencb(s->http, on_request, s);
 	fd = listen_socket(host, port);
 	if (fd < 0)
 		return log_error_errno(fd, "cannot listen on '%s': %m", s->cfg->listen);
-	s->sock = evhttp_accept_socket_with_handle(s->http, fd);
-	if (!s->sock) {
+	s->listener = evconnlistener_new(s->base, on_accept, s,
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+	if (!s->listener) {
 		close(fd);
 		return -ENOMEM;
 	}
-	conns_set_listener(evhttp_bound_socket_get_listener(s->sock));
+	conns_set_listener(s->listener);
 	return 0;
 }
 
@@ -215,12 +191,12 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->cfg = k->cfg;
 	s->k = k;
 	conn_limits(k->cfg, &lim);
-	r = conns_init(base, &lim);
+	r = conns_init(base, &lim, on_request, s);
 	if (r == 0)
 		r = server_tls(k->cfg, &s->ctx, &s->admin_cas);
 	if (r < 0)
 		goto err;
-	r = setup_http(s);
+	r = setup_listener(s);
 	if (r < 0)
 		goto err;
 	*out = s;
@@ -232,6 +208,7 @@ err:
 
 int server_reload(struct server *s, const struct kmemd_config *cfg)
 {
+	struct conn_limits lim;
 	STACK_OF(X509) * admin;
 	SSL_CTX *ctx;
 	int r = server_tls(cfg, &ctx, &admin);
@@ -244,7 +221,8 @@ int server_reload(struct server *s, const struct kmemd_config *cfg)
 	sk_X509_pop_free(s->admin_cas, X509_free);
 	s->admin_cas = admin;
 	s->cfg = cfg;
-	server_limits(s);
+	conn_limits(cfg, &lim);
+	conns_set_limits(&lim);
 	return 0;
 }
 
@@ -252,7 +230,7 @@ int server_port(const struct server *s)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
-	evutil_socket_t fd = evhttp_bound_socket_get_fd(s->sock);
+	evutil_socket_t fd = evconnlistener_get_fd(s->listener);
 	char serv[16];
 
 	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
@@ -267,8 +245,8 @@ void server_free(struct server *s)
 	if (!s)
 		return;
 	conns_set_listener(NULL);
-	if (s->http)
-		evhttp_free(s->http);
+	if (s->listener)
+		evconnlistener_free(s->listener);
 	conns_free();
 	SSL_CTX_free(s->ctx);
 	sk_X509_pop_free(s->admin_cas, X509_free);

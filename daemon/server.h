@@ -25,50 +25,50 @@
 #include "tls.h"
 
 /* What build makes of the store (admin-json.h), or 500 when the store fails. */
-void reply_rows(struct evhttp_request *req, struct kmemd *k,
+void reply_rows(struct http_request *req, struct kmemd *k,
 		int (*build)(struct store *, json_t **));
 /* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */
-void handle_rollouts_post(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_rollouts_get(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
-void handle_rollout_status(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_status(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
-void handle_rollout_action(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_action(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
 /* POST /v1/rollouts/plan: what a document's waves could detect; stores nothing. */
-void handle_rollouts_plan(struct evhttp_request *req, struct kmemd *k,
+void handle_rollouts_plan(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_health(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_health(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 /* web.c: the dashboard's files. */
-void handle_web_index(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_web_static(struct evhttp_request *req, struct kmemd *k,
+void handle_web_index(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_web_static(struct http_request *req, struct kmemd *k,
 		       const struct tls_identity *peer);
-void handle_report(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_policies_get(struct evhttp_request *req, struct kmemd *k,
+void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_policies_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
-void handle_policies_post(struct evhttp_request *req, struct kmemd *k,
+void handle_policies_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_assignments_post(struct evhttp_request *req, struct kmemd *k,
+void handle_assignments_post(struct http_request *req, struct kmemd *k,
 			     const struct tls_identity *peer);
-void handle_hosts_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_hosts_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 /* dashboard.c: what the dashboard is drawn from. */
-void handle_fleet_get(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_host_detail(struct evhttp_request *req, struct kmemd *k,
+void handle_fleet_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_host_detail(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
-void handle_rollout_series(struct evhttp_request *req, struct kmemd *k,
+void handle_rollout_series(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
-void handle_metrics(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_telemetry_get(struct evhttp_request *req, struct kmemd *k,
+void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_enroll(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_secret_post(struct evhttp_request *req, struct kmemd *k,
+void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_secret_post(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
-void handle_secret_revoke(struct evhttp_request *req, struct kmemd *k,
+void handle_secret_revoke(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_revoke_post(struct evhttp_request *req, struct kmemd *k,
+void handle_revoke_post(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
-void handle_reenroll_post(struct evhttp_request *req, struct kmemd *k,
+void handle_reenroll_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 
 #endif

@@ -43,9 +43,8 @@ static const char *type_of(const char *name)
 	return NULL;
 }
 
-static void send_file(struct evhttp_request *req, struct kmemd *k, const char *name)
+static void send_file(struct http_request *req, struct kmemd *k, const char *name)
 {
-	struct evkeyvalq *h = evhttp_request_get_output_headers(req);
 	const char *type = type_of(name);
 	_cleanup_evbuffer_ struct evbuffer *b = NULL;
 	_cleanup_close_ int dir = -1, fd = -1;
@@ -70,23 +69,25 @@ static void send_file(struct evhttp_request *req, struct kmemd *k, const char *n
 	}
 	/* the buffer owns fd now */
 	fd = -1;
-	evhttp_add_header(h, "Cache-Control", "no-cache");
-	evhttp_add_header(h, "X-Content-Type-Options", "nosniff");
-	evhttp_add_header(h, "Content-Security-Policy",
-			  "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+	if (http1_add_header(req, "Cache-Control", "no-cache") < 0 ||
+	    http1_add_header(req, "X-Content-Type-Options", "nosniff") < 0 ||
+	    http1_add_header(req, "Content-Security-Policy",
+			     "default-src 'self'; img-src 'self' data:; frame-ancestors 'none'") <
+		    0) {
+		reply_text(req, HTTP_INTERNAL, "Internal Server Error", "headers too long");
+		return;
+	}
 	reply_buffer(req, HTTP_OK, "OK", type, TAKE_PTR(b));
 }
 
-void handle_web_index(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_web_index(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	(void)peer;
 	send_file(req, k, "index.html");
 }
 
-void handle_web_static(struct evhttp_request *req, struct kmemd *k, const struct tls_identity *peer)
+void handle_web_static(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
-	const char *path = evhttp_uri_get_path(evhttp_request_get_evhttp_uri(req));
-
 	(void)peer;
-	send_file(req, k, path + strlen("/static/"));
+	send_file(req, k, req->path + strlen("/static/"));
 }

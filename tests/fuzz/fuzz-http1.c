@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What a client sends kmemd's HTTP/1.1 reader (daemon/http1.h), the first
+ * byte saying how the rest is split into reads (1 to 256 bytes each). Each
+ * request read whole is within the limits, its path and query inside its
+ * target; a refusal is one of the statuses the reader gives, and the reader
+ * takes nothing after it.
+ */
+#include "fuzz.h"
+#include "http1.h"
+
+static const struct http1_limits lim = { .max_body = 4096, .max_header_bytes = 1024 };
+
+static void check(const struct http_request *req)
+{
+	FUZZ_CHECK(req->body_len <= lim.max_body);
+	FUZZ_CHECK(!req->body_len || req->body);
+	FUZZ_CHECK(strlen(req->content_type) < sizeof(req->content_type));
+	FUZZ_CHECK(req->target_len <= lim.max_header_bytes);
+	if (req->path)
+		FUZZ_CHECK(req->path >= req->target && req->path < req->target + req->target_len);
+	if (req->query)
+		FUZZ_CHECK(req->query >= req->target &&
+			   req->query <= req->target + req->target_len);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct http1 h;
+	struct http_request *req;
+	size_t step, off = 1, k, used;
+
+	if (!size)
+		return 0;
+	step = (size_t)data[0] + 1;
+	http1_init(&h, &lim);
+	while (off < size) {
+		k = size - off < step ? size - off : step;
+		used = http1_feed(&h, (const char *)data + off, k);
+		FUZZ_CHECK(used <= k);
+		off += used;
+		if (h.state == HTTP1_REFUSED) {
+			FUZZ_CHECK(h.status == 400 || h.status == 413 || h.status == 431 ||
+				   h.status == 505 || h.status == 500);
+			FUZZ_CHECK(http1_feed(&h, (const char *)data + off, size - off) == 0);
+			break;
+		}
+		req = http1_take(&h);
+		if (req) {
+			check(req);
+			http1_request_free(req);
+		} else {
+			FUZZ_CHECK(used == k);
+		}
+	}
+	http1_release(&h);
+	return 0;
+}
