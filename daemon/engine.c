@@ -409,7 +409,8 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 	evidence_free(&ev);
 	store_rollout_clear(&ro);
 	free(s);
-	return r;
+	/* moved meanwhile (an operator, or another kmemd): judged again next tick, as it now stands */
+	return r == -ESTALE ? 0 : r;
 }
 
 struct names {

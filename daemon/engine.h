@@ -52,6 +52,8 @@ typedef void (*engine_cb)(void *arg, const struct engine_change *c);
  * One pass at now_ms over every running, holding, paused or rolling-back
  * rollout; cb hears of each change made. How many were judged, or the
  * first error after trying every one (-EIO: the store's, see its error()).
+ * A rollout that moved while it was judged (its update -ESTALE) keeps
+ * that move and is judged again at the next pass.
  */
 int engine_tick(struct store *st, int64_t now_ms, engine_cb cb, void *arg);
 

@@ -13,6 +13,7 @@
 #include "conf.h"
 #include "desired.h"
 #include "evloop.h"
+#include "engine-worker.h"
 #include "ingest-worker.h"
 #include "kmemd.h"
 #include "log.h"
@@ -291,6 +292,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		if (r < 0)
 			log_error_errno(r, "the ingest writer: %s", err);
 	}
+	if (r == 0) {
+		r = rollouts_engine_start(&k, err, sizeof(err));
+		if (r < 0)
+			log_error_errno(r, "the rollout engine's thread: %s", err);
+	}
 	if (r == 0)
 		r = server_new(base, &k, &srv);
 	rl = (struct reload){ .k = &k, .srv = srv, .path = path, .debug = debug };
@@ -332,6 +338,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(et.ev);
 	/* reports handed to the writer are committed and answered before the listener goes */
 	reports_stop(&k);
+	/* a pass under way ends and is heard */
+	engine_worker_free(k.engine);
 	/* those waiting for a series are answered before the listener goes */
 	series_worker_free(k.series);
 	server_free(srv);

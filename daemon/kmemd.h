@@ -84,6 +84,7 @@ struct desired;
 struct ingest_worker;
 struct names;
 struct series_worker;
+struct engine_worker;
 
 /* What every handler works with. */
 struct kmemd {
@@ -96,6 +97,7 @@ struct kmemd {
 	struct names *names;
 	struct desired *desired; /* which policy each host is to run */
 	struct series_worker *series; /* the dashboard's rollout series, off the loop */
+	struct engine_worker *engine; /* the rollout engine's passes, off the loop */
 	/*
 	 * Bumped by a revocation here and by every engine tick (for one made
 	 * by another kmemd): a connection whose host was found not revoked at
@@ -126,6 +128,8 @@ int reports_start(struct kmemd *k, char *err, size_t errlen);
 void reports_stop(struct kmemd *k);
 /* rollouts.c: judges and moves every unfinished rollout now. */
 void rollouts_tick(struct kmemd *k);
+/* The engine's thread (engine-worker.h), judging with k's store beside the loop's. */
+int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen);
 /* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */
 int kmemd_desired_refresh(struct kmemd *k);
 /* New TLS context and limits from cfg for new connections; the old stay as they are. */

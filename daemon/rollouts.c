@@ -15,6 +15,7 @@
 
 #include "admin-json.h"
 #include "desired.h"
+#include "engine-worker.h"
 #include "engine.h"
 #include "evidence.h"
 #include "gates.h"
@@ -383,8 +384,7 @@ void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			     rollout_state_name(ROLLOUT_PENDING), "plan", plan));
 }
 
-void handle_rollouts_get(struct http_request *req, struct kmemd *k,
-			 const struct tls_identity *peer)
+void handle_rollouts_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	(void)peer;
 	reply_rows(req, k, admin_json_rollouts);
@@ -546,6 +546,11 @@ void handle_rollout_action(struct http_request *req, struct kmemd *k,
 		return;
 	}
 	r = act(k, &ro, s, action, &plan, why, sizeof(why));
+	if (r == -ESTALE)
+		snprintf(why, sizeof(why),
+			 "rollout %s moved while the action was made (the engine judged it); "
+			 "read its status and try again",
+			 ro.name);
 	if (r < 0) {
 		reply_error(req,
 			    r == -EINVAL ? HTTP_BADREQUEST :
@@ -609,16 +614,33 @@ int kmemd_desired_refresh(struct kmemd *k)
 	return r;
 }
 
-/* Also what other kmemd changed in the store: at most once a tick, never per report. */
-void rollouts_tick(struct kmemd *k)
+/* A pass's end, on the loop: which policy hosts run follows what it changed. */
+static void on_pass(void *arg, int r, const char *store_error, double pass_s)
 {
-	int r = engine_tick(k->store, kmemd_now_ms(), on_change, NULL);
+	struct kmemd *k = arg;
 
 	if (r == -EIO)
-		log_error("judging rollouts failed: %s", k->store->ops->error(k->store));
+		log_error("judging rollouts failed: %s", store_error);
 	else if (r < 0)
 		log_error_errno(r, "judging rollouts failed: %m");
 	else if (r > 0)
-		log_debug("%d rollouts judged", r);
+		log_debug("%d rollouts judged in %.3f s", r, pass_s);
 	kmemd_desired_refresh(k);
+}
+
+int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen)
+{
+	return engine_worker_new(k->base, k->store, on_change, on_pass, k, &k->engine, err, errlen);
+}
+
+/*
+ * A pass of the engine, unless the last is still under way; and what
+ * other kmemd changed in the store: at most once a tick, never per report.
+ */
+void rollouts_tick(struct kmemd *k)
+{
+	if (engine_worker_tick(k->engine, kmemd_now_ms()) == -EBUSY) {
+		log_debug("the last pass of the rollout engine is still under way");
+		kmemd_desired_refresh(k);
+	}
 }

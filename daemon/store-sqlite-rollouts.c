@@ -41,7 +41,8 @@ static const char *const sql[ST_N] = {
 			      " AND wave_started_ms IS ?4 AND reason IS ?5 AND ?8"
 			      " THEN updated_ms ELSE ?6 END, state = ?2, wave = ?3,"
 			      " wave_started_ms = ?4, reason = ?5,"
-			      " evidence = coalesce(?7, evidence) WHERE name = ?1",
+			      " evidence = coalesce(?7, evidence) WHERE name = ?1 AND (NOT ?9"
+			      " OR (state = ?10 AND wave = ?11 AND wave_started_ms IS ?12))",
 	[ST_MEMBER_ADD] = "INSERT INTO rollout_hosts VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
 	[ST_MEMBERS] = "SELECT m.host_id, m.stratum, m.position, m.wave, m.prev_policy,"
 		       " m.prev_version, h.host_id IS NOT NULL, h.revoked, h.policy_name,"
@@ -172,6 +173,10 @@ int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r)
 	snprintf(r->name, sizeof(r->name), "%s", name);
 	if (column_rollout(st, 1, r) < 0)
 		return -EIO;
+	r->as_read.read = true;
+	r->as_read.state = r->state;
+	r->as_read.wave = r->wave;
+	r->as_read.wave_started_ms = r->wave_started_ms;
 	r->spec_json = strdup(text_or_empty(st, 0));
 	if (sqlite3_column_type(st, 7) != SQLITE_NULL)
 		r->evidence_json = strdup(text_or_empty(st, 7));
@@ -315,6 +320,15 @@ int sq_rollout_gauges(struct store *s, int64_t since_ms,
 }
 
 /* A row that changes only in its evidence keeps its updated_ms: hosts' policies did not change. */
+/* A time, or NULL for STORE_NULL. */
+static void bind_ms(sqlite3_stmt *st, int i, int64_t ms)
+{
+	if (ms == STORE_NULL)
+		sqlite3_bind_null(st, i);
+	else
+		sqlite3_bind_int64(st, i, ms);
+}
+
 static int update(struct store *s, const struct store_rollout *r, bool verdict, int64_t now_ms)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUT_UPDATE);
@@ -322,7 +336,7 @@ static int update(struct store *s, const struct store_rollout *r, bool verdict, 
 	sqlite3_bind_text(st, 1, r->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, rollout_state_name(r->state), -1, SQLITE_STATIC);
 	sqlite3_bind_int(st, 3, (int)r->wave);
-	sqlite3_bind_int64(st, 4, r->wave_started_ms);
+	bind_ms(st, 4, r->wave_started_ms);
 	sqlite3_bind_text(st, 5, r->reason, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 6, now_ms);
 	if (r->evidence_json)
@@ -330,9 +344,15 @@ static int update(struct store *s, const struct store_rollout *r, bool verdict, 
 	else
 		sqlite3_bind_null(st, 7);
 	sqlite3_bind_int(st, 8, !verdict && r->evidence_json);
+	sqlite3_bind_int(st, 9, r->as_read.read);
+	sqlite3_bind_text(st, 10, rollout_state_name(r->as_read.state), -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 11, (int)r->as_read.wave);
+	bind_ms(st, 12, r->as_read.wave_started_ms);
 	if (step_done(st) < 0)
 		return -EIO;
-	return sqlite3_changes(DB(s)) ? 0 : -ENOENT;
+	if (sqlite3_changes(DB(s)))
+		return 0;
+	return r->as_read.read ? -ESTALE : -ENOENT;
 }
 
 static int verdict_add(struct store *s, const char *rollout, const struct store_verdict *v)
@@ -349,7 +369,7 @@ static int verdict_add(struct store *s, const char *rollout, const struct store_
 	return step_done(st);
 }
 
-int sq_rollout_update(struct store *s, const struct store_rollout *r, const struct store_verdict *v,
+int sq_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
 		      int64_t now_ms)
 {
 	int ret = sq_write_begin(s, true);
@@ -359,7 +379,13 @@ int sq_rollout_update(struct store *s, const struct store_rollout *r, const stru
 	ret = update(s, r, v != NULL, now_ms);
 	if (ret == 0 && v)
 		ret = verdict_add(s, r->name, v);
-	return sq_write_end(s, true, ret);
+	ret = sq_write_end(s, true, ret);
+	if (ret == 0 && r->as_read.read) {
+		r->as_read.state = r->state;
+		r->as_read.wave = r->wave;
+		r->as_read.wave_started_ms = r->wave_started_ms;
+	}
+	return ret;
 }
 
 int sq_verdict_last(struct store *s, const char *rollout, unsigned *wave, char verdict[16],

@@ -112,6 +112,18 @@ struct store_rollout {
 	bool has_reason; /* false: it never changed state */
 	int64_t created_ms,
 		updated_ms; /* read, not written: rollout_add and rollout_update set them */
+	/*
+	 * Where it stood when rollout_get read it: rollout_update writes over
+	 * that only (read false: over anything). The engine's thread and an
+	 * operator's action may both move a rollout; the one that comes second
+	 * must not undo the first's move without having seen it.
+	 */
+	struct {
+		bool read;
+		enum rollout_state state;
+		unsigned wave;
+		int64_t wave_started_ms;
+	} as_read;
 };
 
 /* A wave's verdict, with the numbers behind it (daemon/gates.h). */
@@ -339,9 +351,11 @@ struct store_ops {
 	/*
 	 * Its state, wave, wave start, reason and evidence as r says, with
 	 * verdict v (NULL: none), together. Evidence alone is no change of the
-	 * rollout's (its updated_ms stays).
+	 * rollout's (its updated_ms stays). -ESTALE, and nothing written, when
+	 * r was read (as_read) and the rollout's state, wave or wave start has
+	 * changed since; else r->as_read is what was written.
 	 */
-	int (*rollout_update)(struct store *s, const struct store_rollout *r,
+	int (*rollout_update)(struct store *s, struct store_rollout *r,
 			      const struct store_verdict *v, int64_t now_ms);
 	/* A pending rollout's n members, and r's state, all or nothing. */
 	int (*rollout_start)(struct store *s, const struct store_rollout *r,

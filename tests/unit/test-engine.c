@@ -5,7 +5,9 @@
  * verdict, not one per tick) until the data comes; canaries' soft lockups
  * fail it and roll back, which ends once the hosts report the previous
  * policy; an unhealthy canary fails a wave before its bake is over; a
- * paused rollout is not promoted; a reopened store carries on. The
+ * paused rollout is not promoted; a reopened store carries on; a pass
+ * made by the engine's thread (daemon/engine-worker.h) is heard on the
+ * loop, and a move made meanwhile by another is not undone. The
  * dashboard's series (daemon/series.c) of the same data.
  */
 #include <errno.h>
@@ -20,6 +22,9 @@
 
 #include "desired.h"
 #include "admin-json.h"
+#include <event2/event.h>
+
+#include "engine-worker.h"
 #include "engine.h"
 #include "hist.h"
 #include "rollout.h"
@@ -545,13 +550,115 @@ static void test_series(void **state)
 	assert_int_equal(series_step(5, 5, 0, &step), -EINVAL);
 }
 
+struct pass {
+	int heard, r;
+};
+
+static void on_pass(void *arg, int r, const char *store_error, double pass_s)
+{
+	struct pass *p = arg;
+
+	(void)store_error;
+	(void)pass_s;
+	p->heard++;
+	p->r = r;
+}
+
+/* The worker's changes go to the fleet, its ends to a pass: one argument for both. */
+struct both {
+	struct fleet *f;
+	struct pass p;
+};
+
+static void heard_both(void *arg, const struct engine_change *c)
+{
+	heard(((struct both *)arg)->f, c);
+}
+
+static void on_pass_both(void *arg, int r, const char *store_error, double pass_s)
+{
+	on_pass(&((struct both *)arg)->p, r, store_error, pass_s);
+}
+
+/* A pass on the engine's thread, heard on the loop; none asked while it runs. */
+static void test_worker(void **state)
+{
+	struct event_base *base = event_base_new();
+	struct engine_worker *w;
+	struct fleet f;
+	struct both b = { .f = &f };
+	char err[256];
+
+	(void)state;
+	assert_non_null(base);
+	start(&f, spec_json);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	assert_int_equal(engine_worker_new(base, f.st, heard_both, on_pass_both, &b, &w, err,
+					   sizeof(err)),
+			 0);
+	assert_int_equal(engine_worker_tick(w, T0 + 61 * MIN), 0);
+	assert_int_equal(engine_worker_tick(w, T0 + 62 * MIN), -EBUSY);
+	/* nothing is heard before the loop runs */
+	assert_string_equal(f.changes, "");
+	while (!b.p.heard)
+		assert_true(event_base_loop(base, EVLOOP_ONCE) >= 0);
+	assert_int_equal(b.p.heard, 1);
+	assert_int_equal(b.p.r, 1);
+	assert_string_equal(f.changes, "running>running:pass/ ");
+	expect_state(&f, "running", 1);
+	/* the next pass may be asked for once this one is heard */
+	assert_int_equal(engine_worker_tick(w, T0 + 62 * MIN), 0);
+	engine_worker_free(w);
+	/* a pass asked for is heard before the worker goes */
+	assert_int_equal(b.p.heard, 2);
+	event_base_free(base);
+	f.st->ops->close(f.st);
+}
+
+/*
+ * An operator pauses the rollout while a pass judges it: the pass's
+ * update, made from what it read before, is refused and the pause stays;
+ * the next pass sees the pause.
+ */
+static void test_moved_meanwhile(void **state)
+{
+	struct store_rollout engine, op, literal = { .name = "r", .state = ROLLOUT_RUNNING };
+	struct fleet f;
+
+	(void)state;
+	start(&f, spec_json);
+	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &engine), 0);
+	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &op), 0);
+	op.state = ROLLOUT_PAUSED;
+	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN), 0);
+	/* what was written is what a second update by the same hand starts from */
+	snprintf(op.reason, sizeof(op.reason), "paused by an operator");
+	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN), 0);
+	engine.state = ROLLOUT_RUNNING;
+	engine.wave = 1;
+	assert_int_equal(f.st->ops->rollout_update(f.st, &engine, NULL, T0 + 2 * MIN), -ESTALE);
+	expect_state(&f, "paused", 0);
+	/* a rollout not read is written as it is (the store's own tests, fixtures) */
+	assert_int_equal(f.st->ops->rollout_update(f.st, &literal, NULL, T0 + 3 * MIN), 0);
+	expect_state(&f, "running", 0);
+	store_rollout_clear(&engine);
+	store_rollout_clear(&op);
+	f.st->ops->close(f.st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
-		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
-		cmocka_unit_test(test_paused),	   cmocka_unit_test(test_latency),
+		cmocka_unit_test(test_promotes),
+		cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_rolls_back),
+		cmocka_unit_test(test_unhealthy_fails_early),
+		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_series),
+		cmocka_unit_test(test_worker),
+		cmocka_unit_test(test_moved_meanwhile),
 	};
 
 	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));
