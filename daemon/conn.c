@@ -796,8 +796,24 @@ void conn_reply(struct http_request *req, int code, const char *reason, const ch
 		resume(c);
 }
 
+/*
+ * Bytes the client sent that kmemd did not read (what followed a request
+ * it refused) would make close() reset the connection, and a reset can
+ * destroy the refusal before the client reads it: what has arrived is
+ * read and dropped first, a bounded amount.
+ */
+static void drain(evutil_socket_t fd)
+{
+	char buf[4096];
+
+	for (int i = 0; i < 16 && recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0; i++)
+		;
+}
+
 static void conn_free(struct conn *c)
 {
+	if (c->close_after)
+		drain(c->fd);
 	if (c->req)
 		c->req->conn = NULL;
 	if (c->all_prev)

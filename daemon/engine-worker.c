@@ -27,10 +27,8 @@ struct engine_worker {
 	engine_cb changed;
 	engine_pass_fn done;
 	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	/* under lock */
-	bool stop, due, finished;
+	/* under t.lock */
+	bool due, finished;
 	int64_t now_ms;
 	/* the loop's from engine_worker_tick() until the pass is heard; the thread's meanwhile */
 	bool running;
@@ -111,22 +109,22 @@ static void *run(void *arg)
 	int64_t now;
 
 	pthread_setname_np(pthread_self(), "kmemd-engine");
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	for (;;) {
-		while (!w->due && !w->stop)
-			pthread_cond_wait(&w->cond, &w->lock);
+		while (!w->due && !w->t.stop)
+			pthread_cond_wait(&w->t.cond, &w->t.lock);
 		/* a pass asked for is made, stopping or not */
 		if (!w->due)
 			break;
 		w->due = false;
 		now = w->now_ms;
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_unlock(&w->t.lock);
 		pass(w, now);
-		pthread_mutex_lock(&w->lock);
+		pthread_mutex_lock(&w->t.lock);
 		w->finished = true;
 		loop_thread_tell(&w->t);
 	}
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	return NULL;
 }
 
@@ -140,10 +138,10 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	if (fd >= 0)
 		(void)!read(fd, &n, sizeof(n));
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	finished = w->finished;
 	w->finished = false;
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	if (!finished)
 		return;
 	for (size_t i = 0; i < w->n; i++) {
@@ -171,8 +169,6 @@ int engine_worker_new(struct event_base *base, struct store *st, engine_cb chang
 	w->changed = changed;
 	w->done = done;
 	w->arg = arg;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
 	loop_thread_init(&w->t);
 	r = st->ops->open_beside(st, &w->st, err, errlen);
 	if (r == 0)
@@ -190,11 +186,11 @@ int engine_worker_tick(struct engine_worker *w, int64_t now_ms)
 	if (w->running)
 		return -EBUSY;
 	w->running = true;
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	w->now_ms = now_ms;
 	w->due = true;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	pthread_cond_signal(&w->t.cond);
+	pthread_mutex_unlock(&w->t.lock);
 	return 0;
 }
 
@@ -202,13 +198,7 @@ void engine_worker_free(struct engine_worker *w)
 {
 	if (!w)
 		return;
-	if (w->t.started) {
-		pthread_mutex_lock(&w->lock);
-		w->stop = true;
-		pthread_cond_signal(&w->cond);
-		pthread_mutex_unlock(&w->lock);
-		pthread_join(w->t.thread, NULL);
-	}
+	loop_thread_stop(&w->t);
 	on_done(-1, EV_READ, w);
 	loop_thread_close(&w->t);
 	if (w->st)
@@ -216,7 +206,5 @@ void engine_worker_free(struct engine_worker *w)
 	for (size_t i = 0; i < w->n; i++)
 		change_clear(&w->c[i]);
 	free(w->c);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
 	free(w);
 }

@@ -19,10 +19,7 @@ struct ingest_worker {
 	ingest_count_fn count;
 	ingest_done_fn fn;
 	void *arg;
-	pthread_mutex_t lock;
-	pthread_cond_t cond; /* on CLOCK_MONOTONIC */
-	/* under lock */
-	bool stop;
+	/* under t.lock */
 	bool idle; /* waiting with no batch open: the next report wakes it */
 	uint64_t wait_ms;
 	struct ingest_job *todo, **todo_tail;
@@ -61,11 +58,11 @@ static void hand_back(struct ingest_worker *w, struct ingest_batch *b)
 {
 	/* no read snapshot kept between batches: checkpoints reset the log */
 	w->st->ops->idle(w->st);
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	*w->done_tail = b;
 	w->done_tail = &b->next;
 	loop_thread_tell(&w->t);
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 }
 
 static void batch_commit(struct ingest_worker *w)
@@ -142,39 +139,39 @@ static void *run(void *arg)
 	bool due;
 
 	pthread_setname_np(pthread_self(), "kmemd-ingest");
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	for (;;) {
-		due = !w->open || w->stop || w->ntodo >= INGEST_BATCH_MAX || past(&w->deadline);
+		due = !w->open || w->t.stop || w->ntodo >= INGEST_BATCH_MAX || past(&w->deadline);
 		if (w->todo && due) {
 			list = w->todo;
 			w->todo = NULL;
 			w->todo_tail = &w->todo;
 			w->ntodo = 0;
 			wait_ms = w->wait_ms;
-			pthread_mutex_unlock(&w->lock);
+			pthread_mutex_unlock(&w->t.lock);
 			for (; list; list = j) {
 				j = list->next;
 				store_one(w, list, wait_ms);
 			}
-			pthread_mutex_lock(&w->lock);
+			pthread_mutex_lock(&w->t.lock);
 			continue;
 		}
-		if (w->open && (w->stop || past(&w->deadline))) {
-			pthread_mutex_unlock(&w->lock);
+		if (w->open && (w->t.stop || past(&w->deadline))) {
+			pthread_mutex_unlock(&w->t.lock);
 			batch_commit(w);
-			pthread_mutex_lock(&w->lock);
+			pthread_mutex_lock(&w->t.lock);
 			continue;
 		}
-		if (w->stop)
+		if (w->t.stop)
 			break;
 		if (w->open) {
-			pthread_cond_timedwait(&w->cond, &w->lock, &w->deadline);
+			pthread_cond_timedwait(&w->t.cond, &w->t.lock, &w->deadline);
 		} else {
 			w->idle = true;
-			pthread_cond_wait(&w->cond, &w->lock);
+			pthread_cond_wait(&w->t.cond, &w->t.lock);
 		}
 	}
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	return NULL;
 }
 
@@ -186,11 +183,11 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)!read(fd, &n, sizeof(n));
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	b = w->done;
 	w->done = NULL;
 	w->done_tail = &w->done;
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	for (; b; b = next) {
 		next = b->next;
 		w->fn(w->arg, b);
@@ -202,7 +199,6 @@ int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_m
 		      struct ingest_worker **out, char *err, size_t errlen)
 {
 	struct ingest_worker *w = calloc(1, sizeof(*w));
-	pthread_condattr_t ca;
 	int r;
 
 	*out = NULL;
@@ -215,11 +211,6 @@ int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_m
 	w->wait_ms = wait_ms;
 	w->todo_tail = &w->todo;
 	w->done_tail = &w->done;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&w->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	loop_thread_init(&w->t);
 	r = st->ops->open_beside(st, &w->st, err, errlen);
 	if (r == 0)
@@ -234,44 +225,35 @@ int ingest_worker_new(struct event_base *base, struct store *st, uint64_t wait_m
 
 void ingest_worker_set_wait(struct ingest_worker *w, uint64_t wait_ms)
 {
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	w->wait_ms = wait_ms;
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 }
 
 void ingest_worker_submit(struct ingest_worker *w, struct ingest_job *j)
 {
 	j->next = NULL;
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
 	w->ntodo++;
 	if (w->idle || w->ntodo >= INGEST_BATCH_MAX) {
 		w->idle = false;
-		pthread_cond_signal(&w->cond);
+		pthread_cond_signal(&w->t.cond);
 	}
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 }
 
 void ingest_worker_free(struct ingest_worker *w)
 {
 	if (!w)
 		return;
-	if (w->t.started) {
-		pthread_mutex_lock(&w->lock);
-		w->stop = true;
-		w->idle = false;
-		pthread_cond_signal(&w->cond);
-		pthread_mutex_unlock(&w->lock);
-		/* it stores what it was handed and commits before it returns */
-		pthread_join(w->t.thread, NULL);
-	}
+	/* it stores what it was handed and commits before it returns */
+	loop_thread_stop(&w->t);
 	if (w->t.efd >= 0)
 		on_done(w->t.efd, EV_READ, w);
 	loop_thread_close(&w->t);
 	if (w->st)
 		w->st->ops->close(w->st);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
 	free(w);
 }

@@ -50,10 +50,7 @@ struct series_worker {
 	struct event_base *base;
 	struct loop_thread t; /* it tells the loop when it has handed something back */
 	struct store *st; /* the worker's only */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	/* under lock */
-	bool stop;
+	/* under t.lock */
 	struct job *todo, **todo_tail, *done;
 	/* the loop's */
 	struct entry e[SERIES_KEEP];
@@ -102,24 +99,24 @@ static void *run(void *arg)
 	struct job *j;
 
 	pthread_setname_np(pthread_self(), "kmemd-series");
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	for (;;) {
-		while (!w->todo && !w->stop)
-			pthread_cond_wait(&w->cond, &w->lock);
-		if (w->stop)
+		while (!w->todo && !w->t.stop)
+			pthread_cond_wait(&w->t.cond, &w->t.lock);
+		if (w->t.stop)
 			break;
 		j = w->todo;
 		w->todo = j->next;
 		if (!w->todo)
 			w->todo_tail = &w->todo;
-		pthread_mutex_unlock(&w->lock);
+		pthread_mutex_unlock(&w->t.lock);
 		compute(w, j);
-		pthread_mutex_lock(&w->lock);
+		pthread_mutex_lock(&w->t.lock);
 		j->next = w->done;
 		w->done = j;
 		loop_thread_tell(&w->t);
 	}
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	return NULL;
 }
 
@@ -133,11 +130,11 @@ static int queue(struct series_worker *w, struct entry *e, int64_t now_ms)
 	j->now_ms = now_ms;
 	j->e = e;
 	e->job = j;
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	*w->todo_tail = j;
 	w->todo_tail = &j->next;
-	pthread_cond_signal(&w->cond);
-	pthread_mutex_unlock(&w->lock);
+	pthread_cond_signal(&w->t.cond);
+	pthread_mutex_unlock(&w->t.lock);
 	return 0;
 }
 
@@ -196,10 +193,10 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)!read(fd, &n, sizeof(n));
-	pthread_mutex_lock(&w->lock);
+	pthread_mutex_lock(&w->t.lock);
 	j = w->done;
 	w->done = NULL;
-	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->t.lock);
 	for (; j; j = next) {
 		next = j->next;
 		deliver(j);
@@ -217,8 +214,6 @@ int series_worker_new(struct event_base *base, const char *path, struct series_w
 		return -ENOMEM;
 	w->base = base;
 	w->todo_tail = &w->todo;
-	pthread_mutex_init(&w->lock, NULL);
-	pthread_cond_init(&w->cond, NULL);
 	loop_thread_init(&w->t);
 	r = store_open_reader(path, &w->st, err, errlen);
 	if (r == 0)
@@ -238,13 +233,7 @@ void series_worker_free(struct series_worker *w)
 
 	if (!w)
 		return;
-	if (w->t.started) {
-		pthread_mutex_lock(&w->lock);
-		w->stop = true;
-		pthread_cond_signal(&w->cond);
-		pthread_mutex_unlock(&w->lock);
-		pthread_join(w->t.thread, NULL);
-	}
+	loop_thread_stop(&w->t);
 	/* what was computed is delivered; what was not is cancelled */
 	on_done(w->t.efd, EV_READ, w);
 	for (j = w->todo; j; j = next) {
@@ -260,8 +249,6 @@ void series_worker_free(struct series_worker *w)
 	loop_thread_close(&w->t);
 	if (w->st)
 		w->st->ops->close(w->st);
-	pthread_cond_destroy(&w->cond);
-	pthread_mutex_destroy(&w->lock);
 	free(w);
 }
 

@@ -4,7 +4,9 @@
 # (daemon/series-worker.h): every report is acknowledged, and reports go
 # on being acknowledged while each new query is computed (series-load
 # counts them); a refreshed page gets the kept answer with when it was
-# computed; errors are answered and not kept.
+# computed; errors are answered and not kept. Meanwhile the engine judges
+# the rollout every 250 ms on its own thread (daemon/engine-worker.h),
+# beside the writer and the series worker, each with its connection.
 set -euo pipefail
 
 BUILD=${1:?usage: series.sh BUILD_DIR SOURCE_DIR}
@@ -22,6 +24,7 @@ pki_fleet
 pki_hosts load-1
 $LOAD seed kmemd.sqlite 10000 12 || fail "seeding a store with a 10,000-member rollout"
 kmemd_conf >kmemd.conf
+printf '[rollout]\ntick = 250ms\n' >>kmemd.conf
 kmemd_start
 
 # 5 new queries, then a page refreshed 20 times, while load-1 reports
@@ -31,6 +34,9 @@ cat load.out
 grep -q "^series answers 25 (5 new queries, 20 refreshes): 100 canaries, 9900 baselines$" load.out ||
 	fail "the series' sides: $(cat load.out)"
 echo "ok: every report acknowledged, and reports served while each new series was computed"
+wait_for 60 sh -c '[ "$(grep -c "1 rollouts judged in" kmemd.log)" -ge 2 ]' ||
+	fail "the engine did not judge the rollout twice: $(grep -c "rollouts judged" kmemd.log)"
+echo "ok: the engine judges the 10,000-member rollout on its thread ($(grep -c "1 rollouts judged in" kmemd.log) passes)"
 
 # a kept answer says when it was computed; asked again it is the same one
 a=$(api ops GET "/v1/rollouts/series?name=bench&wave=1")
