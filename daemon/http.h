@@ -49,7 +49,7 @@ static inline void pb_freep(void *p)
 #define _cleanup_pb_ _cleanup_(pb_freep)
 #define _cleanup_query_ _cleanup_(evhttp_clear_headers)
 
-/* b (taken: freed here) answered with code and Content-Type type (NULL: set already). */
+/* b (taken: freed here) answered with code and Content-Type type (NULL: none). */
 void reply_buffer(struct http_request *req, int code, const char *reason, const char *type,
 		  struct evbuffer *b);
 void reply_text(struct http_request *req, int code, const char *reason, const char *text);
@@ -94,6 +94,7 @@ ProtobufCMessage *request_message_in(struct http_request *req,
 				     const ProtobufCMessageDescriptor *desc, ProtobufCAllocator *a);
 /* The query parsed into q (evhttp_clear_headers() after); false with 400 want sent. */
 bool request_query(struct http_request *req, struct evkeyvalq *q, const char *want);
+
 int64_t kmemd_now_ms(void);
 
 #endif
