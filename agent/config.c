@@ -7,6 +7,7 @@
 #include "ctl.h"
 #include "log.h"
 #include "macro.h"
+#include "hostport.h"
 #include "report-check.h"
 #include "text.h"
 
@@ -46,7 +47,14 @@ const size_t agent_n_options = ARRAY_SIZE(agent_options);
 int agent_config_check(const struct agent_config *c)
 {
 	const struct ini_map *m = &c->labels;
+	struct hostport hp[HOSTPORT_LIST_MAX];
+	size_t n;
 
+	if (c->server && hostport_list(c->server, hp, HOSTPORT_LIST_MAX, &n) < 0)
+		return log_error_errno(-EINVAL,
+				       "[agent] server '%s' is not HOST:PORT, or up to %d of them "
+				       "separated by commas, each once",
+				       c->server, HOSTPORT_LIST_MAX);
 	if (c->host_id && !text_name_valid(c->host_id, REPORT_HOST_ID_MAX))
 		return log_error_errno(-EINVAL, "[agent] host_id '%s' is not 1 to %d of %s",
 				       c->host_id, REPORT_HOST_ID_MAX, TEXT_NAME_CHARSET);

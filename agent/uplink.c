@@ -19,8 +19,9 @@
 struct uplink {
 	struct event_base *base;
 	SSL_CTX *ctx;
-	char host[256];
-	uint16_t port;
+	/* kmemd's addresses: reports go to cur until it is unreachable, then to the next */
+	struct hostport srv[HOSTPORT_LIST_MAX];
+	size_t nsrv, cur;
 	unsigned timeout_s;
 	struct evhttp_connection *conn;
 	bool in_flight;
@@ -38,10 +39,10 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 
 	if (!u)
 		return -ENOMEM;
-	r = hostport_split(cfg->server, u->host, sizeof(u->host), &u->port, false);
+	r = hostport_list(cfg->server, u->srv, HOSTPORT_LIST_MAX, &u->nsrv);
 	if (r < 0) {
 		free(u);
-		return log_error_errno(r, "server '%s' is not host:port",
+		return log_error_errno(r, "server '%s' is not host:port, or a list of them",
 				       cfg->server ? cfg->server : "(unset)");
 	}
 	r = tls_client_ctx(&tc, &u->ctx);
@@ -73,9 +74,10 @@ void uplink_free(struct uplink *u)
 
 static int connect_kmemd(struct uplink *u)
 {
+	const struct hostport *s = &u->srv[u->cur];
 	struct bufferevent *bev;
 	SSL *ssl;
-	int r = tls_client_ssl(u->ctx, u->host, &ssl);
+	int r = tls_client_ssl(u->ctx, s->host, &ssl);
 
 	if (r < 0)
 		return r;
@@ -85,7 +87,7 @@ static int connect_kmemd(struct uplink *u)
 		SSL_free(ssl);
 		return -ENOMEM;
 	}
-	u->conn = evhttp_connection_base_bufferevent_new(u->base, NULL, bev, u->host, u->port);
+	u->conn = evhttp_connection_base_bufferevent_new(u->base, NULL, bev, s->host, s->port);
 	if (!u->conn)
 		return -ENOMEM;
 	evhttp_connection_set_timeout(u->conn, (int)u->timeout_s);
@@ -105,6 +107,23 @@ static void free_conn(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_free(arg);
 }
 
+/*
+ * The next kmemd for the next report, when there is another: the report
+ * that got no answer stays in the spool and goes there, so a host's
+ * reports keep their order, and one stored by the kmemd that went is
+ * acknowledged again and not stored twice.
+ */
+static void fail_over(struct uplink *u)
+{
+	const struct hostport *was = &u->srv[u->cur];
+
+	if (u->nsrv < 2)
+		return;
+	u->cur = (u->cur + 1) % u->nsrv;
+	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
+		   u->srv[u->cur].host, u->srv[u->cur].port);
+}
+
 static void on_reply(struct evhttp_request *req, void *arg)
 {
 	struct uplink *u = arg;
@@ -120,6 +139,7 @@ static void on_reply(struct evhttp_request *req, void *arg)
 		event_base_once(u->base, -1, EV_TIMEOUT, free_conn, u->conn, NULL);
 		u->conn = NULL;
 		ERR_clear_error();
+		fail_over(u);
 		finish(u, UPLINK_UNREACHABLE, NULL);
 		return;
 	}
@@ -154,7 +174,9 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 	if (!req)
 		return -ENOMEM;
 	h = evhttp_request_get_output_headers(req);
-	snprintf(hostport, sizeof(hostport), "%s:%u", u->host, u->port);
+	/* an IPv6 address in brackets, as in a URL */
+	snprintf(hostport, sizeof(hostport), strchr(u->srv[u->cur].host, ':') ? "[%s]:%u" : "%s:%u",
+		 u->srv[u->cur].host, u->srv[u->cur].port);
 	evhttp_add_header(h, "Host", hostport);
 	evhttp_add_header(h, "Content-Type", "application/x-protobuf");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);

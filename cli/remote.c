@@ -151,8 +151,8 @@ static const char *tcp_error(const char *host, uint16_t port)
  * that TLS ended (EXIT_REFUSED). kmemd's alert naming why is not always
  * read: a server that closes with our request unread resets the connection.
  */
-static int say_failure(const struct call *c, struct bufferevent *bev, const char *server,
-		       const char *host, uint16_t port)
+static int say_failure(const struct call *c, struct bufferevent *bev, const char *host,
+		       uint16_t port, bool *no_connection)
 {
 	unsigned long e = bufferevent_get_openssl_error(bev) ?: ERR_peek_error();
 	const char *why = NULL;
@@ -162,13 +162,14 @@ static int say_failure(const struct call *c, struct bufferevent *bev, const char
 		why = "timed out";
 	else
 		why = tcp_error(host, port);
+	*no_connection = why && !(c->why_set && c->why == EVREQ_HTTP_TIMEOUT);
 	if (e && ERR_GET_LIB(e) == ERR_LIB_SSL)
 		ERR_error_string_n(e, err, sizeof(err));
 	if (why) {
-		fprintf(stderr, "kmemctl: kmemd at %s is not reachable: %s\n", server, why);
+		fprintf(stderr, "kmemctl: kmemd at %s:%u is not reachable: %s\n", host, port, why);
 		return EXIT_UNREACHABLE;
 	}
-	fprintf(stderr, "kmemctl: kmemd at %s ended the connection in TLS: %s\n", server,
+	fprintf(stderr, "kmemctl: kmemd at %s:%u ended the connection in TLS: %s\n", host, port,
 		err[0] ? err : "closed before answering");
 	return EXIT_REFUSED;
 }
@@ -190,9 +191,11 @@ static void say_refusal(int code, const char *body)
 	json_decref(o);
 }
 
-int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, const char *path,
-		   const char *ctype, const void *body, size_t len, int *code, uint8_t **reply,
-		   size_t *reply_len)
+/* One request to the kmemd at host:port; *no_connection when none could be made. */
+static int request_one(const struct remote_target *t, const char *host, uint16_t port,
+		       enum evhttp_cmd_type method, const char *path, const char *ctype,
+		       const void *body, size_t len, int *code, uint8_t **reply, size_t *reply_len,
+		       bool *no_connection)
 {
 	struct tls_config tc = { .cert = t->cert, .key = t->key, .ca = t->ca };
 	struct call c = { 0 };
@@ -201,15 +204,10 @@ int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, c
 	struct bufferevent *bev;
 	SSL_CTX *ctx = NULL;
 	SSL *ssl = NULL;
-	char host[256], hostport[300], err[256];
-	uint16_t port;
+	char hostport[300], err[256];
 	int ret = EXIT_USAGE;
 
 	*reply = NULL;
-	if (hostport_split(t->server, host, sizeof(host), &port, false) < 0) {
-		fprintf(stderr, "kmemctl: server '%s' is not HOST:PORT\n", t->server);
-		goto out;
-	}
 	if (tls_client_ctx(&tc, &ctx) < 0 || tls_client_ssl(ctx, host, &ssl) < 0) {
 		fprintf(stderr, "kmemctl: certificate '%s', key '%s' or CA '%s' unusable: %s\n",
 			t->cert ?: "(none)", t->key ?: "(none)", t->ca,
@@ -237,7 +235,9 @@ int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, c
 	evhttp_connection_set_timeout(conn, TIMEOUT_S);
 	evhttp_connection_set_max_body_size(conn, REPLY_MAX);
 	evhttp_request_set_error_cb(req, on_error);
-	snprintf(hostport, sizeof(hostport), "%s:%u", host, port);
+	/* an IPv6 address in brackets, as in a URL */
+	snprintf(hostport, sizeof(hostport), strchr(host, ':') ? "[%.255s]:%u" : "%.255s:%u", host,
+		 port);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", hostport);
 	if (ctype) {
 		evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type", ctype);
@@ -247,7 +247,7 @@ int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, c
 		goto out;
 	event_base_dispatch(c.base);
 	if (c.failed || !c.code) {
-		ret = say_failure(&c, bev, t->server, host, port);
+		ret = say_failure(&c, bev, host, port, no_connection);
 		goto out;
 	}
 	/* a NUL after the body, for callers that read it as text */
@@ -267,6 +267,42 @@ out:
 	if (c.base)
 		event_base_free(c.base);
 	SSL_CTX_free(ctx);
+	return ret;
+}
+
+/*
+ * To each of the server's addresses in turn until one answers: past one
+ * that no connection could be made to, and, for a GET, past one that made
+ * none in time; a change sent to a kmemd that took it and did not answer
+ * is not sent again.
+ */
+int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, const char *path,
+		   const char *ctype, const void *body, size_t len, int *code, uint8_t **reply,
+		   size_t *reply_len)
+{
+	struct hostport hp[HOSTPORT_LIST_MAX];
+	bool no_connection;
+	size_t n;
+	int ret = EXIT_USAGE;
+
+	*reply = NULL;
+	if (hostport_list(t->server, hp, HOSTPORT_LIST_MAX, &n) < 0) {
+		fprintf(stderr,
+			"kmemctl: server '%s' is not HOST:PORT, or up to %d of them separated by "
+			"commas, each once\n",
+			t->server, HOSTPORT_LIST_MAX);
+		return ret;
+	}
+	for (size_t i = 0; i < n; i++) {
+		no_connection = false;
+		ret = request_one(t, hp[i].host, hp[i].port, method, path, ctype, body, len, code,
+				  reply, reply_len, &no_connection);
+		if (ret != EXIT_UNREACHABLE || (!no_connection && method != EVHTTP_REQ_GET))
+			break;
+		if (i + 1 < n)
+			fprintf(stderr, "kmemctl: trying kmemd at %s:%u\n", hp[i + 1].host,
+				hp[i + 1].port);
+	}
 	return ret;
 }
 

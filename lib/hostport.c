@@ -35,3 +35,37 @@ int hostport_split(const char *s, char *host, size_t size, uint16_t *port, bool 
 	*port = (uint16_t)p;
 	return 0;
 }
+
+int hostport_list(const char *s, struct hostport *out, size_t max, size_t *n)
+{
+	char item[300];
+	const char *p = s, *end;
+	size_t len;
+
+	*n = 0;
+	if (!s)
+		return -EINVAL;
+	for (;;) {
+		p += strspn(p, " \t");
+		end = p + strcspn(p, ",");
+		len = (size_t)(end - p);
+		while (len && (p[len - 1] == ' ' || p[len - 1] == '\t'))
+			len--;
+		if (!len || len >= sizeof(item))
+			return -EINVAL;
+		if (*n == max)
+			return -E2BIG;
+		memcpy(item, p, len);
+		item[len] = '\0';
+		if (hostport_split(item, out[*n].host, sizeof(out[*n].host), &out[*n].port, false) <
+		    0)
+			return -EINVAL;
+		for (size_t i = 0; i < *n; i++)
+			if (out[i].port == out[*n].port && !strcmp(out[i].host, out[*n].host))
+				return -EINVAL;
+		(*n)++;
+		if (!*end)
+			return 0;
+		p = end + 1;
+	}
+}

@@ -12,4 +12,19 @@
  */
 int hostport_split(const char *s, char *host, size_t size, uint16_t *port, bool allow_zero);
 
+/* Addresses of kmemd a client may use, the first it tries first. */
+#define HOSTPORT_LIST_MAX 8
+
+struct hostport {
+	char host[256];
+	uint16_t port;
+};
+
+/*
+ * One or more "host:port" separated by commas (blanks around each
+ * ignored), none twice: n in out. -EINVAL when one is not host:port or is
+ * empty, -E2BIG past max.
+ */
+int hostport_list(const char *s, struct hostport *out, size_t max, size_t *n);
+
 #endif
