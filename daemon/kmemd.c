@@ -3,12 +3,14 @@
 #include <errno.h>
 #include <event2/event.h>
 #include <getopt.h>
+#include <openssl/rand.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <systemd/sd-daemon.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "desired.h"
@@ -185,18 +187,35 @@ static void on_upkeep(evutil_socket_t fd, short what, void *arg)
 	event_active(u->step, EV_TIMEOUT, 0);
 }
 
-/* Rollouts judged every [rollout] tick, as the configuration now says. */
+/*
+ * This kmemd to the engine's lease: its host, pid and a random part, so
+ * that a kmemd restarted with the same pid is not taken for the one before
+ * it (whose lease must expire, not pass on).
+ */
+static void holder_name(char *buf, size_t len)
+{
+	unsigned char rnd[4] = { 0 };
+	char host[64] = "kmemd";
+
+	gethostname(host, sizeof(host) - 1);
+	RAND_bytes(rnd, sizeof(rnd));
+	snprintf(buf, len, "%s:%d:%02x%02x%02x%02x", host, (int)getpid(), rnd[0], rnd[1], rnd[2],
+		 rnd[3]);
+}
+
+/*
+ * Rollouts judged every [rollout] tick, as the configuration now says; the
+ * engine's lease renewed every quarter of one.
+ */
 struct engine_timer {
 	struct kmemd *k;
-	struct event *ev;
+	struct event *ev, *lease;
 };
 
-static void arm(struct engine_timer *t)
+static void arm(struct event *ev, uint64_t ms)
 {
-	uint64_t ms = t->k->cfg->rollout_tick_ms;
-
-	event_add(t->ev, &(struct timeval){ .tv_sec = (time_t)(ms / 1000),
-					    .tv_usec = (suseconds_t)(ms % 1000) * 1000 });
+	event_add(ev, &(struct timeval){ .tv_sec = (time_t)(ms / 1000),
+					 .tv_usec = (suseconds_t)(ms % 1000) * 1000 });
 }
 
 static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
@@ -207,7 +226,17 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	t->k->revocations++;
 	rollouts_tick(t->k);
-	arm(t);
+	arm(t->ev, t->k->cfg->rollout_tick_ms);
+}
+
+static void on_lease(evutil_socket_t fd, short what, void *arg)
+{
+	struct engine_timer *t = arg;
+
+	(void)fd;
+	(void)what;
+	rollouts_lease(t->k);
+	arm(t->lease, t->k->cfg->rollout_tick_ms / 4 ?: 1);
 }
 
 /* The soft descriptor limit up to the hard one: kmemd_config_check_fds() counted on it. */
@@ -259,6 +288,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 
 	if (!base)
 		return -ENOMEM;
+	holder_name(k.engine_holder, sizeof(k.engine_holder));
 	signal(SIGPIPE, SIG_IGN);
 	r = store_open(cfg->store_path, &k.store, err, sizeof(err));
 	if (r < 0) {
@@ -312,10 +342,15 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_active(up.tick, EV_TIMEOUT, 0);
 	/* the first judgement once the listener is up: a restart resumes at once */
 	et.ev = r == 0 ? evtimer_new(base, on_rollout_tick, &et) : NULL;
-	if (r == 0 && !et.ev)
+	et.lease = r == 0 ? evtimer_new(base, on_lease, &et) : NULL;
+	if (r == 0 && (!et.ev || !et.lease))
 		r = -ENOMEM;
-	if (r == 0)
+	/* whether this kmemd runs the engine is known before its first tick */
+	if (r == 0) {
+		rollouts_lease(&k);
+		arm(et.lease, cfg->rollout_tick_ms / 4 ?: 1);
 		event_active(et.ev, EV_TIMEOUT, 0);
+	}
 	if (r == 0) {
 		log_info("listening on port %d", server_port(srv));
 		sd_notifyf(0, "READY=1\nSTATUS=listening on %s", cfg->listen);
@@ -336,6 +371,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_free(up.step);
 	if (et.ev)
 		event_free(et.ev);
+	if (et.lease)
+		event_free(et.lease);
 	/* reports handed to the writer are committed and answered before the listener goes */
 	reports_stop(&k);
 	/* a pass under way ends and is heard */

@@ -98,6 +98,9 @@ struct kmemd {
 	struct desired *desired; /* which policy each host is to run */
 	struct series_worker *series; /* the dashboard's rollout series, off the loop */
 	struct engine_worker *engine; /* the rollout engine's passes, off the loop */
+	/* who this kmemd is to the engine's lease (host:pid:random), and whether it holds it */
+	char engine_holder[128];
+	bool engine_leader;
 	/*
 	 * Bumped by a revocation here and by every engine tick (for one made
 	 * by another kmemd): a connection whose host was found not revoked at
@@ -128,6 +131,12 @@ int reports_start(struct kmemd *k, char *err, size_t errlen);
 void reports_stop(struct kmemd *k);
 /* rollouts.c: judges and moves every unfinished rollout now. */
 void rollouts_tick(struct kmemd *k);
+/*
+ * The engine's lease taken or renewed for three quarters of a tick: of
+ * several kmemd on one store, the one holding it judges rollouts, and
+ * another takes it within a tick of its holder's end.
+ */
+void rollouts_lease(struct kmemd *k);
 /* The engine's thread (engine-worker.h), judging with k's store beside the loop's. */
 int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen);
 /* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */

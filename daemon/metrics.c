@@ -415,6 +415,12 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    (unsigned long long)st->reports_trimmed, METRICS_FAMILY_MAX,
 			    (unsigned long long)dropped);
 	connections(b);
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_engine_leader 1 when this kmemd holds the rollout "
+			    "engine's lease and judges rollouts; 0 when another does.\n"
+			    "# TYPE kmemd_engine_leader gauge\n"
+			    "kmemd_engine_leader %d\n",
+			    k->engine_leader);
 	names(b, k->names);
 	process(b);
 	reply_buffer(req, HTTP_OK, "OK", "text/plain; version=0.0.4; charset=utf-8", TAKE_PTR(b));

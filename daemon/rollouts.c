@@ -634,13 +634,39 @@ int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen)
 }
 
 /*
- * A pass of the engine, unless the last is still under way; and what
- * other kmemd changed in the store: at most once a tick, never per report.
+ * A pass of the engine, when this kmemd holds its lease and the last pass
+ * is over; and what other kmemd changed in the store: at most once a
+ * tick, never per report.
  */
 void rollouts_tick(struct kmemd *k)
 {
+	if (!k->engine_leader) {
+		kmemd_desired_refresh(k);
+		return;
+	}
 	if (engine_worker_tick(k->engine, kmemd_now_ms()) == -EBUSY) {
 		log_debug("the last pass of the rollout engine is still under way");
 		kmemd_desired_refresh(k);
+	}
+}
+
+void rollouts_lease(struct kmemd *k)
+{
+	int64_t ttl = (int64_t)k->cfg->rollout_tick_ms * 3 / 4;
+	int r = k->store->ops->lease(k->store, "engine", k->engine_holder, kmemd_now_ms(), ttl);
+
+	if (r < 0)
+		log_error("renewing the rollout engine's lease failed: %s",
+			  k->store->ops->error(k->store));
+	if (r > 0 && !k->engine_leader) {
+		log_notice("this kmemd (%s) runs the rollout engine", k->engine_holder);
+		k->engine_leader = true;
+		/* a rollout left by the last holder is judged now, not a tick later */
+		rollouts_tick(k);
+	} else if (r <= 0 && k->engine_leader) {
+		log_notice(
+			"this kmemd (%s) no longer runs the rollout engine: %s", k->engine_holder,
+			r < 0 ? "its lease could not be renewed" : "another kmemd holds its lease");
+		k->engine_leader = false;
 	}
 }

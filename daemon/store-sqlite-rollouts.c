@@ -25,6 +25,7 @@ enum stmt {
 	ST_VERDICT_ADD,
 	ST_VERDICT_LAST,
 	ST_VERDICTS,
+	ST_LEASE,
 	ST_N,
 };
 
@@ -56,6 +57,9 @@ static const char *const sql[ST_N] = {
 		       " (SELECT coalesce(max(id), 0) FROM assignments),"
 		       " (SELECT count(*) FROM rollouts),"
 		       " (SELECT coalesce(sum(updated_ms), 0) FROM rollouts)",
+	[ST_LEASE] = "INSERT INTO leases VALUES (?1, ?2, ?3 + ?4) ON CONFLICT (name) DO UPDATE"
+		     " SET holder = ?2, expires_ms = ?3 + ?4"
+		     " WHERE leases.holder = ?2 OR leases.expires_ms <= ?3",
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
 			       " (?1, ?2, ?3, ?4)"
 			       " ORDER BY created_ms, name",
@@ -480,4 +484,22 @@ int sq_members(struct store *s, const char *rollout,
 	if (r)
 		return r;
 	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int sq_lease(struct store *s, const char *name, const char *holder, int64_t now_ms, int64_t ttl_ms)
+{
+	sqlite3_stmt *st;
+	int r = sq_write_begin(s, false);
+
+	if (r < 0)
+		return r;
+	st = stmt(s, ST_LEASE);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, holder, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 3, now_ms);
+	sqlite3_bind_int64(st, 4, ttl_ms);
+	r = step_done(st);
+	if (r == 0)
+		r = sqlite3_changes(DB(s)) > 0;
+	return sq_write_end(s, false, r);
 }

@@ -132,6 +132,9 @@ static const char *const migrations[] = {
 	 " (rollout, wave, position, host_id, stratum, prev_policy, prev_version);"),
 	/* 10: a rollout's gates' evidence (daemon/evidence.h), so another kmemd goes on with it */
 	"ALTER TABLE rollouts ADD COLUMN evidence TEXT;",
+	/* 11: which kmemd runs the rollout engine, and until when (store.h's lease) */
+	("CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+	 " expires_ms INTEGER NOT NULL) WITHOUT ROWID;"),
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -551,6 +554,7 @@ static const struct store_ops sqlite_ops = {
 	.rollouts_started = sq_rollouts_started,
 	.changes = sq_changes,
 	.rollouts_active = sq_rollouts_active,
+	.lease = sq_lease,
 	.rollout_gauges = sq_rollout_gauges,
 	.verdict_last = sq_verdict_last,
 	.verdicts = sq_verdicts,

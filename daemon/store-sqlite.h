@@ -231,6 +231,7 @@ int sq_rollouts(struct store *s,
 			  size_t n),
 		void *arg);
 int sq_rollouts_active(struct store *s, store_name_cb cb, void *arg);
+int sq_lease(struct store *s, const char *name, const char *holder, int64_t now_ms, int64_t ttl_ms);
 int sq_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
 		      int64_t now_ms);
 int sq_rollout_start(struct store *s, const struct store_rollout *ro, const struct store_member *m,

@@ -357,6 +357,14 @@ struct store_ops {
 	 */
 	int (*rollout_update)(struct store *s, struct store_rollout *r,
 			      const struct store_verdict *v, int64_t now_ms);
+	/*
+	 * Lease name (the rollout engine's: "engine") for holder until
+	 * now_ms + ttl_ms, when it is free, expired or holder's already: 1,
+	 * or 0 when another holds it. Several kmemd on one store run one
+	 * engine between them: the one whose lease holds.
+	 */
+	int (*lease)(struct store *s, const char *name, const char *holder, int64_t now_ms,
+		     int64_t ttl_ms);
 	/* A pending rollout's n members, and r's state, all or nothing. */
 	int (*rollout_start)(struct store *s, const struct store_rollout *r,
 			     const struct store_member *m, size_t n, int64_t now_ms);

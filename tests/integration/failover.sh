@@ -1,10 +1,14 @@
 #!/bin/bash
-# An agent and kmemctl given two kmemd fail over when the first goes.
-# Two kmemd serve one store (here the same SQLite file; the production
-# setup for several kmemd is PostgreSQL, docs/operations.md); the agent
-# reports to the first it lists until it is SIGKILLed, then to the second,
-# with no acknowledged report lost; kmemctl reads and changes through the
-# second when the first takes no connection.
+# Two kmemd on one store, and the first SIGKILLed mid-rollout.
+# (Here the store is one SQLite file both open; the production setup for
+# kmemd on several machines is PostgreSQL, docs/operations.md.)
+# - Exactly one runs the rollout engine: the first, whose lease holds.
+# - Agents list both and report to the first; kmemctl reads through it.
+# - The first goes in wave 2's bake: the second takes the engine's lease
+#   within a tick, resumes the same wave from its start and its wave 1
+#   verdict, and finishes the rollout; the agents report through it and run
+#   the rollout's policy; kmemctl reads and changes through it; no report an
+#   agent saw acknowledged is lost.
 set -euo pipefail
 
 BUILD=${1:?usage: failover.sh BUILD_DIR SOURCE_DIR}
@@ -20,8 +24,9 @@ chmod 755 "$work"
 in_work
 
 pki_fleet
-pki_hosts h1
+pki_hosts h1 h2
 kmemd_conf >kmemd.conf
+printf '[rollout]\ntick = 500ms\n' >>kmemd.conf
 kmemd_start
 pa=$port
 $KMEMD -d -c kmemd.conf >kmemd-b.log 2>&1 &
@@ -29,32 +34,91 @@ kmemd_b=$!
 pids+=($kmemd_b)
 wait_for 10 grep -q "listening on port" kmemd-b.log || fail "the second kmemd did not start"
 pb=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd-b.log | head -1)
-both="127.0.0.1:$pa, 127.0.0.1:$pb"
-ops_cli=($KMEMCTL -s "$both" --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key)
+ops_cli=($KMEMCTL -s "127.0.0.1:$pa, 127.0.0.1:$pb" --ca pki/ca.crt --cert pki/ops.crt
+	--key pki/ops.key)
+leader() { # PORT: its kmemd_engine_leader
+	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+		"https://127.0.0.1:$1/metrics" | awk '$1 == "kmemd_engine_leader" { print $2 }'
+}
+wait_for 10 grep -q "runs the rollout engine" kmemd.log || fail "the first kmemd runs no engine"
+[ "$(leader $pa)" = 1 ] && [ "$(leader $pb)" = 0 ] ||
+	fail "engine leaders: first $(leader $pa), second $(leader $pb)"
+! grep -q "runs the rollout engine" kmemd-b.log || fail "the second kmemd ran the engine too"
+echo "ok: of two kmemd on one store, the first runs the rollout engine, the second stands by"
 
-# the agent lists both (agent_conf writes server = 127.0.0.1:PORT); it reports to the first
-port="$pa,127.0.0.1:$pb" fixture_agent h1 web
+# the agents list both (agent_conf writes server = 127.0.0.1:PORT); they report to the first
+for h in h1 h2; do
+	port="$pa,127.0.0.1:$pb" fixture_agent $h web
+done
 port=$pa
-acked() { grep -c "report [0-9]* acknowledged" agent-h1.log || true; }
-wait_for 20 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-h1.log) -ge 3 ]" ||
-	fail "h1's first reports: $(tail -3 agent-h1.log)"
-grep -q "report [0-9]* from 'h1'" kmemd.log || fail "h1 did not report to the first kmemd"
-! grep -q "report [0-9]* from 'h1'" kmemd-b.log || fail "h1 reported to the second kmemd too"
+acked() { # HOST
+	grep -c "report [0-9]* acknowledged" agent-$1.log || true
+}
+for h in h1 h2; do
+	wait_for 20 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-$h.log) -ge 2 ]" ||
+		fail "$h's first reports: $(tail -3 agent-$h.log)"
+	grep -q "report [0-9]* from '$h'" kmemd.log || fail "$h did not report to the first kmemd"
+done
+! grep -q "report [0-9]* from 'h" kmemd-b.log || fail "an agent reported to the second kmemd"
 "${ops_cli[@]}" host list >hosts.out 2>hosts.err || fail "kmemctl host list: $(cat hosts.err)"
 grep -q "^h1 " hosts.out || fail "h1 not listed: $(cat hosts.out)"
-echo "ok: h1 reports to the first kmemd it lists; kmemctl reads through it"
+echo "ok: the agents report to the first kmemd they list; kmemctl reads through it"
 
-# the first goes: reports go to the second, in order, none lost
+db() {
+	sqlite3 kmemd.sqlite "$1"
+}
+state() {
+	db "SELECT state || ' ' || (wave + 1) FROM rollouts WHERE name = 'r'"
+}
+in_state() { # state wave
+	[ "$(state)" = "$1 $2" ]
+}
+verdicts() {
+	db "SELECT (wave + 1) || ' ' || verdict FROM verdicts WHERE rollout = 'r' ORDER BY id" |
+		tr '\n' ','
+}
+running() { # policy: both hosts run it
+	[ "$(db "SELECT count(*) FROM hosts WHERE policy_name = '$1'")" = 2 ]
+}
+JS=(-H 'Content-Type: application/json')
+sign_policy base '{"mitigations":{"rstat-yield":{"mode":"off"}}}'
+sign_policy good '{"mitigations":{"rstat-yield":{"mode":"on"}}}'
+expect 201 '"id":' "base is assigned to both hosts" ops POST /v1/assignments "${JS[@]}" \
+	--data '{"policy":"base","version":1,"selector":{"all":true}}'
+wait_for 30 running base || fail "the hosts do not run base: $(db 'SELECT host_id, policy_name FROM hosts')"
+# one host, then both, 4 s each; two hosts carry no information on a ratio: waves pass, saying so
+expect 201 '"state":"pending"' "rollout r is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	'{"name":"r","policy":"good","version":1,"selector":{"all":true},
+	"waves":[{"count":1},{"percent":100}],"bake_s":4,"holdback_percent":0,
+	"gates":{"min_exposure_h":0.0001,"min_hosts":1,"underpowered":"pass"}}'
+expect 200 '"state":"running"' "rollout r starts" ops POST /v1/rollouts/action "${JS[@]}" \
+	--data '{"name":"r","action":"start"}'
+wait_for 30 in_state running 2 || fail "r did not reach wave 2: $(state), $(verdicts)"
+[ "$(verdicts)" = "1 pass," ] || fail "wave 1's verdicts: $(verdicts)"
+before=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'r'")
+grep -q "rollout r wave 1: pass" kmemd.log || fail "the first kmemd did not judge wave 1"
+echo "ok: the first kmemd's engine passed wave 1"
+
+# the first goes in wave 2's bake
 kill -9 "$kmemd_pid"
 wait "$kmemd_pid" 2>/dev/null || true
 kmemd_pid=
-n=$(acked)
-wait_for 30 grep -q "did not answer: reporting to 127.0.0.1:$pb" agent-h1.log ||
-	fail "h1 did not turn to the second kmemd: $(tail -3 agent-h1.log)"
-wait_for 30 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-h1.log) -ge $((n + 3)) ]" ||
-	fail "h1's reports were not acknowledged by the second kmemd: $(tail -3 agent-h1.log)"
-grep -q "report [0-9]* from 'h1'" kmemd-b.log || fail "the second kmemd stored none of h1's reports"
-echo "ok: with the first SIGKILLed, h1 reports to the second ($(acked) acknowledged in all)"
+wait_for 10 grep -q "runs the rollout engine" kmemd-b.log ||
+	fail "the second kmemd did not take the engine over"
+[ "$(leader $pb)" = 1 ] || fail "the second kmemd's kmemd_engine_leader: $(leader $pb)"
+after=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'r'")
+[ "$before" = "$after" ] || fail "after the takeover the wave is $after, was $before"
+echo "ok: the second kmemd took the engine over in wave 2, its start unchanged"
+wait_for 60 in_state 'done' 2 || fail "r did not finish: $(state), $(verdicts)"
+[ "$(verdicts)" = "1 pass,2 pass," ] || fail "r's verdicts: $(verdicts)"
+grep -q "rollout r wave 2: pass" kmemd-b.log || fail "the second kmemd did not judge wave 2"
+wait_for 30 running good || fail "the hosts do not run good: $(db 'SELECT host_id, policy_name FROM hosts')"
+for h in h1 h2; do
+	grep -q "did not answer: reporting to 127.0.0.1:$pb" agent-$h.log ||
+		fail "$h did not turn to the second kmemd: $(tail -3 agent-$h.log)"
+	grep -q "report [0-9]* from '$h'" kmemd-b.log || fail "the second kmemd stored none of $h's"
+done
+echo "ok: the second kmemd finished r (wave 1 pass, wave 2 pass); the agents report to it and run good"
 
 # kmemctl: a read and a change go to the second, past the first that takes no connection
 "${ops_cli[@]}" host list >hosts.out 2>hosts.err || fail "kmemctl host list: $(cat hosts.err)"
@@ -67,8 +131,10 @@ grep -q "kmemctl: trying kmemd at 127.0.0.1:$pb" secret.err ||
 	fail "the change did not go to the second: $(cat secret.err)"
 echo "ok: kmemctl reads and changes through the second kmemd when the first is gone"
 
-kill "${agent[h1]}"
-wait "${agent[h1]}" 2>/dev/null || true
-no_report_lost h1
-echo "ok: every report h1 saw acknowledged, by either kmemd, is stored"
+for h in h1 h2; do
+	kill "${agent[$h]}"
+	wait "${agent[$h]}" 2>/dev/null || true
+done
+no_report_lost h1 h2
+echo "ok: every report the agents saw acknowledged, by either kmemd, is stored"
 ! grep -q "store query failed\|failed:" kmemd-b.log || fail "the second kmemd logged a failure"

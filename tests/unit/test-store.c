@@ -803,7 +803,7 @@ static void test_migrate_samples(void **state)
 	assert_int_equal(
 		sqlite3_exec(db,
 			     "DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
-			     "ALTER TABLE rollouts DROP COLUMN evidence;"
+			     "ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases;"
 			     "DELETE FROM schema_version WHERE version >= 7;"
 			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -819,7 +819,7 @@ static void test_migrate_samples(void **state)
 	sqlite3_close(db);
 	s = open_store();
 	/* through migration 7's JSON and migration 8 */
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 10);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 11);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
@@ -850,7 +850,7 @@ static void test_migrate_json(void **state)
 		sqlite3_exec(
 			db,
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
-			"ALTER TABLE rollouts DROP COLUMN evidence;"
+			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -871,7 +871,7 @@ static void test_migrate_json(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 10);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 11);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
 				    " WHERE typeof(probes) = 'blob'"),
@@ -1394,6 +1394,32 @@ static void test_newer_schema(void **state)
 	unlink(path);
 }
 
+/*
+ * The engine's lease: one holder at a time, renewed by it, taken by
+ * another only once it expired; each kmemd on its own connection.
+ */
+static void test_lease(void **state)
+{
+	struct store *a = fresh_store(), *b = open_store();
+
+	(void)state;
+	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 1000, 750), 1);
+	/* held until 1750: b waits, a renews */
+	assert_int_equal(b->ops->lease(b, "engine", "b:2:00", 1500, 750), 0);
+	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 1600, 750), 1);
+	assert_int_equal(b->ops->lease(b, "engine", "b:2:00", 2349, 750), 0);
+	/* a stopped renewing: expired at 2350, b takes it, and a may not take it back */
+	assert_int_equal(b->ops->lease(b, "engine", "b:2:00", 2350, 750), 1);
+	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 2400, 750), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM leases WHERE name = 'engine'"
+				    " AND holder = 'b:2:00' AND expires_ms = 3100"),
+			 1);
+	/* another lease is another row */
+	assert_int_equal(a->ops->lease(a, "other", "a:1:00", 2400, 750), 1);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1406,6 +1432,7 @@ int main(void)
 		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
 		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
 		cmocka_unit_test(test_two_writers),	cmocka_unit_test(test_memo),
+		cmocka_unit_test(test_lease),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
