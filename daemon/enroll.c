@@ -28,54 +28,25 @@
 #include "text.h"
 
 #define SECRET_BYTES 24
-#define RATE_SLOTS 256
 
 /* Refusals anyone may cause, logged at a bounded rate. */
 static struct log_ratelimit enroll_log;
 
-/* A token bucket: burst, then one per minute / rate. */
-struct bucket {
-	char key[48];
-	double tokens;
-	int64_t last_ms;
-};
-
-static bool take(struct bucket *b, uint64_t rate, int64_t now)
-{
-	b->tokens += (double)(now - b->last_ms) * (double)rate / 60000.0;
-	if (b->tokens > (double)rate)
-		b->tokens = (double)rate;
-	b->last_ms = now;
-	if (b->tokens < 1)
-		return false;
-	b->tokens -= 1;
-	return true;
-}
-
 /*
- * One bucket per client network (kmemd_addr_key(): an IPv4 address, an
- * IPv6 /64) and one for all of them: an attacker with many addresses
- * takes the global bucket's rate at most, not a fresh burst per address.
+ * A token from this client network's bucket (conn_peer()'s key: an IPv4
+ * address, an IPv6 /64) and from the one for all of them, in the store,
+ * so that every kmemd on it counts the same enrollments: an attacker with
+ * many addresses, or going round the kmemd instances, takes the global
+ * bucket's rate at most. 1 taken, 0 limited, or the store's error.
  */
-static bool rate_ok(const char *key, const struct kmemd_config *cfg, int64_t now)
+static int rate_take(struct kmemd *k, const char *key)
 {
-	static struct bucket slots[RATE_SLOTS], global;
-	size_t i, oldest = 0;
+	char net[64];
+	const char *keys[] = { net, "enroll" };
+	const uint64_t rates[] = { k->cfg->enroll_rate, k->cfg->enroll_global_rate };
 
-	if (!global.last_ms)
-		global = (struct bucket){ .tokens = (double)cfg->enroll_global_rate,
-					  .last_ms = now };
-	for (i = 0; i < RATE_SLOTS && strcmp(slots[i].key, key); i++)
-		if (slots[i].last_ms < slots[oldest].last_ms)
-			oldest = i;
-	if (i == RATE_SLOTS) {
-		/* the least recently seen network gives up its slot */
-		i = oldest;
-		slots[i] = (struct bucket){ .tokens = (double)cfg->enroll_rate, .last_ms = now };
-		snprintf(slots[i].key, sizeof(slots[i].key), "%s", key);
-	}
-	return take(&slots[i], cfg->enroll_rate, now) &&
-	       take(&global, cfg->enroll_global_rate, now);
+	snprintf(net, sizeof(net), "enroll %s", key);
+	return k->store->ops->rate_take(k->store, keys, rates, ARRAY_SIZE(keys), kmemd_now_ms());
 }
 
 static void sha256_hex(const char *text, char hex[65])
@@ -266,10 +237,18 @@ void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_i
 	_cleanup_free_ char *pem = NULL, *ca_pem = NULL;
 	char key[48] = "?", addr[64] = "?";
 	struct store_secret sec;
+	int r;
 
 	(void)peer;
 	conn_peer(req, addr, sizeof(addr), key, sizeof(key));
-	if (!rate_ok(key, k->cfg, kmemd_now_ms())) {
+	r = rate_take(k, key);
+	if (r < 0) {
+		log_error("store query failed: %s", k->store->ops->error(k->store));
+		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE, "the store failed");
+		return;
+	}
+	if (!r) {
 		enroll_refuse(req, 429, "Too Many Requests",
 			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 			      "too many enrollments from this network or in all; try later");

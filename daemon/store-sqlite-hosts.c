@@ -30,6 +30,8 @@ enum stmt {
 	ST_SECRET_ADD,
 	ST_SECRET_FIND,
 	ST_SECRET_USE,
+	ST_RATE_TAKE,
+	ST_RATE_PRUNE,
 	ST_SECRET_REVOKE,
 	ST_NAMES,
 	ST_NAME_ADD,
@@ -73,6 +75,14 @@ static const char *const sql[ST_N] = {
 	[ST_SECRET_FIND] = "SELECT id, expires_ms, revoked, uses, max_uses, host_pattern"
 			   " FROM enroll_secrets WHERE sha256 = ?1",
 	/* the limit is checked here too: two kmemd must not both take the last use */
+	/* refilled since its last take, up to its rate, then less the one taken */
+	[ST_RATE_TAKE] =
+		"INSERT INTO rate_buckets VALUES (?1, ?2 - 1, ?3) ON CONFLICT (key) DO UPDATE"
+		" SET tokens = min(?2, tokens + max(0, ?3 - last_ms) * ?2 / 60000.0) - 1,"
+		" last_ms = ?3"
+		" WHERE min(?2, tokens + max(0, ?3 - last_ms) * ?2 / 60000.0) >= 1",
+	/* a minute refills any bucket: an older one is as good as none */
+	[ST_RATE_PRUNE] = "DELETE FROM rate_buckets WHERE last_ms < ?1 - 60000",
 	[ST_SECRET_USE] = "UPDATE enroll_secrets SET uses = uses + 1 WHERE id = ?1"
 			  " AND (max_uses = 0 OR uses < max_uses)",
 	[ST_SECRET_REVOKE] = "UPDATE enroll_secrets SET revoked = 1 WHERE id = ?1",
@@ -390,6 +400,31 @@ int sq_secret_use(struct store *s, int64_t id)
 	if (r == 0 && !sqlite3_changes(DB(s)))
 		r = -EDQUOT;
 	return written(s, r);
+}
+
+int sq_rate_take(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
+		 int64_t now_ms)
+{
+	sqlite3_stmt *st;
+	int r = sq_write_begin(s, true);
+
+	if (r < 0)
+		return r;
+	st = stmt(s, ST_RATE_PRUNE);
+	sqlite3_bind_int64(st, 1, now_ms);
+	r = step_done(st);
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		st = stmt(s, ST_RATE_TAKE);
+		sqlite3_bind_text(st, 1, keys[i], -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (int64_t)rates[i]);
+		sqlite3_bind_int64(st, 3, now_ms);
+		r = step_done(st);
+		/* one empty: none is taken */
+		if (r == 0 && !sqlite3_changes(DB(s)))
+			r = -EAGAIN;
+	}
+	r = sq_write_end(s, true, r);
+	return r == -EAGAIN ? 0 : r < 0 ? r : 1;
 }
 
 int sq_secret_revoke(struct store *s, int64_t id)

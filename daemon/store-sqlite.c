@@ -135,6 +135,10 @@ static const char *const migrations[] = {
 	/* 11: which kmemd runs the rollout engine, and until when (store.h's lease) */
 	("CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL,"
 	 " expires_ms INTEGER NOT NULL) WITHOUT ROWID;"),
+	/* 12: token buckets every kmemd on the store shares (store.h's rate_take) */
+	("CREATE TABLE rate_buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL,"
+	 " last_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	 "CREATE INDEX rate_buckets_by_time ON rate_buckets (last_ms);"),
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -536,6 +540,7 @@ static const struct store_ops sqlite_ops = {
 	.secret_add = sq_secret_add,
 	.secret_get = sq_secret_get,
 	.secret_use = sq_secret_use,
+	.rate_take = sq_rate_take,
 	.names = sq_names,
 	.name_add = sq_name_add,
 	.enrolled = sq_enrolled,

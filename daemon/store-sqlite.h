@@ -216,6 +216,8 @@ int sq_revoked(struct store *s, const char *host_id);
 int sq_secret_add(struct store *s, const struct store_secret *sec, int64_t *id);
 int sq_secret_get(struct store *s, const char *sha256, struct store_secret *sec);
 int sq_secret_use(struct store *s, int64_t id);
+int sq_rate_take(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
+		 int64_t now_ms);
 int sq_secret_revoke(struct store *s, int64_t id);
 int sq_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll);
 int sq_enrollment_add(struct store *s, const char *host, int64_t secret_id, int64_t now_ms);

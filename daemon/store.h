@@ -319,6 +319,13 @@ struct store_ops {
 	int (*secret_get)(struct store *s, const char *sha256, struct store_secret *sec);
 	/* Counts a use; -EDQUOT when its uses are spent, by this kmemd or another. */
 	int (*secret_use)(struct store *s, int64_t id);
+	/*
+	 * A token from each of n buckets (keys[i], refilled at rates[i] a
+	 * minute up to rates[i]), all or none: 1 taken, 0 when one is empty.
+	 * The buckets are the store's, so every kmemd on it shares them.
+	 */
+	int (*rate_take)(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
+			 int64_t now_ms);
 	int (*secret_revoke)(struct store *s, int64_t id);
 	/*
 	 * Whether host is taken (it enrolled or reported), and whether an

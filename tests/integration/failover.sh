@@ -3,6 +3,8 @@
 # (Here the store is one SQLite file both open; the production setup for
 # kmemd on several machines is PostgreSQL, docs/operations.md.)
 # - Exactly one runs the rollout engine: the first, whose lease holds.
+# - Enrollment's rate limit is the store's: three enrollments a minute from
+#   a network, whichever kmemd they go to.
 # - Agents list both and report to the first; kmemctl reads through it.
 # - The first goes in wave 2's bake: the second takes the engine's lease
 #   within a tick, resumes the same wave from its start and its wave 1
@@ -26,7 +28,7 @@ in_work
 pki_fleet
 pki_hosts h1 h2
 kmemd_conf >kmemd.conf
-printf '[rollout]\ntick = 500ms\n' >>kmemd.conf
+printf '[rollout]\ntick = 500ms\n[ca]\nkey = %s\n[enroll]\nrate = 3\n' "$work/pki/ca.key" >>kmemd.conf
 kmemd_start
 pa=$port
 $KMEMD -d -c kmemd.conf >kmemd-b.log 2>&1 &
@@ -45,6 +47,21 @@ wait_for 10 grep -q "runs the rollout engine" kmemd.log || fail "the first kmemd
 	fail "engine leaders: first $(leader $pa), second $(leader $pb)"
 ! grep -q "runs the rollout engine" kmemd-b.log || fail "the second kmemd ran the engine too"
 echo "ok: of two kmemd on one store, the first runs the rollout engine, the second stands by"
+
+echo 0000 >unknown-secret
+enroll() { # PORT: kmemctl enroll's exit, with a secret no kmemd knows
+	local rc=0
+	$KMEMCTL enroll -s 127.0.0.1:$1 -C pki/ca.crt -S unknown-secret -n e1 -o . >enroll.out 2>&1 ||
+		rc=$?
+	echo $rc
+}
+for p in $pa $pb $pa; do
+	[ "$(enroll $p)" = 4 ] && grep -q "unknown enrollment secret" enroll.out ||
+		fail "an enrollment within the rate: $(cat enroll.out)"
+done
+[ "$(enroll $pb)" = 4 ] && grep -q "(429)" enroll.out ||
+	fail "a fourth enrollment from one network in a minute, to the second kmemd: $(cat enroll.out)"
+echo "ok: three enrollments a minute from one network, counted across both kmemd"
 
 # the agents list both (agent_conf writes server = 127.0.0.1:PORT); they report to the first
 for h in h1 h2; do

@@ -801,25 +801,26 @@ static void test_migrate_samples(void **state)
 	/* the file as kmemd wrote it before: samples a table, schema version 6 */
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(
-		sqlite3_exec(db,
-			     "DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
-			     "ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases;"
-			     "DELETE FROM schema_version WHERE version >= 7;"
-			     "CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
-			     " start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
-			     " count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
-			     "INSERT INTO hosts (host_id, last_seq) VALUES ('old-1', 2);"
-			     "INSERT INTO samples VALUES ('old-1', 'vmap-purge', 0, 1000, 20,"
-			     " x'0300000000000000', 3, 300, 200),"
-			     " ('old-1', 'vmap-purge', 1000, 2000, 20, x'0500000000000000', 5, 500,"
-			     " 900), ('old-1', 'rstat-flush', 0, 1000, 20, x'0100000000000000', 1,"
-			     " 1, 1);",
-			     NULL, NULL, NULL),
+		sqlite3_exec(
+			db,
+			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
+			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
+			"DELETE FROM schema_version WHERE version >= 7;"
+			"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
+			" start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
+			" count INTEGER, sum_ns INTEGER, max_ns INTEGER);"
+			"INSERT INTO hosts (host_id, last_seq) VALUES ('old-1', 2);"
+			"INSERT INTO samples VALUES ('old-1', 'vmap-purge', 0, 1000, 20,"
+			" x'0300000000000000', 3, 300, 200),"
+			" ('old-1', 'vmap-purge', 1000, 2000, 20, x'0500000000000000', 5, 500,"
+			" 900), ('old-1', 'rstat-flush', 0, 1000, 20, x'0100000000000000', 1,"
+			" 1, 1);",
+			NULL, NULL, NULL),
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
 	/* through migration 7's JSON and migration 8 */
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 11);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 12);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
@@ -850,7 +851,7 @@ static void test_migrate_json(void **state)
 		sqlite3_exec(
 			db,
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
-			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases;"
+			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -871,7 +872,7 @@ static void test_migrate_json(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 11);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 12);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
 				    " WHERE typeof(probes) = 'blob'"),
@@ -1420,6 +1421,41 @@ static void test_lease(void **state)
 	b->ops->close(b);
 }
 
+/*
+ * Shared token buckets: what one connection (one kmemd) takes another
+ * cannot; a refusal takes from no bucket; buckets refill at their rate
+ * and are forgotten once full.
+ */
+static void test_rate(void **state)
+{
+	struct store *a = fresh_store(), *b = open_store();
+	const char *k1[] = { "net 10.0.0.1", "all" }, *k2[] = { "net 10.0.0.2", "all" };
+	const uint64_t rates[] = { 2, 3 };
+
+	(void)state;
+	assert_int_equal(a->ops->rate_take(a, k1, rates, 2, 1000), 1);
+	assert_int_equal(b->ops->rate_take(b, k1, rates, 2, 1001), 1);
+	/* the network's 2 a minute are taken, whichever kmemd is asked */
+	assert_int_equal(b->ops->rate_take(b, k1, rates, 2, 1002), 0);
+	assert_int_equal(a->ops->rate_take(a, k1, rates, 2, 1003), 0);
+	/* another network takes the last of all's 3; then all's are spent */
+	assert_int_equal(a->ops->rate_take(a, k2, rates, 2, 1004), 1);
+	assert_int_equal(b->ops->rate_take(b, k2, rates, 2, 1005), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM rate_buckets WHERE key = 'net 10.0.0.2'"
+				    " AND tokens = 1.0"),
+			 1);
+	/* 30 s refill one of the network's, 20 s one of all's */
+	assert_int_equal(a->ops->rate_take(a, k1, rates, 2, 31004), 1);
+	assert_int_equal(a->ops->rate_take(a, k1, rates, 2, 31005), 0);
+	/* a minute later every bucket is full: their rows are gone */
+	assert_int_equal(b->ops->rate_take(b, k2, rates, 2, 100000), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM rate_buckets"), 2);
+	assert_int_equal(count_rows("SELECT count(*) FROM rate_buckets WHERE key = 'net 10.0.0.1'"),
+			 0);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1432,7 +1468,7 @@ int main(void)
 		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
 		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
 		cmocka_unit_test(test_two_writers),	cmocka_unit_test(test_memo),
-		cmocka_unit_test(test_lease),
+		cmocka_unit_test(test_lease),		cmocka_unit_test(test_rate),
 	};
 
 	return cmocka_run_group_tests(tests, setup, NULL);
