@@ -377,6 +377,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	reports_stop(&k);
 	/* a pass under way ends and is heard */
 	engine_worker_free(k.engine);
+	rollouts_lease_end(&k);
 	/* those waiting for a series are answered before the listener goes */
 	series_worker_free(k.series);
 	server_free(srv);

@@ -137,6 +137,8 @@ void rollouts_tick(struct kmemd *k);
  * another takes it within a tick of its holder's end.
  */
 void rollouts_lease(struct kmemd *k);
+/* At a clean stop: the lease given up, for the next holder to take at once. */
+void rollouts_lease_end(struct kmemd *k);
 /* The engine's thread (engine-worker.h), judging with k's store beside the loop's. */
 int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen);
 /* rollouts.c: loads assignments and rollouts again when the store has changed; logs failures. */

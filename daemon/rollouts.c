@@ -650,6 +650,20 @@ void rollouts_tick(struct kmemd *k)
 	}
 }
 
+void rollouts_lease_end(struct kmemd *k)
+{
+	if (!k->engine_leader)
+		return;
+	/* expired now: another kmemd, or this one restarted, need not wait it out */
+	if (k->store->ops->lease(k->store, "engine", k->engine_holder, kmemd_now_ms(), -1) < 0)
+		log_error("giving up the rollout engine's lease failed: %s",
+			  k->store->ops->error(k->store));
+	else
+		log_notice("this kmemd (%s) stops: it gave the rollout engine's lease up",
+			   k->engine_holder);
+	k->engine_leader = false;
+}
+
 void rollouts_lease(struct kmemd *k)
 {
 	int64_t ttl = (int64_t)k->cfg->rollout_tick_ms * 3 / 4;

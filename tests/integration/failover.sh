@@ -155,3 +155,13 @@ done
 no_report_lost h1 h2
 echo "ok: every report the agents saw acknowledged, by either kmemd, is stored"
 ! grep -q "store query failed\|failed:" kmemd-b.log || fail "the second kmemd logged a failure"
+
+# stopped cleanly, the engine's holder gives its lease up: the next need not wait it out
+kill "$kmemd_b"
+wait "$kmemd_b" || fail "the second kmemd exited with $? on SIGTERM"
+grep -q "stops: it gave the rollout engine's lease up" kmemd-b.log ||
+	fail "the second kmemd did not give the lease up: $(tail -3 kmemd-b.log)"
+now_ms=$(date +%s%3N)
+[ "$(db "SELECT count(*) FROM leases WHERE name = 'engine' AND expires_ms < $now_ms")" = 1 ] ||
+	fail "the lease after a clean stop: $(db 'SELECT * FROM leases')"
+echo "ok: a kmemd stopped cleanly gives the engine's lease up"

@@ -1417,6 +1417,10 @@ static void test_lease(void **state)
 			 1);
 	/* another lease is another row */
 	assert_int_equal(a->ops->lease(a, "other", "a:1:00", 2400, 750), 1);
+	/* given up (a clean stop): the next takes it at once; only its holder can give it up */
+	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 2500, -1), 0);
+	assert_int_equal(b->ops->lease(b, "engine", "b:2:00", 2500, -1), 1);
+	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 2501, 750), 1);
 	a->ops->close(a);
 	b->ops->close(b);
 }
