@@ -9,6 +9,7 @@
 #include "log.h"
 #include "macro.h"
 #include "report-size.h"
+#include "store.h"
 
 static const char *const log_levels[] = { "emerg",  "alert", "crit",  "err", "warning",
 					  "notice", "info",  "debug", NULL };
@@ -41,6 +42,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("limits", "names", INI_UINT, names_max, 0, 100000),
 	OPT("limits", "host_names", INI_UINT, host_names_max, 0, 100000),
 	OPT("store", "path", INI_PATH, store_path),
+	OPT("store", "url", INI_STRING, store_url),
 	OPT("store", "retention", INI_DURATION, retention_ms, 3600000, 0),
 	OPT("store", "raw_retention", INI_DURATION, raw_retention_ms, 3600000, 0),
 	OPT("store", "batch_wait", INI_DURATION, batch_wait_ms, 1, 1000),
@@ -52,8 +54,18 @@ const struct ini_option kmemd_options[] = {
 
 const size_t kmemd_n_options = ARRAY_SIZE(kmemd_options);
 
+const char *kmemd_store_where(const struct kmemd_config *c)
+{
+	return c->store_url ?: c->store_path;
+}
+
 int kmemd_config_check(const struct kmemd_config *c)
 {
+	/* a URL of another database would be taken for a SQLite file's name */
+	if (c->store_url && store_backend(c->store_url) != &store_pg_ops)
+		return log_error_errno(-EINVAL,
+				       "[store] url is not a postgresql:// URL (a SQLite store is "
+				       "[store] path)");
 	if (c->raw_retention_ms > c->retention_ms)
 		return log_error_errno(-EINVAL,
 				       "[store] raw_retention is longer than retention: hourly "

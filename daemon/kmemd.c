@@ -24,18 +24,49 @@
 #include "series-worker.h"
 #include "server.h"
 #include "message-ids.h"
+#include "store-migrate.h"
 #include "store.h"
 
 static void usage(FILE *out)
 {
 	fprintf(out, "usage: kmemd [-d] [-n [-v]] [-c FILE]\n"
+		     "       kmemd [-c FILE] migrate [SQLITE-FILE POSTGRESQL-URL]\n"
 		     "       kmemd -r | -V | -h\n"
 		     "  -c FILE  configuration file (default " KMEMD_CONF ", plus FILE.d/*.conf)\n"
 		     "  -n       check the configuration and exit; with -v print it normalized\n"
 		     "  -d       log debug messages\n"
 		     "  -r       print the routes: method, path, role, flags, audit action\n"
 		     "  -V       print the version\n"
-		     "  -h       print this usage and exit\n");
+		     "  -h       print this usage and exit\n"
+		     "  migrate  copy a SQLite store into an empty PostgreSQL one, with kmemd\n"
+		     "           stopped (default: from [store] path to [store] url)\n");
+}
+
+/* kmemd migrate [FROM TO]: the configuration's stores when not given. */
+static int migrate(const struct kmemd_config *cfg, int argc, char **argv)
+{
+	const char *from = cfg->store_path, *to = cfg->store_url;
+	char err[512];
+	int r;
+
+	if (argc == 2) {
+		from = argv[0];
+		to = argv[1];
+	} else if (argc != 0) {
+		usage(stderr);
+		return 2;
+	}
+	if (!to) {
+		log_error("migrate: no PostgreSQL store: set [store] url, or give both stores");
+		return 1;
+	}
+	r = store_migrate(from, to, stdout, err, sizeof(err));
+	if (r < 0) {
+		log_error("migrate: %s", err);
+		return 1;
+	}
+	printf("copied %s into PostgreSQL\n", from);
+	return 0;
 }
 
 struct reload {
@@ -80,17 +111,19 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 	r = conf_load(kmemd_options, kmemd_n_options, cfg, rl->path, true, CONF_RUN);
 	if (r == 0)
 		r = kmemd_config_check(cfg);
-	if (r == 0 &&
-	    (strcmp(cfg->listen, old->listen) || strcmp(cfg->store_path, old->store_path)))
-		log_warning("listen and store path changes take a restart; kept '%s' and '%s'",
-			    old->listen, old->store_path);
+	if (r == 0 && (strcmp(cfg->listen, old->listen) ||
+		       strcmp(kmemd_store_where(cfg), kmemd_store_where(old))))
+		log_warning("listen and store changes take a restart; kept '%s' and the store",
+			    old->listen);
 	if (r == 0) {
 		free(cfg->listen);
 		free(cfg->store_path);
+		free(cfg->store_url);
 		cfg->listen = strdup(old->listen);
 		cfg->store_path = strdup(old->store_path);
+		cfg->store_url = old->store_url ? strdup(old->store_url) : NULL;
 	}
-	if (r == 0 && cfg->listen && cfg->store_path)
+	if (r == 0 && cfg->listen && cfg->store_path && (cfg->store_url || !old->store_url))
 		r = server_reload(rl->srv, cfg);
 	else if (r == 0)
 		r = -ENOMEM;
@@ -121,9 +154,9 @@ out:
 }
 
 /*
- * Telemetry upkeep, at start and every 10 minutes: what is past [store]
- * retention goes, and per-report samples and counters past raw_retention
- * become hourly. The rollup runs a few hosts per loop turn, so reports
+ * Telemetry upkeep, at start and every 10 minutes, by the kmemd that runs
+ * the rollout engine: what is past [store] retention goes, and per-report
+ * samples and counters past raw_retention become hourly. The rollup runs a few hosts per loop turn, so reports
  * and admin calls are served in between.
  */
 struct upkeep {
@@ -171,6 +204,9 @@ static void on_upkeep(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* one kmemd of those on a store keeps it, the engine's: the others would redo its work */
+	if (!u->k->engine_leader)
+		return;
 	r = st->ops->expire(st, now - (int64_t)u->k->cfg->retention_ms, &rows);
 	if (r < 0)
 		log_error("expiring telemetry failed: %s", st->ops->error(st));
@@ -290,9 +326,10 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		return -ENOMEM;
 	holder_name(k.engine_holder, sizeof(k.engine_holder));
 	signal(SIGPIPE, SIG_IGN);
-	r = store_open(cfg->store_path, &k.store, err, sizeof(err));
+	r = store_open(kmemd_store_where(cfg), &k.store, err, sizeof(err));
 	if (r < 0) {
-		log_error("store '%s': %s", cfg->store_path, err);
+		/* not the URL: it may hold a password */
+		log_error("store %s: %s", cfg->store_url ? "[store] url" : cfg->store_path, err);
 		event_base_free(base);
 		return r;
 	}
@@ -313,7 +350,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	if (r == 0)
 		r = shutdown_signals_add(base, &sigs);
 	if (r == 0) {
-		r = series_worker_new(base, cfg->store_path, &k.series, err, sizeof(err));
+		r = series_worker_new(base, kmemd_store_where(cfg), &k.series, err, sizeof(err));
 		if (r < 0)
 			log_error_errno(r, "the rollout series' worker: %s", err);
 	}
@@ -432,7 +469,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind != argc) {
+	if (optind != argc && strcmp(argv[optind], "migrate")) {
 		usage(stderr);
 		return 2;
 	}
@@ -443,6 +480,11 @@ int main(int argc, char **argv)
 	if (r == 0)
 		r = kmemd_config_check(&cfg);
 	log_set_max_level(debug ? LOG_DEBUG : cfg.log_level);
+	if (r == 0 && optind != argc) {
+		r = migrate(&cfg, argc - optind - 1, argv + optind + 1);
+		ini_free(kmemd_options, kmemd_n_options, &cfg);
+		return r;
+	}
 	if (r == 0 && check == CONF_RUN)
 		r = run(&cfg, path, debug);
 	ini_free(kmemd_options, kmemd_n_options, &cfg);

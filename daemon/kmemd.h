@@ -31,6 +31,7 @@ struct kmemd_config {
 	uint64_t io_timeout_ms; /* idle between requests */
 	uint64_t handshake_timeout_ms, request_timeout_ms; /* deadlines */
 	char *store_path;
+	char *store_url; /* postgresql://...: used instead of store_path; NULL: none */
 	uint64_t retention_ms; /* hourly rollups and events */
 	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
 	uint64_t batch_wait_ms; /* the longest a report waits for its batch to commit */
@@ -101,6 +102,11 @@ struct kmemd {
 	/* who this kmemd is to the engine's lease (host:pid:random), and whether it holds it */
 	char engine_holder[128];
 	bool engine_leader;
+	/* the engine's passes on this kmemd: how many, their seconds in all, the longest */
+	struct {
+		uint64_t n;
+		double sum_s, max_s;
+	} engine_passes;
 	/*
 	 * Bumped by a revocation here and by every engine tick (for one made
 	 * by another kmemd): a connection whose host was found not revoked at
@@ -118,6 +124,8 @@ extern const size_t kmemd_n_options;
 void kmemd_config_defaults(struct kmemd_config *c);
 /* What no single option can say wrong; logged. */
 int kmemd_config_check(const struct kmemd_config *c);
+/* The store: [store] url when set, else [store] path. */
+const char *kmemd_store_where(const struct kmemd_config *c);
 /* Descriptors kmemd needs beside its connections. */
 #define KMEMD_FDS_RESERVED 64
 int kmemd_config_check_fds(const struct kmemd_config *c);

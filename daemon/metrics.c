@@ -419,8 +419,17 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "# HELP kmemd_engine_leader 1 when this kmemd holds the rollout "
 			    "engine's lease and judges rollouts; 0 when another does.\n"
 			    "# TYPE kmemd_engine_leader gauge\n"
-			    "kmemd_engine_leader %d\n",
-			    k->engine_leader);
+			    "kmemd_engine_leader %d\n"
+			    "# HELP kmemd_engine_pass_seconds The rollout engine's passes on this "
+			    "kmemd: each judges every active rollout once (a tick).\n"
+			    "# TYPE kmemd_engine_pass_seconds summary\n"
+			    "kmemd_engine_pass_seconds_sum %.6f\n"
+			    "kmemd_engine_pass_seconds_count %llu\n"
+			    "# HELP kmemd_engine_pass_max_seconds The longest of those passes.\n"
+			    "# TYPE kmemd_engine_pass_max_seconds gauge\n"
+			    "kmemd_engine_pass_max_seconds %.6f\n",
+			    k->engine_leader, k->engine_passes.sum_s,
+			    (unsigned long long)k->engine_passes.n, k->engine_passes.max_s);
 	names(b, k->names);
 	process(b);
 	reply_buffer(req, HTTP_OK, "OK", "text/plain; version=0.0.4; charset=utf-8", TAKE_PTR(b));

@@ -619,6 +619,10 @@ static void on_pass(void *arg, int r, const char *store_error, double pass_s)
 {
 	struct kmemd *k = arg;
 
+	k->engine_passes.n++;
+	k->engine_passes.sum_s += pass_s;
+	if (pass_s > k->engine_passes.max_s)
+		k->engine_passes.max_s = pass_s;
 	if (r == -EIO)
 		log_error("judging rollouts failed: %s", store_error);
 	else if (r < 0)

@@ -85,7 +85,7 @@ static const char *const sql[ST_N] = {
 	[ST_EVENT_ADD] = "INSERT INTO events VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
 	/*
 	 * Raw samples, then hourly rollups: they never overlap, a sample rolled
-	 * up is gone. A raw row's probes are picked in C (store-sqlite.h).
+	 * up is gone. A raw row's probes are picked in C (store-rows.h).
 	 */
 	[ST_SAMPLES] = "SELECT s.host_id, s.end_ms, s.probes, s.counts FROM report_samples s"
 		       " JOIN hosts h ON h.host_id = s.host_id"

@@ -115,48 +115,7 @@ static int rollup_add(struct store *s, const char *host, const char *probe, int6
 	return step_done(st);
 }
 
-/* An hour's samples of one probe of the host being rolled up. */
-struct acc {
-	char probe[RS_NAME_MAX + 1];
-	struct hist h;
-	uint64_t n;
-};
-
-/* The probes of one hour, as many as its rows hold. */
-struct hour {
-	int64_t ms;
-	struct acc *a;
-	size_t n, cap;
-};
-
-static int hour_add(struct hour *hr, const struct rs_probe *p)
-{
-	struct acc *a = NULL;
-	size_t i;
-
-	for (i = 0; i < hr->n && !a; i++)
-		if (rs_is(p, hr->a[i].probe))
-			a = &hr->a[i];
-	if (!a) {
-		if (hr->n == hr->cap) {
-			size_t cap = hr->cap ? hr->cap * 2 : 8;
-			struct acc *m = realloc(hr->a, cap * sizeof(*m));
-
-			if (!m)
-				return -ENOMEM;
-			hr->a = m;
-			hr->cap = cap;
-		}
-		a = &hr->a[hr->n++];
-		memset(a, 0, sizeof(*a));
-		memcpy(a->probe, p->name, p->name_len);
-	}
-	rs_merge(&a->h, p);
-	a->n++;
-	return 0;
-}
-
-static int hour_flush(struct store *s, const char *host, struct hour *hr)
+static int hour_flush(struct store *s, const char *host, struct rs_hour *hr)
 {
 	int r = 0;
 
@@ -175,7 +134,7 @@ static int rollup_host(struct store *s, const char *host, int64_t before_ms, uin
 {
 	struct sqlite_store *q = (struct sqlite_store *)s;
 	sqlite3_stmt *st = stmt(s, ST_ROLLUP_READ);
-	struct hour hr = { .ms = -1 };
+	struct rs_hour hr = { .ms = -1 };
 	struct rs_probe p;
 	struct rs_row row;
 	int rc, r = 0;
@@ -191,7 +150,7 @@ static int rollup_host(struct store *s, const char *host, int64_t before_ms, uin
 			r = hour_flush(s, host, &hr);
 		hr.ms = ms;
 		while (r == 0 && rs_next(&row, &p)) {
-			r = hour_add(&hr, &p);
+			r = rs_hour_add(&hr, &p);
 			(*rows)++;
 		}
 	}

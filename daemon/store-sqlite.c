@@ -115,7 +115,7 @@ static const char *const migrations[] = {
 	" json_array(NEW.start_ms, NEW.first_bucket, NEW.count, NEW.sum_ns, NEW.max_ns, 0,"
 	" length(NEW.counts))), NEW.counts); END;",
 	/*
-	 * 8: probes in a binary form C reads without a parser (store-sqlite.h),
+	 * 8: probes in a binary form C reads without a parser (store-rows.h),
 	 * converted from schema 7's JSON by rs_migrate_json(), which puts the
 	 * new table in the old one's place. The samples view cannot stay: this
 	 * SQLite (3.40) has no unhex() or the like to read binary in SQL.
@@ -360,8 +360,6 @@ static const char *sq_error(struct store *s)
 	return sqlite3_errmsg(DB(s));
 }
 
-static const struct store_ops sqlite_ops;
-
 /* A connection to path taking turns at writing with those of turn (NULL: a new set). */
 static int open_conn(const char *path, struct sq_turn *turn, struct store **out, char *err,
 		     size_t errlen)
@@ -372,7 +370,7 @@ static int open_conn(const char *path, struct sq_turn *turn, struct store **out,
 
 	if (!q)
 		return -ENOMEM;
-	q->base.ops = &sqlite_ops;
+	q->base.ops = &store_sqlite_ops;
 	if (turn) {
 		pthread_mutex_lock(&turn->lock);
 		turn->refs++;
@@ -435,27 +433,25 @@ static int sq_open(const char *path, struct store **out, char *err, size_t errle
 	return open_conn(path, NULL, out, err, errlen);
 }
 
+/* The same connection, refusing writes: SQLite then never takes the write lock. */
+static int sq_open_reader(const char *path, struct store **out, char *err, size_t errlen)
+{
+	int r = sq_open(path, out, err, errlen);
+
+	if (r == 0 && exec(DB(*out), "PRAGMA query_only = ON;") < 0) {
+		snprintf(err, errlen, "%s", sqlite3_errmsg(DB(*out)));
+		sq_close(*out);
+		r = -EIO;
+	}
+	return r;
+}
+
 static int sq_open_beside(struct store *s, struct store **out, char *err, size_t errlen)
 {
 	struct sqlite_store *q = (struct sqlite_store *)s;
 	const char *path = sqlite3_db_filename(q->db, "main");
 
 	return open_conn(path ?: "", q->turn, out, err, errlen);
-}
-
-/* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
-void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
-		     size_t len)
-{
-	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
-	size_t n = strlen(prefix), i;
-	const char *name = v ? v->name : "UNSPECIFIED";
-
-	if (!strncmp(name, prefix, n))
-		name += n;
-	snprintf(out, len, "%s", name);
-	for (i = 0; out[i]; i++)
-		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
 }
 
 /* A batch is a write op whose statements are the caller's: its ingests. */
@@ -513,9 +509,10 @@ static void sq_idle(struct store *s)
 	let_go((struct sqlite_store *)s);
 }
 
-static const struct store_ops sqlite_ops = {
+const struct store_ops store_sqlite_ops = {
 	.name = "sqlite",
 	.open = sq_open,
+	.open_reader = sq_open_reader,
 	.open_beside = sq_open_beside,
 	.close = sq_close,
 	.error = sq_error,
@@ -566,36 +563,3 @@ static const struct store_ops sqlite_ops = {
 	.window = sq_window,
 	.host_rows = sq_host_rows,
 };
-
-int store_open(const char *path, struct store **out, char *err, size_t errlen)
-{
-	return sqlite_ops.open(path, out, err, errlen);
-}
-
-int store_open_reader(const char *path, struct store **out, char *err, size_t errlen)
-{
-	int r = sqlite_ops.open(path, out, err, errlen);
-
-	if (r == 0 && exec(DB(*out), "PRAGMA query_only = ON;") < 0) {
-		snprintf(err, errlen, "%s", sqlite3_errmsg(DB(*out)));
-		sq_close(*out);
-		r = -EIO;
-	}
-	return r;
-}
-
-void store_rollout_clear(struct store_rollout *r)
-{
-	free(r->spec_json);
-	free(r->evidence_json);
-	r->spec_json = NULL;
-	r->evidence_json = NULL;
-}
-
-void store_policy_clear(struct store_policy *p)
-{
-	free(p->document_json);
-	free(p->bundle);
-	p->document_json = NULL;
-	p->bundle = NULL;
-}

@@ -15,6 +15,7 @@
 
 #include "host-memo.h"
 #include "log.h"
+#include "store-rows.h"
 #include "store.h"
 
 enum sq_area_id { SQ_INGEST, SQ_HOSTS, SQ_ROLLOUTS, SQ_UPKEEP, SQ_AREAS };
@@ -36,12 +37,6 @@ struct sq_area {
 };
 
 extern const struct sq_area sq_ingest_area, sq_hosts_area, sq_rollouts_area, sq_upkeep_area;
-
-/* A buffer reused from report to report. */
-struct buf {
-	uint8_t *p;
-	size_t len, cap;
-};
 
 struct sq_turn;
 
@@ -123,59 +118,6 @@ static inline int64_t int_or_null(sqlite3_stmt *st, int col)
 void column_hist(sqlite3_stmt *st, int col, struct hist *h);
 /* Binds h from parameter col on, as column_hist() reads it: empty buckets trimmed. */
 void bind_hist(sqlite3_stmt *st, int col, const struct hist *h);
-
-/*
- * A report's probe histograms as one report_samples row (migration 8;
- * store-sqlite-samples.c, docs/kmemd.md): in probes, RS_FORMAT, then per
- * probe its name's length (u8), the name, its first bucket and number of
- * buckets (u8 each), then start_ms, count, sum_ns and max_ns (64-bit
- * little-endian); in counts, each probe's buckets in the same order as
- * native-endian u64s, with nothing before, between or after them.
- */
-#define RS_FORMAT 1
-#define RS_NAME_MAX 255
-#define RS_FIXED (1 + 2 + 4 * 8) /* a probe's bytes in probes besides its name */
-
-/* One probe of a row; name and buckets point into the row (buckets unaligned). */
-struct rs_probe {
-	const char *name;
-	size_t name_len; /* no NUL in the row */
-	int64_t start_ms;
-	unsigned first_bucket, nbuckets;
-	const uint8_t *buckets;
-	uint64_t count, sum_ns, max_ns;
-};
-
-/* A row checked whole by rs_open(), read with rs_next(). */
-struct rs_row {
-	const uint8_t *p, *end, *counts;
-};
-
-/* Room for probes then each probe (rs_room()), then rs_add() cannot fail. */
-int buf_reserve(struct buf *b, size_t n);
-static inline size_t rs_room(size_t name_len)
-{
-	return RS_FIXED + name_len;
-}
-
-/* A new row in probes and counts, reserved (1 + each probe's rs_room()). */
-void rs_begin(struct buf *probes, struct buf *counts);
-/* x into the row: name_len <= RS_NAME_MAX, first_bucket + nbuckets <= HIST_BUCKETS. */
-void rs_add(struct buf *probes, struct buf *counts, const struct rs_probe *x);
-
-/*
- * 0 when probes and counts are a whole, consistent row; -EBADMSG with
- * why otherwise (truncated, buckets out of range, counts not what its
- * probes say), having read nothing past either's end.
- */
-int rs_open(struct rs_row *row, const void *probes, size_t len, const void *counts,
-	    size_t counts_len, const char **why);
-/* The row's next probe into x; false after its last. */
-bool rs_next(struct rs_row *row, struct rs_probe *x);
-bool rs_is(const struct rs_probe *x, const char *name);
-void rs_hist(const struct rs_probe *x, struct hist *h);
-/* h += x, as hist_merge() adds (saturating), touching only x's buckets. */
-void rs_merge(struct hist *h, const struct rs_probe *x);
 
 /*
  * Opens the row of st's columns col (probes) and col + 1 (counts). false

@@ -236,6 +236,8 @@ struct store_ops {
 	const char *name;
 	/* err: why it failed, for the caller to log */
 	int (*open)(const char *where, struct store **out, char *err, size_t errlen);
+	/* The same, for a thread that only reads: the connection refuses writes. */
+	int (*open_reader)(const char *where, struct store **out, char *err, size_t errlen);
 	/*
 	 * A second connection to s's database, read-write, for another thread
 	 * (kmemd's ingest writer): the two take turns at writing, each op or
@@ -414,14 +416,19 @@ struct store {
 	const struct store_ops *ops;
 };
 
+extern const struct store_ops store_sqlite_ops, store_pg_ops;
+
+/* The backend of where: a postgresql:// (or postgres://) URL, or a SQLite file's path. */
+const struct store_ops *store_backend(const char *where);
+
 /*
- * Opens the store at path (a SQLite file; created and migrated as needed).
- * -EPROTO: the file's schema is newer than this kmemd.
+ * Opens the store at where (created and migrated as needed).
+ * -EPROTO: its schema is newer than this kmemd.
  */
-int store_open(const char *path, struct store **out, char *err, size_t errlen);
+int store_open(const char *where, struct store **out, char *err, size_t errlen);
 
 /* The same, for a thread that only reads: the connection refuses writes. */
-int store_open_reader(const char *path, struct store **out, char *err, size_t errlen);
+int store_open_reader(const char *where, struct store **out, char *err, size_t errlen);
 
 void store_policy_clear(struct store_policy *p);
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * A report_samples row as kmemd's readers decode it (schema 8,
- * daemon/store-sqlite-samples.c): the file may have been written by an
+ * daemon/store-rows.c): the file may have been written by an
  * older or broken kmemd, or edited. Input: the probes column's length
  * (u16, little-endian), the probes column, then the counts column. A row
  * rs_open() accepts must read back probe by probe within its columns, use

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Two kmemd on one store, and the first SIGKILLed mid-rollout.
-# (Here the store is one SQLite file both open; the production setup for
-# kmemd on several machines is PostgreSQL, docs/operations.md.)
+# Two kmemd on one store, and the first SIGKILLed mid-rollout: one SQLite
+# file both open, or with KMEM_STORE_URL (tests/pg/with-cluster) one
+# PostgreSQL database, the production setup for kmemd on several machines.
 # - Exactly one runs the rollout engine: the first, whose lease holds.
 # - Enrollment's rate limit is the store's: three enrollments a minute from
 #   a network, whichever kmemd they go to.
@@ -81,9 +81,6 @@ done
 grep -q "^h1 " hosts.out || fail "h1 not listed: $(cat hosts.out)"
 echo "ok: the agents report to the first kmemd they list; kmemctl reads through it"
 
-db() {
-	sqlite3 kmemd.sqlite "$1"
-}
 state() {
 	db "SELECT state || ' ' || (wave + 1) FROM rollouts WHERE name = 'r'"
 }

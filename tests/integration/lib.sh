@@ -33,6 +33,17 @@ sqlite3() {
 	command sqlite3 -cmd ".timeout 20000" "$@"
 }
 
+# db SQL: the rows of SQL in kmemd's store, columns split by |: the
+# PostgreSQL database of KMEM_STORE_URL (tests/pg/with-cluster), else the
+# SQLite file kmemd_conf names. SQL both understand, for tests of both.
+db() {
+	if [ -n "${KMEM_STORE_URL:-}" ]; then
+		psql -X -q -A -t -F'|' -v ON_ERROR_STOP=1 -d "$KMEM_STORE_URL" -c "$1"
+	else
+		sqlite3 kmemd.sqlite "$1"
+	fi
+}
+
 # fail MSG...: say what failed, show the tail of $FAIL_LOG, exit 1
 fail() {
 	echo "FAIL: $*" >&2
@@ -81,7 +92,8 @@ pki_hosts() {
 }
 
 # kmemd_conf: kmemd on any free port with pki/, the policy keys in keys/,
-# the dashboard's files from the build tree and a store in the work dir; the [store] section comes last, for more of
+# the dashboard's files from the build tree and a store in the work dir
+# (or KMEM_STORE_URL's database); the [store] section comes last, for more of
 # its keys to follow
 kmemd_conf() {
 	cat <<CONF
@@ -94,7 +106,7 @@ ${BUILD:+web_root = $BUILD/web/root}
 [policy]
 keys_dir = $PWD/keys
 [store]
-path = $PWD/kmemd.sqlite
+$(if [ -n "${KMEM_STORE_URL:-}" ]; then echo "url = $KMEM_STORE_URL"; else echo "path = $PWD/kmemd.sqlite"; fi)
 CONF
 }
 
@@ -213,7 +225,7 @@ no_report_lost() {
 	local h missing
 	for h in "$@"; do
 		sed -n 's/.*report \([0-9]*\) acknowledged.*/\1/p' agent-$h.log | sort -u >acked-$h
-		sqlite3 kmemd.sqlite "SELECT seq FROM counters WHERE host_id = '$h'" | sort -u >stored-$h
+		db "SELECT seq FROM counters WHERE host_id = '$h'" | sort -u >stored-$h
 		[ -s acked-$h ] || fail "$h had no report acknowledged"
 		missing=$(comm -23 acked-$h stored-$h | head -3 | tr '\n' ' ')
 		[ -z "$missing" ] || fail "$h: acknowledged reports missing from the store: $missing"

@@ -44,9 +44,6 @@ for h in "${hosts[@]}"; do
 	# lockups here come from the policies, not from the agent's own guard
 	fixture_agent $h web "guard_window = 0"
 done
-db() {
-	sqlite3 kmemd.sqlite "$1"
-}
 reported() {
 	[ "$(db "SELECT count(*) FROM hosts WHERE last_seq > 0")" = $N ]
 }
@@ -167,9 +164,11 @@ wait_for 60 in_state bad rolled-back 1 || fail "bad was not rolled back: $(state
 reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'bad'")
 grep -q "^lockups: likelihood ratio [0-9.e+]* of canaries at a higher rate, at least 200$" <<<"$reason" ||
 	fail "bad's verdict: $reason"
-lr=$(db "SELECT json_extract(detail, '$.evidence.lockups.lr') >= 200 AND
-	json_extract(detail, '$.evidence.lockups.lr_threshold') = 200 FROM verdicts WHERE rollout = 'bad'")
-[ "$lr" = 1 ] || fail "bad's verdict's evidence: $(db "SELECT detail FROM verdicts WHERE rollout = 'bad'")"
+detail=$(db "SELECT detail FROM verdicts WHERE rollout = 'bad'")
+lr=$(python3 -c 'import json, sys
+l = json.loads(sys.argv[1])["evidence"]["lockups"]
+print(int(l["lr"] >= 200 and l["lr_threshold"] == 200))' "$detail")
+[ "$lr" = 1 ] || fail "bad's verdict's evidence: $detail"
 canaries=$(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0")
 [ "$canaries" = 3 ] || fail "bad's first wave had $canaries hosts"
 running good || fail "after the rollback: $(db 'SELECT host_id, policy_name FROM hosts')"

@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * daemon/store-sqlite.c on a real SQLite file: reports in and out as JSON,
- * resent reports, immutable policy versions, assignments, migrations.
+ * kmemd's store on a real database: reports in and out as JSON, resent
+ * reports, immutable policy versions, assignments, migrations. On a SQLite
+ * file, or with KMEM_STORE_URL on PostgreSQL (tests/pg/with-cluster): the
+ * same suite for both backends, and what only one of them has.
  */
 #include <errno.h>
 #include <setjmp.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +18,7 @@
 #include <cmocka.h>
 
 #include "admin-json.h"
+#include "store-pg.h"
 #include "store-sqlite.h"
 #include "store.h"
 
@@ -86,12 +90,38 @@ static const char *member_policy(struct store *s, const char *rollout, const cha
 }
 
 static char path[4096];
+/* PostgreSQL's database, or NULL: the SQLite file at path. */
+static const char *url;
+
+/* SQL on a connection of the test's own, beside the store's. */
+static void pg_sql(const char *q)
+{
+	PGconn *c = PQconnectdb(url);
+	PGresult *r;
+
+	assert_int_equal(PQstatus(c), CONNECTION_OK);
+	r = PQexec(c, q);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
+		fail_msg("%s: %s", q, PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(c);
+}
+
+/* What is stored goes: the file, or every table of the database. */
+static void wipe(void)
+{
+	if (url)
+		pg_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
+	else
+		unlink(path);
+}
 
 static int setup(void **state)
 {
 	(void)state;
 	snprintf(path, sizeof(path), "%s/test-store.sqlite", getenv("KMEM_TEST_TMP"));
-	unlink(path);
+	url = getenv("KMEM_STORE_URL");
+	wipe();
 	return 0;
 }
 
@@ -100,7 +130,7 @@ static struct store *open_store(void)
 	struct store *s = NULL;
 	char err[256];
 
-	if (store_open(path, &s, err, sizeof(err)) < 0)
+	if (store_open(url ?: path, &s, err, sizeof(err)) < 0)
 		fail_msg("store_open: %s", err);
 	return s;
 }
@@ -108,8 +138,14 @@ static struct store *open_store(void)
 /* A store on a new file, for a test that counts rows. */
 static struct store *fresh_store(void)
 {
-	unlink(path);
+	wipe();
 	return open_store();
+}
+
+/* Rows the store's readers skipped (store-rows.h), counted by its backend. */
+static uint64_t skipped(struct store *s)
+{
+	return url ? ((struct pg_store *)s)->skipped : ((struct sqlite_store *)s)->skipped;
 }
 
 static void test_reports(void **state)
@@ -374,12 +410,26 @@ static int see(void *arg, const struct store_sample *x)
 	return 0;
 }
 
+/* The first column of q's row, an integer (a boolean as 0 or 1). */
 static int64_t count_rows(const char *q)
 {
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	int64_t n;
 
+	if (url) {
+		PGconn *c = PQconnectdb(url);
+		PGresult *r = PQexec(c, q);
+		const char *v;
+
+		if (PQresultStatus(r) != PGRES_TUPLES_OK || PQntuples(r) != 1)
+			fail_msg("%s: %s", q, PQresultErrorMessage(r));
+		v = PQgetvalue(r, 0, 0);
+		n = v[0] == 't' ? 1 : v[0] == 'f' ? 0 : strtoll(v, NULL, 10);
+		PQclear(r);
+		PQfinish(c);
+		return n;
+	}
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
 	assert_int_equal(sqlite3_step(st), SQLITE_ROW);
@@ -925,9 +975,21 @@ static void test_bad_rows(void **state)
 		/* schema 7's JSON where binary belongs */
 		"UPDATE report_samples SET probes = '{\"vmap-purge\": [0,20,1,1,1,0,8]}'",
 	};
+	/* the same damage in PostgreSQL's BYTEA */
+	static const char *const corrupt_pg[] = {
+		"UPDATE report_samples SET probes = substr(probes, 1, length(probes) - 3)",
+		"UPDATE report_samples SET probes = substr(probes, 1, 5)",
+		"UPDATE report_samples SET counts = counts || '\\x00'::bytea",
+		"UPDATE report_samples SET counts = substr(counts, 1, 4)",
+		"UPDATE report_samples SET probes = '\\x02'::bytea || substr(probes, 2)",
+		"UPDATE report_samples SET probes = ''::bytea",
+		("UPDATE report_samples SET probes = substr(probes, 1, 12) || '\\x40'::bytea ||"
+		 " substr(probes, 14)"),
+		("UPDATE report_samples SET probes ="
+		 " convert_to('{\"vmap-purge\": [0,20,1,1,1,0,8]}', 'UTF8')"),
+	};
 	const char *probes[] = { "vmap-purge" };
 	const char *want = "bad-1 vmap-purge 2000 20:2 n2 max1000002; ";
-	struct sqlite_store *q;
 	struct store_window w;
 	char got[512], sql[256], cursor[STORE_ID_MAX] = "";
 	uint64_t rows;
@@ -936,25 +998,28 @@ static void test_bad_rows(void **state)
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(corrupt); i++) {
 		s = fresh_store();
-		q = (struct sqlite_store *)s;
 		report_at(s, "bad-1", 1, 1000, 1);
 		report_at(s, "bad-1", 2, 2000, 2);
-		snprintf(sql, sizeof(sql), "%s WHERE end_ms = 1000", corrupt[i]);
-		assert_int_equal(sqlite3_exec(DB(s), sql, NULL, NULL, NULL), SQLITE_OK);
+		snprintf(sql, sizeof(sql), "%s WHERE end_ms = 1000",
+			 url ? corrupt_pg[i] : corrupt[i]);
+		if (url)
+			pg_sql(sql);
+		else
+			assert_int_equal(sqlite3_exec(DB(s), sql, NULL, NULL, NULL), SQLITE_OK);
 
 		bad_host_samples(s, got);
 		assert_string_equal(got, want);
-		assert_int_equal(q->skipped, 1);
+		assert_int_equal(skipped(s), 1);
 		got[0] = '\0';
 		assert_int_equal(s->ops->host_rows(s, "bad-1", 0, 10000, &rows_cb, got), 0);
 		assert_string_equal(got, want);
 		assert_int_equal(s->ops->window(s, "bad-1", 0, 10000, probes, 1, &w), 0);
 		assert_true(w.max_ns[0] == 1000002);
-		assert_int_equal(q->skipped, 3);
+		assert_int_equal(skipped(s), 3);
 		/* rolled up: the good row's sample only, and the bad row gone with it */
 		assert_int_equal(s->ops->rollup(s, 2 * HOUR, cursor, 8, &rows), 0);
 		cursor[0] = '\0';
-		assert_int_equal(q->skipped, 4);
+		assert_int_equal(skipped(s), 4);
 		assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 0);
 		assert_int_equal(count_rows("SELECT samples FROM rollups WHERE host_id = 'bad-1'"),
 				 1);
@@ -1373,6 +1438,9 @@ static void test_newer_schema(void **state)
 	sqlite3 *db;
 
 	(void)state;
+	s = fresh_store();
+	s->ops->close(s);
+	s = NULL;
 	assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_version VALUES (99)", NULL, NULL,
 				      NULL),
@@ -1460,20 +1528,111 @@ static void test_rate(void **state)
 	b->ops->close(b);
 }
 
+/* A database of a newer kmemd is refused, not misread; a server not there is an error. */
+static void test_pg_newer_schema(void **state)
+{
+	struct store *s = fresh_store();
+	char err[256], bad[4200];
+
+	(void)state;
+	s->ops->close(s);
+	pg_sql("INSERT INTO schema_version VALUES (99)");
+	s = NULL;
+	assert_int_equal(store_open(url, &s, err, sizeof(err)), -EPROTO);
+	assert_non_null(strstr(err, "newer kmemd"));
+	wipe();
+	snprintf(bad, sizeof(bad), "postgresql:///kmemd?host=%s/no-such-dir", path);
+	assert_int_equal(store_open(bad, &s, err, sizeof(err)), -EIO);
+	assert_non_null(strstr(err, "no-such-dir"));
+}
+
+/*
+ * Two kmemd on one database, each with its own connection: a report one
+ * stored is known to the other when its agent resends it there, and what
+ * one wrote of a host is not taken by the other for what it wrote itself
+ * (no memo: a host that moved from one to the other and back is written).
+ */
+static void test_pg_two_kmemd(void **state)
+{
+	struct store *a = fresh_store(), *b = open_store();
+
+	(void)state;
+	assert_int_equal(report_named(a, 1, 1000, "one", "on: enacted", 5000), 0);
+	assert_int_equal(report_named(b, 1, 1000, "one", "on: enacted", 5100), 1);
+	assert_int_equal(report_named(b, 2, 2000, "two", "on: guard", 5200), 0);
+	assert_int_equal(report_named(a, 3, 3000, "one", "on: enacted", 5300), 0);
+	assert_int_equal(count_rows("SELECT hostname = 'one' FROM hosts WHERE host_id = 'st-1'"),
+			 1);
+	assert_int_equal(count_rows("SELECT reason = 'on: enacted' FROM states"), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 3);
+	/* a batch of a's with b's report resent in it: known, and the batch goes on */
+	assert_int_equal(a->ops->begin(a), 0);
+	assert_int_equal(report_named(a, 2, 2000, "two", "on: guard", 5400), 1);
+	assert_int_equal(report_named(a, 4, 4000, "two", "on: guard", 5400), 0);
+	assert_int_equal(a->ops->commit(a), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 4);
+	a->ops->close(a);
+	b->ops->close(b);
+}
+
+/*
+ * The server ends kmemd's connection (a restart, a failover): the op that
+ * met it fails, and the next one connects again and works, with its
+ * statements prepared anew.
+ */
+static void test_pg_reconnect(void **state)
+{
+	struct store *s = fresh_store();
+	char sql[128];
+	int r;
+
+	(void)state;
+	assert_int_equal(s->ops->revoke(s, "rc-1", 1000), 0);
+	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)",
+		 PQbackendPID(((struct pg_store *)s)->conn));
+	pg_sql(sql);
+	r = s->ops->revoked(s, "rc-1");
+	assert_true(r == -EIO || r == 1);
+	assert_int_equal(s->ops->revoked(s, "rc-1"), 1);
+	report_at(s, "rc-2", 1, 1000, 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM counters"), 1);
+	s->ops->close(s);
+}
+
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_reports),		cmocka_unit_test(test_policies),
-		cmocka_unit_test(test_secrets),		cmocka_unit_test(test_enrollments),
-		cmocka_unit_test(test_names),		cmocka_unit_test(test_rollup),
-		cmocka_unit_test(test_rollouts),	cmocka_unit_test(test_window),
-		cmocka_unit_test(test_newer_schema),	cmocka_unit_test(test_states_unchanged),
-		cmocka_unit_test(test_batch_rollback),	cmocka_unit_test(test_samples_packed),
-		cmocka_unit_test(test_migrate_samples), cmocka_unit_test(test_migrate_json),
-		cmocka_unit_test(test_bad_rows),	cmocka_unit_test(test_rows_fuzz),
-		cmocka_unit_test(test_two_writers),	cmocka_unit_test(test_memo),
-		cmocka_unit_test(test_lease),		cmocka_unit_test(test_rate),
+	const struct CMUnitTest both[] = {
+		cmocka_unit_test(test_reports),
+		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_secrets),
+		cmocka_unit_test(test_enrollments),
+		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_rollup),
+		cmocka_unit_test(test_rollouts),
+		cmocka_unit_test(test_window),
+		cmocka_unit_test(test_states_unchanged),
+		cmocka_unit_test(test_batch_rollback),
+		cmocka_unit_test(test_samples_packed),
+		cmocka_unit_test(test_bad_rows),
+		cmocka_unit_test(test_rows_fuzz),
+		cmocka_unit_test(test_two_writers),
+		cmocka_unit_test(test_memo),
+		cmocka_unit_test(test_lease),
+		cmocka_unit_test(test_rate),
 	};
+	const struct CMUnitTest sqlite[] = {
+		cmocka_unit_test(test_newer_schema),
+		cmocka_unit_test(test_migrate_samples),
+		cmocka_unit_test(test_migrate_json),
+	};
+	const struct CMUnitTest pg[] = {
+		cmocka_unit_test(test_pg_newer_schema),
+		cmocka_unit_test(test_pg_two_kmemd),
+		cmocka_unit_test(test_pg_reconnect),
+	};
+	int r = cmocka_run_group_tests_name("store", both, setup, NULL);
 
-	return cmocka_run_group_tests(tests, setup, NULL);
+	if (getenv("KMEM_STORE_URL"))
+		return r + cmocka_run_group_tests_name("postgresql", pg, setup, NULL);
+	return r + cmocka_run_group_tests_name("sqlite", sqlite, setup, NULL);
 }

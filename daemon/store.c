@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What every backend of kmemd's store shares (store.h): which backend a
+ * configured store is, and the rows' helpers.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "store.h"
+
+const struct store_ops *store_backend(const char *where)
+{
+	if (!strncmp(where, "postgresql://", 13) || !strncmp(where, "postgres://", 11))
+		return &store_pg_ops;
+	return &store_sqlite_ops;
+}
+
+int store_open(const char *where, struct store **out, char *err, size_t errlen)
+{
+	return store_backend(where)->open(where, out, err, errlen);
+}
+
+int store_open_reader(const char *where, struct store **out, char *err, size_t errlen)
+{
+	return store_backend(where)->open_reader(where, out, err, errlen);
+}
+
+/* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
+void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		     size_t len)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
+	size_t n = strlen(prefix), i;
+	const char *name = v ? v->name : "UNSPECIFIED";
+
+	if (!strncmp(name, prefix, n))
+		name += n;
+	snprintf(out, len, "%s", name);
+	for (i = 0; out[i]; i++)
+		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
+}
+
+void store_rollout_clear(struct store_rollout *r)
+{
+	free(r->spec_json);
+	free(r->evidence_json);
+	r->spec_json = NULL;
+	r->evidence_json = NULL;
+}
+
+void store_policy_clear(struct store_policy *p)
+{
+	free(p->document_json);
+	free(p->bundle);
+	p->document_json = NULL;
+	p->bundle = NULL;
+}
