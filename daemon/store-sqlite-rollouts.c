@@ -228,7 +228,8 @@ int sq_rollouts(struct store *s,
 		void *arg)
 {
 	sqlite3_stmt *st = stmt(s, ST_ROLLOUTS), *wc;
-	uint64_t members[ROLLOUT_MAX_WAVES];
+	/* a plan's waves and the release of its holdback */
+	uint64_t members[ROLLOUT_MAX_WAVES + 1];
 	struct store_rollout r;
 	size_t n;
 	int rc, wrc, ret = 0;

@@ -1528,6 +1528,42 @@ static void test_rate(void **state)
 	b->ops->close(b);
 }
 
+static int wave_counts(void *arg, const struct store_rollout *r, const uint64_t *members,
+		       size_t n)
+{
+	char *out = arg;
+
+	(void)r;
+	for (size_t i = 0; i < n; i++)
+		snprintf(out + strlen(out), 128 - strlen(out), "%llu,",
+			 (unsigned long long)members[i]);
+	return 0;
+}
+
+/*
+ * The most waves a plan has, a member in each: the rollout's 16 and the
+ * release of its holdback. The listing counts all 17.
+ */
+static void test_rollout_waves(void **state)
+{
+	struct store *s = fresh_store();
+	struct store_member m[ROLLOUT_MAX_WAVES + 1];
+	struct store_rollout r = { .name = "w17", .state = ROLLOUT_PENDING };
+	char ids[ROLLOUT_MAX_WAVES + 1][16], counts[128] = "";
+
+	(void)state;
+	assert_int_equal(s->ops->rollout_add(s, "w17", "{}", 1000), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(m); i++) {
+		snprintf(ids[i], sizeof(ids[i]), "w-%zu", i);
+		m[i] = (struct store_member){ .host_id = ids[i], .stratum = "s",
+					      .wave = (unsigned)i, .position = (double)i };
+	}
+	assert_int_equal(s->ops->rollout_start(s, &r, m, ARRAY_SIZE(m), 2000), 0);
+	assert_int_equal(s->ops->rollouts(s, wave_counts, counts), 0);
+	assert_string_equal(counts, "1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,");
+	s->ops->close(s);
+}
+
 /* A database of a newer kmemd is refused, not misread; a server not there is an error. */
 static void test_pg_newer_schema(void **state)
 {
@@ -1618,7 +1654,7 @@ int main(void)
 		cmocka_unit_test(test_two_writers),
 		cmocka_unit_test(test_memo),
 		cmocka_unit_test(test_lease),
-		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_rate),		cmocka_unit_test(test_rollout_waves),
 	};
 	const struct CMUnitTest sqlite[] = {
 		cmocka_unit_test(test_newer_schema),
