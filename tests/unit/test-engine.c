@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * daemon/engine.c over a real SQLite store fed reports at chosen times:
+ * daemon/engine.c over a real store (a SQLite file; PostgreSQL with
+ * KMEM_STORE_URL, as test-engine-pg runs it) fed reports at chosen times:
  * a wave bakes, passes and the next starts; too little data holds it (one
  * verdict, not one per tick) until the data comes; canaries' soft lockups
  * fail it and roll back, which ends once the hosts report the previous
@@ -29,6 +30,7 @@
 #include "hist.h"
 #include "rollout.h"
 #include "series.h"
+#include "store-fixture.h"
 
 #define N 12
 #define MIN 60000LL
@@ -59,7 +61,7 @@ static struct store *open_store(void)
 	struct store *s = NULL;
 	char err[256];
 
-	if (store_open(path, &s, err, sizeof(err)) < 0)
+	if (store_open(test_store_where(path), &s, err, sizeof(err)) < 0)
 		fail_msg("store_open: %s", err);
 	return s;
 }
@@ -167,7 +169,7 @@ static void start(struct fleet *f, const char *doc)
 	char err[256];
 
 	memset(f, 0, sizeof(*f));
-	unlink(path);
+	test_store_wipe(path);
 	f->st = open_store();
 	assert_int_equal(rollout_spec_parse(doc, strlen(doc), &spec, err, sizeof(err)), 0);
 	for (size_t i = 0; i < N; i++) {

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "admin-json.h"
+#include "store-fixture.h"
 #include "store-pg.h"
 #include "store-sqlite.h"
 #include "store.h"
@@ -93,35 +94,12 @@ static char path[4096];
 /* PostgreSQL's database, or NULL: the SQLite file at path. */
 static const char *url;
 
-/* SQL on a connection of the test's own, beside the store's. */
-static void pg_sql(const char *q)
-{
-	PGconn *c = PQconnectdb(url);
-	PGresult *r;
-
-	assert_int_equal(PQstatus(c), CONNECTION_OK);
-	r = PQexec(c, q);
-	if (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)
-		fail_msg("%s: %s", q, PQresultErrorMessage(r));
-	PQclear(r);
-	PQfinish(c);
-}
-
-/* What is stored goes: the file, or every table of the database. */
-static void wipe(void)
-{
-	if (url)
-		pg_sql("DROP SCHEMA public CASCADE; CREATE SCHEMA public");
-	else
-		unlink(path);
-}
-
 static int setup(void **state)
 {
 	(void)state;
 	snprintf(path, sizeof(path), "%s/test-store.sqlite", getenv("KMEM_TEST_TMP"));
-	url = getenv("KMEM_STORE_URL");
-	wipe();
+	url = test_store_url();
+	test_store_wipe(path);
 	return 0;
 }
 
@@ -138,7 +116,7 @@ static struct store *open_store(void)
 /* A store on a new file, for a test that counts rows. */
 static struct store *fresh_store(void)
 {
-	wipe();
+	test_store_wipe(path);
 	return open_store();
 }
 
@@ -1003,7 +981,7 @@ static void test_bad_rows(void **state)
 		snprintf(sql, sizeof(sql), "%s WHERE end_ms = 1000",
 			 url ? corrupt_pg[i] : corrupt[i]);
 		if (url)
-			pg_sql(sql);
+			test_store_sql(sql);
 		else
 			assert_int_equal(sqlite3_exec(DB(s), sql, NULL, NULL, NULL), SQLITE_OK);
 
@@ -1528,8 +1506,7 @@ static void test_rate(void **state)
 	b->ops->close(b);
 }
 
-static int wave_counts(void *arg, const struct store_rollout *r, const uint64_t *members,
-		       size_t n)
+static int wave_counts(void *arg, const struct store_rollout *r, const uint64_t *members, size_t n)
 {
 	char *out = arg;
 
@@ -1555,8 +1532,10 @@ static void test_rollout_waves(void **state)
 	assert_int_equal(s->ops->rollout_add(s, "w17", "{}", 1000), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(m); i++) {
 		snprintf(ids[i], sizeof(ids[i]), "w-%zu", i);
-		m[i] = (struct store_member){ .host_id = ids[i], .stratum = "s",
-					      .wave = (unsigned)i, .position = (double)i };
+		m[i] = (struct store_member){ .host_id = ids[i],
+					      .stratum = "s",
+					      .wave = (unsigned)i,
+					      .position = (double)i };
 	}
 	assert_int_equal(s->ops->rollout_start(s, &r, m, ARRAY_SIZE(m), 2000), 0);
 	assert_int_equal(s->ops->rollouts(s, wave_counts, counts), 0);
@@ -1572,11 +1551,11 @@ static void test_pg_newer_schema(void **state)
 
 	(void)state;
 	s->ops->close(s);
-	pg_sql("INSERT INTO schema_version VALUES (99)");
+	test_store_sql("INSERT INTO schema_version VALUES (99)");
 	s = NULL;
 	assert_int_equal(store_open(url, &s, err, sizeof(err)), -EPROTO);
 	assert_non_null(strstr(err, "newer kmemd"));
-	wipe();
+	test_store_wipe(path);
 	snprintf(bad, sizeof(bad), "postgresql:///kmemd?host=%s/no-such-dir", path);
 	assert_int_equal(store_open(bad, &s, err, sizeof(err)), -EIO);
 	assert_non_null(strstr(err, "no-such-dir"));
@@ -1626,7 +1605,7 @@ static void test_pg_reconnect(void **state)
 	assert_int_equal(s->ops->revoke(s, "rc-1", 1000), 0);
 	snprintf(sql, sizeof(sql), "SELECT pg_terminate_backend(%d)",
 		 PQbackendPID(((struct pg_store *)s)->conn));
-	pg_sql(sql);
+	test_store_sql(sql);
 	r = s->ops->revoked(s, "rc-1");
 	assert_true(r == -EIO || r == 1);
 	assert_int_equal(s->ops->revoked(s, "rc-1"), 1);
@@ -1654,7 +1633,8 @@ int main(void)
 		cmocka_unit_test(test_two_writers),
 		cmocka_unit_test(test_memo),
 		cmocka_unit_test(test_lease),
-		cmocka_unit_test(test_rate),		cmocka_unit_test(test_rollout_waves),
+		cmocka_unit_test(test_rate),
+		cmocka_unit_test(test_rollout_waves),
 	};
 	const struct CMUnitTest sqlite[] = {
 		cmocka_unit_test(test_newer_schema),
