@@ -7,6 +7,8 @@
 #   ids after the copied ones.
 # - A second copy into the database is refused, and changes nothing; so is a
 #   SQLite file that is not there.
+# - A [store] url not PostgreSQL's, or whose server is not there, is refused;
+#   the URL, which may hold a password, is not logged.
 set -euo pipefail
 
 BUILD=${1:?usage: migrate.sh BUILD_DIR SOURCE_DIR}
@@ -109,3 +111,15 @@ for h in h1 h2; do
 done
 no_report_lost h1 h2
 echo "ok: the agents report on through kmemd on PostgreSQL, and none of their reports is lost"
+
+# [store] url: one not PostgreSQL's is refused by the check; one whose server
+# is not there stops kmemd at start with libpq's reason, and the URL (it may
+# hold a password) is never logged
+sed "s|^url = .*|url = mysql://kmemd@db.example/kmemd|" kmemd.conf >bad.conf
+! $KMEMD -n -c bad.conf >bad.out 2>&1 || fail "kmemd -n took a mysql:// store"
+grep -q "\[store\] url is not a postgresql:// URL" bad.out || fail "the bad URL's error: $(cat bad.out)"
+sed "s|^url = .*|url = postgresql://kmemd:s3cret@/kmemd?host=$PWD/no-such-dir|" kmemd.conf >gone.conf
+! timeout 30 $KMEMD -c gone.conf >gone.out 2>&1 || fail "kmemd started without its database"
+grep -q "store \[store\] url: .*no-such-dir" gone.out || fail "no database's error: $(cat gone.out)"
+! grep -q s3cret gone.out || fail "kmemd logged the store's password: $(cat gone.out)"
+echo "ok: a store URL not PostgreSQL's, or one with no server, is refused, its password not logged"
