@@ -11,10 +11,12 @@
  * not checked: this is a simulator, not an agent). A host that runs the
  * policy named by -b has -L soft lockups in each report, as a canary of a
  * bad policy would. Given several kmemd, a host whose report gets no
- * answer turns to the next and sends again, as kmem-agent does.
+ * answer turns to the next and sends again, as kmem-agent does. With -c
+ * each report has a connection of its own, closed once answered: for
+ * fleets larger than the descriptors a process may hold here.
  *
  *   fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key -n HOSTS -i INTERVAL_S
- *             [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE]
+ *             [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE] [-c]
  *
  * Every 5 s it writes STATUS_FILE (and stdout): key=value lines, with the
  * hosts running each policy (policy=NAME@VERSION hosts=N).
@@ -63,6 +65,7 @@ static unsigned nservers;
 static struct host *hosts;
 static int nhosts, interval_s = 60, lockups = 3;
 static const char *bad_policy = "";
+static bool close_each; /* -c */
 static uint64_t acked, failed, late, failovers, policies_taken;
 static uint8_t buf[16384];
 
@@ -234,6 +237,7 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	h->in_flight = false;
 	if (code == 200) {
 		acked++;
+		h->reconnect = close_each;
 		h->soft_lockups +=
 			*bad_policy && !strcmp(h->policy, bad_policy) ? (uint64_t)lockups : 0;
 		take_policy(h, evhttp_request_get_input_buffer(req));
@@ -270,6 +274,8 @@ static void post(struct host *h)
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", servers[h->server].host);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/x-protobuf");
+	if (close_each)
+		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
 	h->in_flight = true;
 	if (evhttp_make_request(h->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0) {
@@ -406,7 +412,7 @@ int main(int argc, char **argv)
 	X509 *ca = NULL;
 	int c, i;
 
-	while ((c = getopt(argc, argv, "s:C:K:n:i:t:b:L:o:")) != -1) {
+	while ((c = getopt(argc, argv, "s:C:K:n:i:t:b:L:o:c")) != -1) {
 		switch (c) {
 		case 's':
 			list = optarg;
@@ -435,6 +441,9 @@ int main(int argc, char **argv)
 		case 'o':
 			status_path = optarg;
 			break;
+		case 'c':
+			close_each = true;
+			break;
 		default:
 			return 2;
 		}
@@ -443,7 +452,7 @@ int main(int argc, char **argv)
 	    interval_s < 1 || lockups < 0 || parse_servers(list) < 0) {
 		fprintf(stderr, "usage: fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key "
 				"-n HOSTS -i INTERVAL_S [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] "
-				"[-o STATUS_FILE]\n");
+				"[-o STATUS_FILE] [-c]\n");
 		return 2;
 	}
 	if (pki_read_cert(ca_path, &ca) < 0 || pki_read_key(ca_key_path, &ca_key) < 0) {
