@@ -244,16 +244,6 @@ static char *dump(json_t *a)
 	return text;
 }
 
-static char *labels_json(const Kmemctl__V1__HostFacts *f)
-{
-	json_t *o = json_object();
-	size_t i;
-
-	for (i = 0; o && i < f->n_labels; i++)
-		json_object_set_new(o, f->labels[i]->key, json_string(f->labels[i]->value));
-	return dump(o);
-}
-
 /*
  * What a report's statement is given besides its fields, made before it
  * runs. report_check() let only UTF-8 through: a NULL is out of memory.
@@ -327,31 +317,6 @@ static char *events_json(const Kmemctl__V1__Report *rep)
 }
 
 /*
- * Room enough for every report_samples row of rep, one after the other:
- * making them cannot fail. -EINVAL: a probe a row cannot hold
- * (report_check() refuses it first).
- */
-static int samples_reserve(struct pg_store *q, const Kmemctl__V1__Report *rep)
-{
-	size_t probes = 0, counts = 0, i;
-
-	for (i = 0; i < rep->n_probes; i++) {
-		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
-		size_t name = p->probe ? strlen(p->probe) : 0;
-
-		if (!p->hist)
-			continue;
-		if (name > RS_NAME_MAX || p->hist->first_bucket > HIST_BUCKETS ||
-		    p->hist->n_counts > HIST_BUCKETS - p->hist->first_bucket)
-			return -EINVAL;
-		/* the probe, and a row of its own at most */
-		probes += 1 + rs_room(name);
-		counts += p->hist->n_counts * 8;
-	}
-	return buf_reserve(&q->probes, probes ?: 1) ?: buf_reserve(&q->counts, counts ?: 1);
-}
-
-/*
  * The report's histograms in one report_samples row, or one per end time
  * when its probes do not all end at the same time (an agent's all do):
  * the rows one after the other in q->probes and q->counts, each row's
@@ -385,17 +350,7 @@ static char *samples_json(struct pg_store *q, const Kmemctl__V1__Report *rep)
 
 			if (!x->hist || x->end_unix_ms != end)
 				continue;
-			/* native-endian u64s: one host architecture per database */
-			rs_add(&p, &c,
-			       &(struct rs_probe){ .name = x->probe ?: "",
-						   .name_len = x->probe ? strlen(x->probe) : 0,
-						   .start_ms = x->start_unix_ms,
-						   .first_bucket = x->hist->first_bucket,
-						   .nbuckets = (unsigned)x->hist->n_counts,
-						   .buckets = (const uint8_t *)x->hist->counts,
-						   .count = x->hist->count,
-						   .sum_ns = x->hist->sum_ns,
-						   .max_ns = x->hist->max_ns });
+			rs_add_sample(&p, &c, x);
 		}
 		if (json_array_append_new(
 			    a,
@@ -413,11 +368,11 @@ static char *samples_json(struct pg_store *q, const Kmemctl__V1__Report *rep)
 
 static int ingest_json_make(struct ingest_json *t, struct store *s, const Kmemctl__V1__Report *rep)
 {
-	int r = samples_reserve(PG(s), rep);
+	int r = rs_reserve_report(&PG(s)->probes, &PG(s)->counts, rep);
 
 	if (r < 0)
 		return r;
-	t->labels = labels_json(rep->facts);
+	t->labels = store_labels_json(rep->facts);
 	t->states = states_json(rep);
 	t->samples = samples_json(PG(s), rep);
 	t->events = events_json(rep);

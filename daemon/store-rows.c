@@ -166,6 +166,41 @@ void rs_merge(struct hist *h, const struct rs_probe *x)
 		h->max_ns = x->max_ns;
 }
 
+int rs_reserve_report(struct buf *probes, struct buf *counts, const Kmemctl__V1__Report *rep)
+{
+	size_t np = 0, nc = 0, i;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+		size_t name = p->probe ? strlen(p->probe) : 0;
+
+		if (!p->hist)
+			continue;
+		if (name > RS_NAME_MAX || p->hist->first_bucket > HIST_BUCKETS ||
+		    p->hist->n_counts > HIST_BUCKETS - p->hist->first_bucket)
+			return -EINVAL;
+		/* the probe, and a row's format byte should it start one */
+		np += 1 + rs_room(name);
+		nc += p->hist->n_counts * 8;
+	}
+	return buf_reserve(probes, np ?: 1) ?: buf_reserve(counts, nc ?: 1);
+}
+
+void rs_add_sample(struct buf *probes, struct buf *counts, const Kmemctl__V1__ProbeSample *x)
+{
+	/* native-endian u64s: kmemd of one host architecture per store */
+	rs_add(probes, counts,
+	       &(struct rs_probe){ .name = x->probe ?: "",
+				   .name_len = x->probe ? strlen(x->probe) : 0,
+				   .start_ms = x->start_unix_ms,
+				   .first_bucket = x->hist->first_bucket,
+				   .nbuckets = (unsigned)x->hist->n_counts,
+				   .buckets = (const uint8_t *)x->hist->counts,
+				   .count = x->hist->count,
+				   .sum_ns = x->hist->sum_ns,
+				   .max_ns = x->hist->max_ns });
+}
+
 int rs_hour_add(struct rs_hour *hr, const struct rs_probe *p)
 {
 	struct rs_acc *a = NULL;

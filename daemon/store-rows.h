@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "hist.h"
+#include "kmemctl/v1/report.pb-c.h"
 
 /* A buffer reused from report to report. */
 struct buf {
@@ -72,6 +73,15 @@ bool rs_is(const struct rs_probe *x, const char *name);
 void rs_hist(const struct rs_probe *x, struct hist *h);
 /* h += x, as hist_merge() adds (saturating), touching only x's buckets. */
 void rs_merge(struct hist *h, const struct rs_probe *x);
+
+/*
+ * Room in probes and counts for every row of rep's histograms, one after
+ * the other (a row per probe at most: rs_add_sample() then cannot fail).
+ * -EINVAL: a probe a row cannot hold (report_check() refuses it first).
+ */
+int rs_reserve_report(struct buf *probes, struct buf *counts, const Kmemctl__V1__Report *rep);
+/* A probe sample of a report into the row being made (native-endian buckets). */
+void rs_add_sample(struct buf *probes, struct buf *counts, const Kmemctl__V1__ProbeSample *x);
 
 /* An hour's samples of one probe of a host being rolled up. */
 struct rs_acc {

@@ -173,19 +173,6 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt which)
 	return sq_stmt(s, &sq_ingest_area, which);
 }
 
-static char *labels_json(const Kmemctl__V1__HostFacts *f)
-{
-	json_t *o = json_object();
-	char *text;
-	size_t i;
-
-	for (i = 0; o && i < f->n_labels; i++)
-		json_object_set_new(o, f->labels[i]->key, json_string(f->labels[i]->value));
-	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
-	json_decref(o);
-	return text;
-}
-
 /*
  * What a report stores that kmemd makes rather than copies: made before
  * the first write, so that nothing but the database can fail in between.
@@ -206,30 +193,6 @@ static void ingest_text_free(struct ingest_text *t)
 	free(t->stacks);
 }
 
-/*
- * Room enough for the largest report_samples row of rep: writing one
- * cannot fail. -EINVAL: a probe the row cannot hold (report_check()
- * refuses it first).
- */
-static int samples_reserve(struct sqlite_store *q, const Kmemctl__V1__Report *rep)
-{
-	size_t probes = 1, counts = 0, i;
-
-	for (i = 0; i < rep->n_probes; i++) {
-		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
-		size_t name = p->probe ? strlen(p->probe) : 0;
-
-		if (!p->hist)
-			continue;
-		if (name > RS_NAME_MAX || p->hist->first_bucket > HIST_BUCKETS ||
-		    p->hist->n_counts > HIST_BUCKETS - p->hist->first_bucket)
-			return -EINVAL;
-		probes += rs_room(name);
-		counts += p->hist->n_counts * 8;
-	}
-	return buf_reserve(&q->probes, probes) ?: buf_reserve(&q->counts, counts ?: 1);
-}
-
 /* labels: the host's row is written, with its labels as JSON */
 static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemctl__V1__Report *rep,
 			    bool labels)
@@ -237,10 +200,11 @@ static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemct
 	size_t i, j;
 	int r;
 
-	*t = (struct ingest_text){ .labels = labels ? labels_json(rep->facts) : NULL };
+	*t = (struct ingest_text){ .labels = labels ? store_labels_json(rep->facts) : NULL };
 	if (labels && !t->labels)
 		return -ENOMEM;
-	r = samples_reserve((struct sqlite_store *)s, rep);
+	r = rs_reserve_report(&((struct sqlite_store *)s)->probes,
+			      &((struct sqlite_store *)s)->counts, rep);
 	if (r < 0)
 		return r;
 	if (!rep->n_events)
@@ -372,7 +336,7 @@ static int ingest_states(struct store *s, const Kmemctl__V1__Report *rep, int64_
 /*
  * The report's histograms in one report_samples row (migration 8), or
  * one per end time when its probes do not all end at the same time (an
- * agent's all do). Room was reserved by samples_reserve().
+ * agent's all do). Room was reserved by rs_reserve_report().
  */
 static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 {
@@ -397,17 +361,7 @@ static int ingest_samples(struct store *s, const Kmemctl__V1__Report *rep)
 
 			if (!p->hist || p->end_unix_ms != end)
 				continue;
-			/* native-endian u64s: one host architecture per kmemd file */
-			rs_add(&q->probes, &q->counts,
-			       &(struct rs_probe){ .name = p->probe ?: "",
-						   .name_len = p->probe ? strlen(p->probe) : 0,
-						   .start_ms = p->start_unix_ms,
-						   .first_bucket = p->hist->first_bucket,
-						   .nbuckets = (unsigned)p->hist->n_counts,
-						   .buckets = (const uint8_t *)p->hist->counts,
-						   .count = p->hist->count,
-						   .sum_ns = p->hist->sum_ns,
-						   .max_ns = p->hist->max_ns });
+			rs_add_sample(&q->probes, &q->counts, p);
 		}
 		st = stmt(s, ST_SAMPLE_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);

@@ -3,6 +3,7 @@
  * What every backend of kmemd's store shares (store.h): which backend a
  * configured store is, and the rows' helpers.
  */
+#include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,4 +56,17 @@ void store_policy_clear(struct store_policy *p)
 	free(p->bundle);
 	p->document_json = NULL;
 	p->bundle = NULL;
+}
+
+char *store_labels_json(const Kmemctl__V1__HostFacts *f)
+{
+	json_t *o = json_object();
+	char *text;
+	size_t i;
+
+	for (i = 0; o && i < f->n_labels; i++)
+		json_object_set_new(o, f->labels[i]->key, json_string(f->labels[i]->value));
+	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
+	json_decref(o);
+	return text;
 }

@@ -432,6 +432,9 @@ int store_open_reader(const char *where, struct store **out, char *err, size_t e
 
 void store_policy_clear(struct store_policy *p);
 
+/* A host's labels as every backend keeps them (hosts.labels): a JSON object, malloc'ed; NULL. */
+char *store_labels_json(const Kmemctl__V1__HostFacts *f);
+
 /* An enum value as the store keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
 void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
 		     size_t len);
