@@ -11,12 +11,13 @@
  * not checked: this is a simulator, not an agent). A host that runs the
  * policy named by -b has -L soft lockups in each report, as a canary of a
  * bad policy would. Given several kmemd, a host whose report gets no
- * answer turns to the next and sends again, as kmem-agent does. With -c
- * each report has a connection of its own, closed once answered: for
- * fleets larger than the descriptors a process may hold here.
+ * answer turns to another and sends again, as kmem-agent does; the hosts
+ * of a kmemd that died spread over the others. A fleet larger than the
+ * descriptors one process may hold is several fleet-sim: -f is the
+ * first host's number, so that each runs hosts of their own.
  *
  *   fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key -n HOSTS -i INTERVAL_S
- *             [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE] [-c]
+ *             [-f FIRST] [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE]
  *
  * Every 5 s it writes STATUS_FILE (and stdout): key=value lines, with the
  * hosts running each policy (policy=NAME@VERSION hosts=N).
@@ -45,6 +46,7 @@
 #define POLICY_MAX 64
 
 struct host {
+	int n; /* its number in the fleet */
 	char id[24];
 	char addr[24];
 	EVP_PKEY *key;
@@ -65,7 +67,6 @@ static unsigned nservers;
 static struct host *hosts;
 static int nhosts, interval_s = 60, lockups = 3;
 static const char *bad_policy = "";
-static bool close_each; /* -c */
 static uint64_t acked, failed, late, failovers, policies_taken;
 static uint8_t buf[16384];
 
@@ -237,7 +238,6 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	h->in_flight = false;
 	if (code == 200) {
 		acked++;
-		h->reconnect = close_each;
 		h->soft_lockups +=
 			*bad_policy && !strcmp(h->policy, bad_policy) ? (uint64_t)lockups : 0;
 		take_policy(h, evhttp_request_get_input_buffer(req));
@@ -245,10 +245,13 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	}
 	failed++;
 	ERR_clear_error();
-	/* no answer, or a refusal to resend later: the next kmemd, with the same report */
+	/*
+	 * no answer, or a refusal to resend later: another kmemd, with the same
+	 * report; the hosts of one kmemd spread over all the others
+	 */
 	h->seq--;
 	if (nservers > 1) {
-		h->server = (h->server + 1) % nservers;
+		h->server = (h->server + 1 + (unsigned)h->n % (nservers - 1)) % nservers;
 		failovers++;
 	}
 	h->reconnect = true;
@@ -270,12 +273,10 @@ static void post(struct host *h)
 	h->reconnect = false;
 	req = evhttp_request_new(on_reply, h);
 	h->seq++;
-	len = report(h, (int)(h - hosts), now_ms());
+	len = report(h, h->n, now_ms());
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", servers[h->server].host);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/x-protobuf");
-	if (close_each)
-		evhttp_add_header(evhttp_request_get_output_headers(req), "Connection", "close");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
 	h->in_flight = true;
 	if (evhttp_make_request(h->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0) {
@@ -384,13 +385,15 @@ static int parse_servers(const char *list)
 	return 0;
 }
 
-/* Host i: its id, address, key and certificate from the fleet CA. */
+/* Host number i: its id, address, key and certificate from the fleet CA. */
 static int make_host(struct host *h, int i, X509 *ca, EVP_PKEY *ca_key)
 {
 	struct pki_subject subj = { .role = PKI_ROLE_HOST,
 				    .not_before = -3600,
 				    .not_after = 30 * 86400 };
 
+	h->n = i;
+	h->server = (unsigned)i % nservers;
 	snprintf(h->id, sizeof(h->id), "sim-%06d", i);
 	/* 127.0.0.0/16 left to the servers: hosts from 127.1.0.0 on */
 	snprintf(h->addr, sizeof(h->addr), "127.%d.%d.%d", 1 + (i >> 16), (i >> 8) & 255, i & 255);
@@ -410,9 +413,9 @@ int main(int argc, char **argv)
 	struct event *stop = NULL, *st;
 	EVP_PKEY *ca_key = NULL;
 	X509 *ca = NULL;
-	int c, i;
+	int c, i, first = 0;
 
-	while ((c = getopt(argc, argv, "s:C:K:n:i:t:b:L:o:c")) != -1) {
+	while ((c = getopt(argc, argv, "s:C:K:n:i:f:t:b:L:o:")) != -1) {
 		switch (c) {
 		case 's':
 			list = optarg;
@@ -429,6 +432,9 @@ int main(int argc, char **argv)
 		case 'i':
 			interval_s = atoi(optarg);
 			break;
+		case 'f':
+			first = atoi(optarg);
+			break;
 		case 't':
 			secs = atof(optarg);
 			break;
@@ -441,18 +447,17 @@ int main(int argc, char **argv)
 		case 'o':
 			status_path = optarg;
 			break;
-		case 'c':
-			close_each = true;
-			break;
 		default:
 			return 2;
 		}
 	}
-	if (!list || !ca_path || !ca_key_path || nhosts < 1 || nhosts > (1 << 22) ||
-	    interval_s < 1 || lockups < 0 || parse_servers(list) < 0) {
+	/* 2^22 hosts: well inside 127.0.0.0/8's addresses */
+	if (!list || !ca_path || !ca_key_path || nhosts < 1 || first < 0 ||
+	    nhosts > (1 << 22) - first || interval_s < 1 || lockups < 0 ||
+	    parse_servers(list) < 0) {
 		fprintf(stderr, "usage: fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key "
-				"-n HOSTS -i INTERVAL_S [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] "
-				"[-o STATUS_FILE] [-c]\n");
+				"-n HOSTS -i INTERVAL_S [-f FIRST] [-t SECONDS] [-b BAD_POLICY] "
+				"[-L LOCKUPS] [-o STATUS_FILE]\n");
 		return 2;
 	}
 	if (pki_read_cert(ca_path, &ca) < 0 || pki_read_key(ca_key_path, &ca_key) < 0) {
@@ -471,11 +476,10 @@ int main(int argc, char **argv)
 	if (!base || !hosts)
 		return 1;
 	for (i = 0; i < nhosts; i++) {
-		if (make_host(&hosts[i], i, ca, ca_key) < 0) {
-			fprintf(stderr, "fleet-sim: host %d: no key or certificate\n", i);
+		if (make_host(&hosts[i], first + i, ca, ca_key) < 0) {
+			fprintf(stderr, "fleet-sim: host %d: no key or certificate\n", first + i);
 			return 1;
 		}
-		hosts[i].server = (unsigned)i % nservers;
 	}
 	printf("certificates=%d\n", nhosts);
 	fflush(stdout);
@@ -483,11 +487,11 @@ int main(int argc, char **argv)
 	/* each host on its own phase of the interval: a steady load, as a fleet's */
 	for (i = 0; i < nhosts; i++) {
 		int64_t us = (int64_t)interval_s * 1000000 * i / nhosts;
-		struct timeval first = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
+		struct timeval phase = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 
 		hosts[i].timer = event_new(base, -1, EV_PERSIST, on_timer, &hosts[i]);
 		if (!hosts[i].timer ||
-		    event_base_once(base, -1, EV_TIMEOUT, on_first, &hosts[i], &first) < 0)
+		    event_base_once(base, -1, EV_TIMEOUT, on_first, &hosts[i], &phase) < 0)
 			return 1;
 	}
 	st = event_new(base, -1, EV_PERSIST, on_status, NULL);

@@ -266,18 +266,16 @@ static int rollout_list(int argc, char **argv)
 /* The members wave k reaches in all, and of them how many run the policy. */
 static void wave_counts(json_t *st, unsigned k, long long *reached, long long *running)
 {
-	json_t *spec = json_object_get(st, "spec"), *m, *p;
+	json_t *w;
 	size_t i;
 
 	*reached = *running = 0;
-	json_array_foreach(json_object_get(st, "members"), i, m)
+	json_array_foreach(json_object_get(st, "wave_hosts"), i, w)
 	{
-		if (num(m, "wave") > (long long)k)
-			continue;
-		(*reached)++;
-		p = json_object_get(m, "policy");
-		*running += !strcmp(str(p, "name"), str(spec, "policy")) &&
-			    num(p, "version") == num(spec, "version");
+		if (i > k)
+			break;
+		*reached += num(w, "members");
+		*running += num(w, "running");
 	}
 }
 
@@ -301,6 +299,18 @@ static void print_evidence(json_t *e)
 	       real(e, "lr_threshold"));
 }
 
+/*
+ * A verdict's count of canaries, baselines or unmatched hosts: its side's
+ * "hosts" (its "unmatched_hosts"), or, in verdicts stored before verdicts
+ * named at most GATES_HOSTS_NAMED of each, the length of the list.
+ */
+static long long hosts(json_t *d, json_t *side, const char *list)
+{
+	json_t *n = json_object_get(side, side == d ? "unmatched_hosts" : "hosts");
+
+	return n ? json_integer_value(n) : (long long)json_array_size(json_object_get(d, list));
+}
+
 /* The numbers of the last verdict, in lines. */
 static void print_numbers(json_t *v)
 {
@@ -308,11 +318,10 @@ static void print_numbers(json_t *v)
 	       *b = json_object_get(d, "baseline"), *lat, *s, *o;
 	const char *key;
 
-	printf("  canaries  %zu hosts, %.3g host-hours, %lld lockups\n",
-	       json_array_size(json_object_get(d, "canaries")), real(c, "hours"), num(c, "events"));
-	printf("  baselines %zu hosts, %.3g host-hours, %lld lockups\n",
-	       json_array_size(json_object_get(d, "baselines")), real(b, "hours"),
-	       num(b, "events"));
+	printf("  canaries  %lld hosts, %.3g host-hours, %lld lockups\n", hosts(d, c, "canaries"),
+	       real(c, "hours"), num(c, "events"));
+	printf("  baselines %lld hosts, %.3g host-hours, %lld lockups\n", hosts(d, b, "baselines"),
+	       real(b, "hours"), num(b, "events"));
 	if (json_object_get(d, "lockup_p"))
 		printf("  lockup rate test p = %.3g\n", real(d, "lockup_p"));
 	lat = json_object_get(d, "latency");
@@ -329,9 +338,8 @@ static void print_numbers(json_t *v)
 	json_object_foreach(json_object_get(d, "strata"), key, o)
 		printf("  stratum %s: %lld canaries, %lld baselines\n", key, num(o, "canaries"),
 		       num(o, "baselines"));
-	if (json_array_size(json_object_get(d, "unmatched")))
-		printf("  unmatched (not compared): %zu canaries\n",
-		       json_array_size(json_object_get(d, "unmatched")));
+	if (hosts(d, d, "unmatched"))
+		printf("  unmatched (not compared): %lld canaries\n", hosts(d, d, "unmatched"));
 	print_evidence(json_object_get(json_object_get(d, "evidence"), "lockups"));
 }
 

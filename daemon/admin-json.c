@@ -202,16 +202,52 @@ int admin_json_rollouts(struct store *st, json_t **out)
 	return done(rows ? st->ops->rollouts(st, add_rollout, rows) : -ENOMEM, rows, out);
 }
 
+/* A status's members: the first max listed, every one counted into its wave. */
+struct members_out {
+	json_t *list;
+	size_t max, total;
+	const char *policy; /* the rollout's, and its version: a member running it */
+	json_int_t version;
+	json_int_t waves[ROLLOUT_MAX_WAVES + 1][2]; /* members, running the policy */
+};
+
 static int add_member(void *arg, const struct store_member *m)
 {
-	json_t *prev = m->prev_policy ? policy_ref(m->prev_policy, (int64_t)m->prev_version) :
-					json_null();
-	json_t *o = json_pack("{s:o, s:o, s:I, s:o, s:o, s:o}", "host_id", json_text(m->host_id),
-			      "stratum", text_or_null(m->stratum), "wave", (json_int_t)m->wave,
-			      "previous", prev, "policy", policy_ref(m->policy, m->version),
-			      "last_seen_ms", int_or_null(m->last_seen_ms));
+	struct members_out *mo = arg;
+	json_t *prev, *o;
 
-	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+	mo->total++;
+	if (m->wave < ARRAY_SIZE(mo->waves)) {
+		mo->waves[m->wave][0]++;
+		mo->waves[m->wave][1] += m->policy && mo->policy &&
+					 !strcmp(m->policy, mo->policy) &&
+					 m->version == mo->version;
+	}
+	if (json_array_size(mo->list) >= mo->max)
+		return 0;
+	prev = m->prev_policy ? policy_ref(m->prev_policy, (int64_t)m->prev_version) : json_null();
+	o = json_pack("{s:o, s:o, s:I, s:o, s:o, s:o}", "host_id", json_text(m->host_id), "stratum",
+		      text_or_null(m->stratum), "wave", (json_int_t)m->wave, "previous", prev,
+		      "policy", policy_ref(m->policy, m->version), "last_seen_ms",
+		      int_or_null(m->last_seen_ms));
+	return o && json_array_append_new(mo->list, o) == 0 ? 0 : -ENOMEM;
+}
+
+/* Per wave with members: how many, and how many of them run the rollout's policy. */
+static json_t *wave_hosts(const struct members_out *mo)
+{
+	json_t *a = json_array();
+	size_t n = ARRAY_SIZE(mo->waves);
+
+	while (n && !mo->waves[n - 1][0])
+		n--;
+	for (size_t i = 0; a && i < n; i++)
+		if (json_array_append_new(a, json_pack("{s:I, s:I}", "members", mo->waves[i][0],
+						       "running", mo->waves[i][1])) < 0) {
+			json_decref(a);
+			return NULL;
+		}
+	return a;
 }
 
 static int add_verdict(void *arg, const struct store_verdict *v)
@@ -224,26 +260,32 @@ static int add_verdict(void *arg, const struct store_verdict *v)
 	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
 }
 
-int admin_json_rollout_status(struct store *st, const char *name, json_t **out)
+int admin_json_rollout_status(struct store *st, const char *name, size_t members_max, json_t **out)
 {
+	struct members_out mo = { .list = json_array(), .max = members_max };
 	struct store_rollout r;
-	json_t *o = NULL, *members = json_array(), *verdicts = json_array();
-	int ret = members && verdicts ? st->ops->rollout_get(st, name, &r) : -ENOMEM;
+	json_t *o = NULL, *verdicts = json_array(), *spec;
+	int ret = mo.list && verdicts ? st->ops->rollout_get(st, name, &r) : -ENOMEM;
 
 	if (ret < 0)
 		goto fail;
 	o = rollout_json(&r);
 	store_rollout_clear(&r);
-	ret = o ? st->ops->members(st, name, add_member, members) : -ENOMEM;
+	spec = json_object_get(o, "spec");
+	mo.policy = json_string_value(json_object_get(spec, "policy"));
+	mo.version = json_integer_value(json_object_get(spec, "version"));
+	ret = o ? st->ops->members(st, name, add_member, &mo) : -ENOMEM;
 	if (ret == 0)
 		ret = st->ops->verdicts(st, name, add_verdict, verdicts);
 	if (ret == 0) {
-		/* both steal their value, also when they fail */
-		int a = json_object_set_new(o, "members", members);
+		/* each steals its value, also when it fails */
+		int a = json_object_set_new(o, "members", mo.list);
 		int b = json_object_set_new(o, "verdicts", verdicts);
+		int c = json_object_set_new(o, "members_total", json_integer((json_int_t)mo.total));
+		int d = json_object_set_new(o, "wave_hosts", wave_hosts(&mo));
 
-		members = verdicts = NULL;
-		ret = a < 0 || b < 0 ? -ENOMEM : 0;
+		mo.list = verdicts = NULL;
+		ret = a < 0 || b < 0 || c < 0 || d < 0 ? -ENOMEM : 0;
 	}
 	if (ret == 0) {
 		*out = o;
@@ -251,7 +293,7 @@ int admin_json_rollout_status(struct store *st, const char *name, json_t **out)
 	}
 fail:
 	json_decref(o);
-	json_decref(members);
+	json_decref(mo.list);
 	json_decref(verdicts);
 	return ret;
 }

@@ -23,10 +23,11 @@ int admin_json_policies(struct store *st, json_t **out);
 /* Each rollout newest first, with its member count per wave. */
 int admin_json_rollouts(struct store *st, json_t **out);
 /*
- * One rollout as in admin_json_rollouts(), its members in plan order
- * (stratum, wave, previous policy, the policy each runs now) and its
- * verdicts oldest first.
+ * One rollout as in admin_json_rollouts(), the first members_max of its
+ * members in plan order (stratum, wave, previous policy, the policy each
+ * runs now), how many it has in all and per wave (and how many of those
+ * run its policy), and its verdicts oldest first.
  */
-int admin_json_rollout_status(struct store *st, const char *name, json_t **out);
+int admin_json_rollout_status(struct store *st, const char *name, size_t members_max, json_t **out);
 
 #endif

@@ -83,32 +83,61 @@ int engine_add_member(void *arg, const struct store_member *sm)
 	return 0;
 }
 
-/* What the gates are given, and the per-host numbers the verdict keeps. */
+/* What the gates are given, and the per-stratum counts the verdict keeps. */
 struct wave {
 	struct gate_host *c, *b;
-	size_t nc, nb;
-	struct store_window *w; /* per member: the gate hosts point into it */
-	json_t *hosts, *strata, *unmatched;
+	size_t nc, nb, nunmatched;
+	struct store_window *w; /* per host judged: the gate hosts point into it */
+	json_t *strata, *unmatched;
 };
 
 /* A host's numbers in a verdict: per probe p99 and max, null without samples. */
-static json_t *host_json(const struct store_window *w, size_t nprobes, const char *role)
+static json_t *host_json(const struct gate_host *g, size_t nprobes, const char *role)
 {
 	json_t *p99 = json_array(), *max = json_array(), *o;
 
 	for (size_t i = 0; i < nprobes; i++) {
 		json_array_append_new(p99,
-				      w->p99_ns[i] < 0 ? json_null() : json_real(w->p99_ns[i]));
+				      g->p99_ns[i] < 0 ? json_null() : json_real(g->p99_ns[i]));
 		json_array_append_new(max,
-				      w->max_ns[i] < 0 ? json_null() : json_real(w->max_ns[i]));
+				      g->max_ns[i] < 0 ? json_null() : json_real(g->max_ns[i]));
 	}
-	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o, s:o}", "role", role, "hours", w->hours,
-		      "soft_lockups", (json_int_t)w->soft_lockups, "hard_lockups",
-		      (json_int_t)w->hard_lockups, "rcu_stalls", (json_int_t)w->rcu_stalls,
+	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o, s:o}", "role", role, "hours", g->hours,
+		      "soft_lockups", (json_int_t)g->soft_lockups, "hard_lockups",
+		      (json_int_t)g->hard_lockups, "rcu_stalls", (json_int_t)g->rcu_stalls,
 		      "p99_ns", p99, "max_ns", max);
-	if (o && w->unhealthy[0])
-		json_object_set_new(o, "unhealthy", json_text(w->unhealthy));
+	if (o && g->unhealthy)
+		json_object_set_new(o, "unhealthy", json_text(g->unhealthy));
 	return o;
+}
+
+/* The numbers of each host the verdict names (detail's canaries, baselines, unmatched). */
+static json_t *named_hosts(json_t *detail, const struct wave *wv, size_t nprobes)
+{
+	static const char *const lists[] = { "canaries", "baselines", "unmatched" };
+	json_t *named = json_object(), *hosts = json_object(), *v;
+	size_t i, k;
+
+	if (!named || !hosts) {
+		json_decref(named);
+		json_decref(hosts);
+		return NULL;
+	}
+	for (k = 0; k < ARRAY_SIZE(lists); k++)
+		json_array_foreach(json_object_get(detail, lists[k]), i, v)
+			json_object_set(named, json_string_value(v), json_true());
+	for (i = 0; i < wv->nc + wv->nb; i++) {
+		const struct gate_host *g = i < wv->nc ? &wv->c[i] : &wv->b[i - wv->nc];
+
+		if (json_object_get(named, g->host))
+			json_object_set_new(hosts, g->host,
+					    host_json(g, nprobes,
+						      i >= wv->nc  ? "baseline" :
+						      g->unmatched ? "unmatched" :
+								     "canary"));
+	}
+	json_decref(named);
+	return hosts;
 }
 
 /* Counts a member into its stratum's summary. */
@@ -129,7 +158,8 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 		  bool baselines, int64_t from, int64_t to, struct wave *wv)
 {
 	const char *probes[ROLLOUT_MAX_PROBES];
-	size_t i;
+	const char **hosts;
+	size_t i, n = 0, *at;
 	int r = 0;
 
 	for (i = 0; i < s->gates.nprobes; i++)
@@ -137,43 +167,49 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 	wv->c = calloc(ms->n ?: 1, sizeof(*wv->c));
 	wv->b = calloc(ms->n ?: 1, sizeof(*wv->b));
 	wv->w = calloc(ms->n ?: 1, sizeof(*wv->w));
-	wv->hosts = json_object();
+	hosts = calloc(ms->n ?: 1, sizeof(*hosts));
+	at = calloc(ms->n ?: 1, sizeof(*at));
 	wv->strata = json_object();
 	wv->unmatched = json_array();
-	if (!wv->c || !wv->b || !wv->w || !wv->hosts || !wv->strata || !wv->unmatched)
-		return -ENOMEM;
-	for (i = 0; r == 0 && i < ms->n; i++) {
+	if (!wv->c || !wv->b || !wv->w || !hosts || !at || !wv->strata || !wv->unmatched) {
+		r = -ENOMEM;
+		goto out;
+	}
+	/* the members judged, read in one call: w[k] is member at[k]'s */
+	for (i = 0; i < ms->n; i++) {
 		const struct rollout_member *m = &ms->m[i];
-		bool canary = m->role == ROLLOUT_CANARY || m->role == ROLLOUT_UNMATCHED;
-		struct gate_host *g;
 
-		if (!canary && !(baselines && m->role == ROLLOUT_BASELINE))
-			continue;
-		r = st->ops->window(st, m->host, from, to, probes, s->gates.nprobes, &wv->w[i]);
-		if (r < 0)
-			break;
-		g = canary ? &wv->c[wv->nc++] : &wv->b[wv->nb++];
+		if (m->role == ROLLOUT_CANARY || m->role == ROLLOUT_UNMATCHED ||
+		    (baselines && m->role == ROLLOUT_BASELINE)) {
+			hosts[n] = m->host;
+			at[n++] = i;
+		}
+	}
+	r = st->ops->window(st, hosts, n, from, to, probes, s->gates.nprobes, wv->w);
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		const struct rollout_member *m = &ms->m[at[k]];
+		const struct store_window *w = &wv->w[k];
+		bool canary = m->role != ROLLOUT_BASELINE;
+		struct gate_host *g = canary ? &wv->c[wv->nc++] : &wv->b[wv->nb++];
+
 		*g = (struct gate_host){ .host = m->host,
 					 .stratum = m->stratum,
-					 .hours = wv->w[i].hours,
-					 .soft_lockups = wv->w[i].soft_lockups,
-					 .hard_lockups = wv->w[i].hard_lockups,
-					 .rcu_stalls = wv->w[i].rcu_stalls,
-					 .unhealthy = wv->w[i].unhealthy[0] ? wv->w[i].unhealthy :
-									      NULL,
+					 .hours = w->hours,
+					 .soft_lockups = w->soft_lockups,
+					 .hard_lockups = w->hard_lockups,
+					 .rcu_stalls = w->rcu_stalls,
+					 .unhealthy = w->unhealthy[0] ? w->unhealthy : NULL,
 					 .unmatched = m->role == ROLLOUT_UNMATCHED };
-		memcpy(g->p99_ns, wv->w[i].p99_ns, sizeof(g->p99_ns));
-		memcpy(g->max_ns, wv->w[i].max_ns, sizeof(g->max_ns));
-		json_object_set_new(wv->hosts, m->host,
-				    host_json(&wv->w[i], s->gates.nprobes,
-					      m->role == ROLLOUT_CANARY	   ? "canary" :
-					      m->role == ROLLOUT_UNMATCHED ? "unmatched" :
-									     "baseline"));
-		if (m->role == ROLLOUT_UNMATCHED)
+		memcpy(g->p99_ns, w->p99_ns, sizeof(g->p99_ns));
+		memcpy(g->max_ns, w->max_ns, sizeof(g->max_ns));
+		if (m->role == ROLLOUT_UNMATCHED && wv->nunmatched++ < GATES_HOSTS_NAMED)
 			json_array_append_new(wv->unmatched, json_text(m->host));
-		else
+		else if (m->role != ROLLOUT_UNMATCHED)
 			stratum_count(wv->strata, m, canary ? "canaries" : "baselines");
 	}
+out:
+	free(hosts);
+	free(at);
 	return r;
 }
 
@@ -182,7 +218,6 @@ static void wave_free(struct wave *wv)
 	free(wv->c);
 	free(wv->b);
 	free(wv->w);
-	json_decref(wv->hosts);
 	json_decref(wv->strata);
 	json_decref(wv->unmatched);
 }
@@ -330,7 +365,8 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 				      "to_ms", (json_int_t)now));
 	json_object_set(res.detail, "strata", wv.strata);
 	json_object_set(res.detail, "unmatched", wv.unmatched);
-	json_object_set(res.detail, "hosts", wv.hosts);
+	json_object_set_new(res.detail, "unmatched_hosts", json_integer((json_int_t)wv.nunmatched));
+	json_object_set_new(res.detail, "hosts", named_hosts(res.detail, &wv, s->gates.nprobes));
 	detail = json_dumps(res.detail, JSON_COMPACT);
 	if (!detail) {
 		r = -ENOMEM;

@@ -32,23 +32,35 @@ _printf_(4, 5) static void say(struct gate_result *out, enum gate_verdict v, con
 struct side {
 	uint64_t events;
 	double hours;
-	size_t with_data;
-	json_t *hosts;
+	size_t n, with_data;
+	json_t *hosts; /* the first GATES_HOSTS_NAMED of them */
 };
 
-/* The hosts compared: matched ones only, unless all. */
+/*
+ * The hosts compared: matched ones only, unless all. Those with lockups
+ * or an unhealthy mitigation are named first: a wave of a large fleet is
+ * too many hosts to name in every verdict.
+ */
 static struct side sum(const struct gate_host *h, size_t n, bool all)
 {
 	struct side s = { .hosts = json_array() };
 
-	for (size_t i = 0; i < n; i++) {
-		if (h[i].unmatched && !all)
-			continue;
-		s.events += h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
-		s.hours += h[i].hours;
-		s.with_data += h[i].hours > 0;
-		json_array_append_new(s.hosts, json_string(h[i].host));
-	}
+	for (int pass = 0; pass < 2; pass++)
+		for (size_t i = 0; i < n; i++) {
+			uint64_t lockups = h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
+
+			if (h[i].unmatched && !all)
+				continue;
+			if (pass == 0) {
+				s.events += lockups;
+				s.hours += h[i].hours;
+				s.with_data += h[i].hours > 0;
+				s.n++;
+			}
+			if ((lockups || h[i].unhealthy) == (pass == 0) &&
+			    json_array_size(s.hosts) < GATES_HOSTS_NAMED)
+				json_array_append_new(s.hosts, json_string(h[i].host));
+		}
 	return s;
 }
 
@@ -416,10 +428,11 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 
 	for (size_t i = 0; i < nc; i++)
 		hard += canary[i].hard_lockups;
-	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:f}, s:{s:I, s:f}}", "canaries", c.hosts,
-				"baselines", b.hosts, "canary", "events", (json_int_t)c.events,
-				"hard_lockups", (json_int_t)hard, "hours", c.hours, "baseline",
-				"events", (json_int_t)b.events, "hours", b.hours);
+	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:f}}", "canaries",
+				c.hosts, "baselines", b.hosts, "canary", "hosts", (json_int_t)c.n,
+				"events", (json_int_t)c.events, "hard_lockups", (json_int_t)hard,
+				"hours", c.hours, "baseline", "hosts", (json_int_t)b.n, "events",
+				(json_int_t)b.events, "hours", b.hours);
 	if (!out->detail)
 		return -ENOMEM;
 	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");

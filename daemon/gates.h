@@ -17,6 +17,9 @@
 #include "rollout.h"
 
 /* One host over the bake window. */
+/* Hosts a verdict names per list (canaries, baselines, unmatched); it counts them all. */
+#define GATES_HOSTS_NAMED 100
+
 struct gate_host {
 	const char *host;
 	const char *stratum; /* its plan stratum: canaries are compared within it */

@@ -227,85 +227,99 @@ static const struct {
 					 "last verdict; it fails at 1/alpha_seq." },
 };
 
-struct family {
-	struct evbuffer *b;
-	size_t f;
+struct families {
+	struct evbuffer *b[ARRAY_SIZE(rollout_families)]; /* each family's lines */
 	struct rollout_spec *spec; /* room to read a rollout's document in */
 };
 
-static int rollout_line(void *arg, const struct store_rollout_gauges *g)
+/* A rollout's lines of family f. */
+static void rollout_family(const struct families *fm, size_t f,
+			   const struct store_rollout_gauges *g)
 {
 	static const char *const verdicts[] = { "pass", "fail", "inconclusive" };
 	static const char *const phases[] = { "members", "reached", "running" };
 	static const char *const sides[] = { "canary", "baseline" };
-	const struct family *fm = arg;
-	const char *m = rollout_families[fm->f].name, *n = g->name;
+	const char *m = rollout_families[f].name, *n = g->name;
+	struct evbuffer *b = fm->b[f];
 	uint64_t hosts[] = { g->members, g->reached, g->running };
 	double evidence[] = { g->expected_lockups, g->needed_lockups, g->detectable_ratio,
 			      g->sequential_lr };
 	char why[320];
 	size_t i;
 
-	switch (fm->f) {
+	switch (f) {
 	case 0:
-		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",policy=\"%s\",state=\"%s\"} 1\n", m,
-				    n, g->policy, rollout_state_name(g->state));
+		evbuffer_add_printf(b, "%s{rollout=\"%s\",policy=\"%s\",state=\"%s\"} 1\n", m, n,
+				    g->policy, rollout_state_name(g->state));
 		break;
 	case 1:
-		evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %u\n", m, n, g->wave + 1);
+		evbuffer_add_printf(b, "%s{rollout=\"%s\"} %u\n", m, n, g->wave + 1);
 		break;
 	case 2:
 		/* the waves kmemd runs: the document's and the release wave the parser adds */
 		if (rollout_spec_parse(g->spec_json, strlen(g->spec_json), fm->spec, why,
 				       sizeof(why)) == 0)
-			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %zu\n", m, n,
-					    fm->spec->nwaves);
+			evbuffer_add_printf(b, "%s{rollout=\"%s\"} %zu\n", m, n, fm->spec->nwaves);
 		break;
 	case 3:
 		for (i = 0; i < 3; i++)
-			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",phase=\"%s\"} %llu\n", m, n,
+			evbuffer_add_printf(b, "%s{rollout=\"%s\",phase=\"%s\"} %llu\n", m, n,
 					    phases[i], (unsigned long long)hosts[i]);
 		break;
 	case 4:
 		for (i = 0; i < 3; i++)
-			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\",verdict=\"%s\"} %llu\n", m, n,
+			evbuffer_add_printf(b, "%s{rollout=\"%s\",verdict=\"%s\"} %llu\n", m, n,
 					    verdicts[i], (unsigned long long)g->verdicts[i]);
 		break;
 	case 5:
 	case 6:
 		for (i = 0; g->judged && i < 2; i++)
 			evbuffer_add_printf(
-				fm->b, "%s{rollout=\"%s\",side=\"%s\"} %.6g\n", m, n, sides[i],
-				fm->f == 5 ? (double)(i ? g->baseline_lockups : g->canary_lockups) :
-					     3600 * (i ? g->baseline_hours : g->canary_hours));
+				b, "%s{rollout=\"%s\",side=\"%s\"} %.6g\n", m, n, sides[i],
+				f == 5 ? (double)(i ? g->baseline_lockups : g->canary_lockups) :
+					 3600 * (i ? g->baseline_hours : g->canary_hours));
 		break;
 	case 7:
 		if (g->judged && g->lockup_p >= 0)
-			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %.6g\n", m, n, g->lockup_p);
+			evbuffer_add_printf(b, "%s{rollout=\"%s\"} %.6g\n", m, n, g->lockup_p);
 		break;
 	default:
 		/* a verdict without the number, or with none up to 1000x, has no line */
-		if (isfinite(evidence[fm->f - 8]))
-			evbuffer_add_printf(fm->b, "%s{rollout=\"%s\"} %.6g\n", m, n,
-					    evidence[fm->f - 8]);
+		if (isfinite(evidence[f - 8]))
+			evbuffer_add_printf(b, "%s{rollout=\"%s\"} %.6g\n", m, n, evidence[f - 8]);
 	}
+}
+
+/* A rollout's line in every family. */
+static int rollout_lines(void *arg, const struct store_rollout_gauges *g)
+{
+	for (size_t f = 0; f < ARRAY_SIZE(rollout_families); f++)
+		rollout_family(arg, f, g);
 	return 0;
 }
 
-/* Rollout progress and gate inputs: one store pass per family, a few rollouts each. */
+/* Rollout progress and gate inputs: one store pass, each family's lines gathered apart. */
 static int rollout_metrics(struct kmemd *k, struct evbuffer *b)
 {
 	int64_t since = kmemd_now_ms() - ROLLOUT_SHOWN_MS;
-	_cleanup_free_ struct rollout_spec *spec = malloc(sizeof(*spec));
-	struct family fm = { .b = b, .spec = spec };
-	int r = spec ? 0 : -ENOMEM;
+	struct families fm = { .spec = malloc(sizeof(*fm.spec)) };
+	size_t f;
+	int r = fm.spec ? 0 : -ENOMEM;
 
-	for (fm.f = 0; r == 0 && fm.f < ARRAY_SIZE(rollout_families); fm.f++) {
-		evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s gauge\n",
-				    rollout_families[fm.f].name, rollout_families[fm.f].help,
-				    rollout_families[fm.f].name);
-		r = k->store->ops->rollout_gauges(k->store, since, rollout_line, &fm);
+	for (f = 0; r == 0 && f < ARRAY_SIZE(rollout_families); f++)
+		if (!(fm.b[f] = evbuffer_new()))
+			r = -ENOMEM;
+	if (r == 0)
+		r = k->store->ops->rollout_gauges(k->store, since, rollout_lines, &fm);
+	for (f = 0; r == 0 && f < ARRAY_SIZE(rollout_families); f++) {
+		evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s gauge\n", rollout_families[f].name,
+				    rollout_families[f].help, rollout_families[f].name);
+		evbuffer_add_buffer(b, fm.b[f]);
 	}
+	for (f = 0; f < ARRAY_SIZE(rollout_families); f++)
+		if (fm.b[f])
+			evbuffer_free(fm.b[f]);
+	free(fm.spec);
 	return r;
 }
 

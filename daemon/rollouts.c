@@ -23,6 +23,7 @@
 #include "macro.h"
 #include "message-ids.h"
 #include "policydoc.h"
+#include "requests.h"
 #include "rollout.h"
 #include "server.h"
 #include "store.h"
@@ -129,17 +130,23 @@ static int collect(void *arg, const Kmemctl__V1__HostFacts *f, const char *polic
 static int history(struct kmemd *k, const struct rollout_members *ms, int64_t now,
 		   struct evidence *ev)
 {
-	struct store_window w;
-	int r = 0;
+	struct store_window *w = calloc(ms->n ?: 1, sizeof(*w));
+	const char **hosts = calloc(ms->n ?: 1, sizeof(*hosts));
+	int r = w && hosts ? 0 : -ENOMEM;
+	size_t i;
 
-	for (size_t i = 0; r == 0 && i < ms->n; i++) {
-		r = k->store->ops->window(k->store, ms->m[i].host, now - HISTORY_MS, now, NULL, 0,
-					  &w);
-		if (r == 0)
-			r = evidence_history_add(
-				ev, ms->m[i].stratum,
-				(double)(w.soft_lockups + w.hard_lockups + w.rcu_stalls), w.hours);
-	}
+	for (i = 0; r == 0 && i < ms->n; i++)
+		hosts[i] = ms->m[i].host;
+	if (r == 0)
+		r = k->store->ops->window(k->store, hosts, ms->n, now - HISTORY_MS, now, NULL, 0,
+					  w);
+	for (i = 0; r == 0 && i < ms->n; i++)
+		r = evidence_history_add(
+			ev, ms->m[i].stratum,
+			(double)(w[i].soft_lockups + w[i].hard_lockups + w[i].rcu_stalls),
+			w[i].hours);
+	free(w);
+	free(hosts);
 	return r;
 }
 
@@ -390,13 +397,22 @@ void handle_rollouts_get(struct http_request *req, struct kmemd *k, const struct
 	reply_rows(req, k, admin_json_rollouts);
 }
 
-/* ?name=N: one rollout with its members and its verdicts and their numbers. */
+/* Members a status lists unless asked for more: a large fleet's rollout has 100,000. */
+#define STATUS_MEMBERS 1000
+#define STATUS_MEMBERS_MAX 10000000
+
+/*
+ * ?name=N[&members=M]: one rollout with its first M members (1000), its
+ * hosts per wave, and its verdicts and their numbers.
+ */
 void handle_rollout_status(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer)
 {
-	static const char want[] = "want ?name=ROLLOUT, a name of [A-Za-z0-9._-]";
+	static const char want[] =
+		"want ?name=ROLLOUT[&members=0..10000000], a name of [A-Za-z0-9._-]";
 	_cleanup_query_ struct evkeyvalq q = { 0 };
-	const char *name;
+	const char *name, *members;
+	int64_t max = STATUS_MEMBERS;
 	json_t *o = NULL;
 	char why[320];
 	int r;
@@ -405,11 +421,13 @@ void handle_rollout_status(struct http_request *req, struct kmemd *k,
 	if (!request_query(req, &q, want))
 		return;
 	name = evhttp_find_header(&q, "name");
-	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1)) {
+	members = evhttp_find_header(&q, "members");
+	if (!text_name_valid(name, ROLLOUT_NAME_MAX - 1) ||
+	    query_number(members, STATUS_MEMBERS_MAX, &max) < 0) {
 		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
 		return;
 	}
-	r = admin_json_rollout_status(k->store, name, &o);
+	r = admin_json_rollout_status(k->store, name, (size_t)max, &o);
 	if (r == -ENOENT) {
 		snprintf(why, sizeof(why), "no rollout %s", name);
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);

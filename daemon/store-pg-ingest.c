@@ -139,7 +139,8 @@ static const char *const sql[ST_N] = {
 		" AND ($4::text IS NULL OR h.labels::json ->> $4 = $5::text)"
 		" AND ($6::text IS NULL OR s.probe = $6)",
 	/*
-	 * What a gate judges of a host but its samples, in one statement:
+	 * What a gate judges of each host of $1 but its samples, in one
+	 * statement, each row's host (its place in $1) last:
 	 * part 0 the time from its first report to its last; part 1 lockups
 	 * counted by kind, and the first sign of an unhealthy mitigation: the
 	 * module tripped it, the agent's guard reverted or quarantined it, a
@@ -147,32 +148,35 @@ static const char *const sql[ST_N] = {
 	 * mitigation tripped now.
 	 */
 	[ST_WINDOW] =
-		"SELECT part, name, n, detail FROM (SELECT 0 AS part, NULL::text AS name,"
+		"SELECT part, name, n, detail, u.i FROM unnest($1::text[]) WITH ORDINALITY u(h, i)"
+		" CROSS JOIN LATERAL (SELECT 0 AS part, NULL::text AS name,"
 		" coalesce(max(unix_ms) - min(unix_ms), 0) AS n, NULL::text AS detail"
-		" FROM counters WHERE host_id = $1::text AND unix_ms >= $2::bigint"
+		" FROM counters WHERE host_id = u.h AND unix_ms >= $2::bigint"
 		" AND unix_ms < $3::bigint"
 		" UNION ALL SELECT 1, kind, count(*), min(CASE WHEN coalesce(mitigation, '') = ''"
 		" THEN coalesce(message, '') ELSE mitigation || ': ' || coalesce(message, '') END"
-		" COLLATE \"C\") FROM events WHERE host_id = $1 AND unix_ms >= $2 AND unix_ms < $3"
+		" COLLATE \"C\") FROM events WHERE host_id = u.h AND unix_ms >= $2 AND unix_ms < $3"
 		" AND kind IN ('soft-lockup', 'hard-lockup', 'rcu-stall', 'trip', 'guard-revert',"
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind"
-		" UNION ALL (SELECT 2, id, NULL, reason FROM states WHERE host_id = $1"
+		" UNION ALL (SELECT 2, id, NULL, reason FROM states WHERE host_id = u.h"
 		" AND state = 'tripped' ORDER BY id COLLATE \"C\" LIMIT 1)) w"
-		" ORDER BY part, name COLLATE \"C\"",
+		" ORDER BY u.i, part, name COLLATE \"C\"",
 	/*
-	 * A host's samples, raw and rolled up, as sample_row() reads them: raw
-	 * rows by report_samples_by_host, whose probes C picks; rollups of the
-	 * probes $4 to $7 by their key.
+	 * Those hosts' samples, raw and rolled up, as sample_row() reads them,
+	 * each row's host last: raw rows by report_samples_by_host, whose
+	 * probes C picks; rollups of the probes $4 to $7 by their key.
 	 */
-	[ST_WINDOW_SAMPLES] = "SELECT end_ms, NULL::text, probes, counts, " NO_ROLLUP
-			      " FROM report_samples WHERE host_id = $1::text"
-			      " AND end_ms >= $2::bigint AND end_ms < $3::bigint"
-			      " UNION ALL SELECT hour_ms + 3600000, probe, " NO_RAW
-			      ", first_bucket, counts, count, sum_ns, max_ns FROM rollups"
-			      " WHERE host_id = $1"
-			      " AND probe IN ($4::text, $5::text, $6::text, $7::text)"
-			      " AND hour_ms >= $2 - 3600000 AND hour_ms + 3600000 >= $2"
-			      " AND hour_ms + 3600000 < $3",
+	[ST_WINDOW_SAMPLES] =
+		"SELECT w.*, u.i FROM unnest($1::text[]) WITH ORDINALITY u(h, i)"
+		" CROSS JOIN LATERAL (SELECT end_ms, NULL::text, probes, counts, " NO_ROLLUP
+		" FROM report_samples WHERE host_id = u.h"
+		" AND end_ms >= $2::bigint AND end_ms < $3::bigint"
+		" UNION ALL SELECT hour_ms + 3600000, probe, " NO_RAW
+		", first_bucket, counts, count, sum_ns, max_ns FROM rollups"
+		" WHERE host_id = u.h"
+		" AND probe IN ($4::text, $5::text, $6::text, $7::text)"
+		" AND hour_ms >= $2 - 3600000 AND hour_ms + 3600000 >= $2"
+		" AND hour_ms + 3600000 < $3) w",
 	[ST_TALLY_HOSTS] = "SELECT '', '', count(*) FROM hosts WHERE last_seq > 0",
 	[ST_TALLY_STATES] = "SELECT id, state, count(*) FROM states GROUP BY id, state"
 			    " ORDER BY id COLLATE \"C\", state COLLATE \"C\" NULLS FIRST",
@@ -549,62 +553,85 @@ static bool sample_row(struct pg_store *q, const PGresult *res, int i, const cha
 	return false;
 }
 
-/* The p99 and max of n probes over the window, from its raw rows and rollups. */
-static int window_probes(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-			 const char *const *probes, size_t n, struct store_window *w)
+/* The hosts of one statement: at most this many, so that no reply holds a whole fleet's rows. */
+#define WINDOW_CHUNK 1000
+
+/* A row's host: its place among the hosts asked for, from its last column. */
+static size_t row_host(const PGresult *res, int i)
 {
-	struct hist h[4] = { 0 };
+	return (size_t)pg_col_int(res, i, PQnfields(res) - 1) - 1;
+}
+
+/* The p99 and max of n probes over the window, from its raw rows and rollups, for each host. */
+static int window_probes(struct store *s, const char *hosts_array, const char *const *hosts,
+			 size_t nhosts, int64_t from_ms, int64_t to_ms, const char *const *probes,
+			 size_t n, struct store_window *w)
+{
 	struct pg_args a = { 0 };
 	struct store_sample x;
 	struct rs_probe p;
 	struct rs_row row;
+	struct hist(*h)[4];
 	uint8_t *mem[2];
 	PGresult *res;
-	size_t i;
-	int k;
+	size_t i, k;
+	int j;
 
 	/* no probe asked for: nothing to read */
 	if (!n)
 		return 0;
-	pg_text(&a, host);
+	pg_text(&a, hosts_array);
 	pg_int(&a, from_ms);
 	pg_int(&a, to_ms);
 	for (i = 0; i < 4; i++)
 		pg_text(&a, i < n ? probes[i] : NULL);
+	h = calloc(nhosts, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
 	res = run(s, ST_WINDOW_SAMPLES, &a);
-	if (!res)
+	if (!res) {
+		free(h);
 		return -EIO;
-	for (k = 0; k < PQntuples(res); k++) {
-		if (sample_row(PG(s), res, k, host, &row, mem, &x)) {
+	}
+	for (j = 0; j < PQntuples(res); j++) {
+		k = row_host(res, j);
+		if (k >= nhosts)
+			continue;
+		if (sample_row(PG(s), res, j, hosts[k], &row, mem, &x)) {
 			for (i = 0; i < n; i++)
 				if (!strcmp(x.probe, probes[i]))
-					hist_merge(&h[i], &x.h);
+					hist_merge(&h[k][i], &x.h);
 			continue;
 		}
 		while (rs_next(&row, &p))
 			for (i = 0; i < n; i++)
 				if (rs_is(&p, probes[i]))
-					rs_merge(&h[i], &p);
+					rs_merge(&h[k][i], &p);
 		PQfreemem(mem[0]);
 		PQfreemem(mem[1]);
 	}
 	PQclear(res);
-	for (i = 0; i < n; i++) {
-		w->p99_ns[i] = h[i].count ? (double)hist_quantile(&h[i], 0.99) : -1;
-		w->max_ns[i] = h[i].count ? (double)h[i].max_ns : -1;
-	}
+	for (k = 0; k < nhosts; k++)
+		for (i = 0; i < n; i++) {
+			w[k].p99_ns[i] = h[k][i].count ? (double)hist_quantile(&h[k][i], 0.99) : -1;
+			w[k].max_ns[i] = h[k][i].count ? (double)h[k][i].max_ns : -1;
+		}
+	free(h);
 	return 0;
 }
 
-int pg_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-	      const char *const *probes, size_t nprobes, struct store_window *w)
+/* Up to WINDOW_CHUNK hosts, given also as one array literal: two statements. */
+static int window_chunk(struct store *s, const char *hosts_array, const char *const *hosts,
+			size_t nhosts, int64_t from_ms, int64_t to_ms, const char *const *probes,
+			size_t nprobes, struct store_window *w)
 {
 	struct pg_args a = { 0 };
+	struct store_window *x;
 	PGresult *res;
 	int i;
 
-	memset(w, 0, sizeof(*w));
-	pg_text(&a, host);
+	memset(w, 0, nhosts * sizeof(*w));
+	pg_text(&a, hosts_array);
 	pg_int(&a, from_ms);
 	pg_int(&a, to_ms);
 	res = run(s, ST_WINDOW, &a);
@@ -613,23 +640,50 @@ int pg_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 	for (i = 0; i < PQntuples(res); i++) {
 		int64_t part = pg_col_int(res, i, 0), n = col_int0(res, i, 2);
 		const char *name = pg_col_or_empty(res, i, 1), *detail = pg_col_or_empty(res, i, 3);
+		size_t k = row_host(res, i);
 
+		if (k >= nhosts)
+			continue;
+		x = &w[k];
 		if (part == 0)
-			w->hours = (double)n / 3600000;
+			x->hours = (double)n / 3600000;
 		else if (part == 2)
-			snprintf(w->unhealthy, sizeof(w->unhealthy), "mitigation %s tripped: %s",
+			snprintf(x->unhealthy, sizeof(x->unhealthy), "mitigation %s tripped: %s",
 				 name, detail);
 		else if (!strcmp(name, "soft-lockup"))
-			w->soft_lockups = (uint64_t)n;
+			x->soft_lockups = (uint64_t)n;
 		else if (!strcmp(name, "hard-lockup"))
-			w->hard_lockups = (uint64_t)n;
+			x->hard_lockups = (uint64_t)n;
 		else if (!strcmp(name, "rcu-stall"))
-			w->rcu_stalls = (uint64_t)n;
-		else if (!w->unhealthy[0])
-			snprintf(w->unhealthy, sizeof(w->unhealthy), "%s: %s", name, detail);
+			x->rcu_stalls = (uint64_t)n;
+		else if (!x->unhealthy[0])
+			snprintf(x->unhealthy, sizeof(x->unhealthy), "%s: %s", name, detail);
 	}
 	PQclear(res);
-	return window_probes(s, host, from_ms, to_ms, probes, nprobes < 4 ? nprobes : 4, w);
+	return window_probes(s, hosts_array, hosts, nhosts, from_ms, to_ms, probes,
+			     nprobes < 4 ? nprobes : 4, w);
+}
+
+int pg_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,
+	      int64_t to_ms, const char *const *probes, size_t nprobes, struct store_window *w)
+{
+	struct buf arr = { 0 };
+	size_t i, k, n;
+	int r = 0;
+
+	for (i = 0; r == 0 && i < nhosts; i += n) {
+		n = nhosts - i < WINDOW_CHUNK ? nhosts - i : WINDOW_CHUNK;
+		arr.len = 0;
+		for (k = 0; r == 0 && k < n; k++)
+			r = pg_arr_text(&arr, hosts[i + k]);
+		if (r == 0)
+			r = pg_arr_end(&arr);
+		if (r == 0)
+			r = window_chunk(s, (const char *)arr.p, hosts + i, n, from_ms, to_ms,
+					 probes, nprobes, w + i);
+	}
+	free(arr.p);
+	return r;
 }
 
 int pg_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,

@@ -475,62 +475,6 @@ int pg_verdicts(struct store *s, const char *rollout,
 	return r;
 }
 
-/* b grown to hold n more bytes, doubling: arrays of 100,000 members are made a piece at a time. */
-static int arr_room(struct buf *b, size_t n)
-{
-	size_t want = b->len + n;
-
-	if (want <= b->cap)
-		return 0;
-	return buf_reserve(b, want > 2 * b->cap ? want : 2 * b->cap);
-}
-
-/* The separator before an element, or the array's opening brace. */
-static void arr_next(struct buf *b)
-{
-	uint8_t c = b->len ? ',' : '{';
-
-	b->p[b->len++] = c;
-}
-
-/*
- * An element of an array literal, quoted (a number may be too), its quotes
- * and backslashes escaped; t NULL: NULL.
- */
-static int arr_text(struct buf *b, const char *t)
-{
-	size_t n = t ? strlen(t) : 0;
-
-	if (arr_room(b, 2 * n + 8) < 0)
-		return -ENOMEM;
-	arr_next(b);
-	if (!t) {
-		memcpy(b->p + b->len, "NULL", 4);
-		b->len += 4;
-		return 0;
-	}
-	b->p[b->len++] = '"';
-	for (; *t; t++) {
-		if (*t == '"' || *t == '\\')
-			b->p[b->len++] = '\\';
-		b->p[b->len++] = (uint8_t)*t;
-	}
-	b->p[b->len++] = '"';
-	return 0;
-}
-
-/* The array closed and terminated, for a parameter; "{}" when it has no element. */
-static int arr_end(struct buf *b)
-{
-	if (arr_room(b, 3) < 0)
-		return -ENOMEM;
-	if (!b->len)
-		b->p[b->len++] = '{';
-	b->p[b->len++] = '}';
-	b->p[b->len] = 0;
-	return 0;
-}
-
 enum { COL_HOST, COL_STRATUM, COL_POSITION, COL_WAVE, COL_PREV, COL_PREV_VERSION, COLS };
 
 /* The members as one array literal per column of rollout_hosts. */
@@ -540,24 +484,24 @@ static int members_arrays(const struct store_member *m, size_t n, struct buf col
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		r = arr_text(&col[COL_HOST], m[i].host_id);
+		r = pg_arr_text(&col[COL_HOST], m[i].host_id);
 		if (r == 0)
-			r = arr_text(&col[COL_STRATUM], m[i].stratum);
+			r = pg_arr_text(&col[COL_STRATUM], m[i].stratum);
 		/* %.17g: the double read back is the one sent */
 		snprintf(num, sizeof(num), "%.17g", m[i].position);
 		if (r == 0)
-			r = arr_text(&col[COL_POSITION], num);
+			r = pg_arr_text(&col[COL_POSITION], num);
 		snprintf(num, sizeof(num), "%u", m[i].wave);
 		if (r == 0)
-			r = arr_text(&col[COL_WAVE], num);
+			r = pg_arr_text(&col[COL_WAVE], num);
 		if (r == 0)
-			r = arr_text(&col[COL_PREV], m[i].prev_policy);
+			r = pg_arr_text(&col[COL_PREV], m[i].prev_policy);
 		snprintf(num, sizeof(num), "%lld", (long long)m[i].prev_version);
 		if (r == 0)
-			r = arr_text(&col[COL_PREV_VERSION], m[i].prev_policy ? num : NULL);
+			r = pg_arr_text(&col[COL_PREV_VERSION], m[i].prev_policy ? num : NULL);
 	}
 	for (size_t c = 0; r == 0 && c < COLS; c++)
-		r = arr_end(&col[c]);
+		r = pg_arr_end(&col[c]);
 	return r;
 }
 

@@ -548,6 +548,62 @@ static void pg_idle(struct store *s)
 	(void)s;
 }
 
+/* b grown to hold n more bytes, doubling: arrays of 100,000 members are made a piece at a time. */
+static int arr_room(struct buf *b, size_t n)
+{
+	size_t want = b->len + n;
+
+	if (want <= b->cap)
+		return 0;
+	return buf_reserve(b, want > 2 * b->cap ? want : 2 * b->cap);
+}
+
+/* The separator before an element, or the array's opening brace. */
+static void arr_next(struct buf *b)
+{
+	uint8_t c = b->len ? ',' : '{';
+
+	b->p[b->len++] = c;
+}
+
+/*
+ * An element of an array literal, quoted (a number may be too), its quotes
+ * and backslashes escaped; t NULL: NULL.
+ */
+int pg_arr_text(struct buf *b, const char *t)
+{
+	size_t n = t ? strlen(t) : 0;
+
+	if (arr_room(b, 2 * n + 8) < 0)
+		return -ENOMEM;
+	arr_next(b);
+	if (!t) {
+		memcpy(b->p + b->len, "NULL", 4);
+		b->len += 4;
+		return 0;
+	}
+	b->p[b->len++] = '"';
+	for (; *t; t++) {
+		if (*t == '"' || *t == '\\')
+			b->p[b->len++] = '\\';
+		b->p[b->len++] = (uint8_t)*t;
+	}
+	b->p[b->len++] = '"';
+	return 0;
+}
+
+/* The array closed and terminated, for a parameter; "{}" when it has no element. */
+int pg_arr_end(struct buf *b)
+{
+	if (arr_room(b, 3) < 0)
+		return -ENOMEM;
+	if (!b->len)
+		b->p[b->len++] = '{';
+	b->p[b->len++] = '}';
+	b->p[b->len] = 0;
+	return 0;
+}
+
 const struct store_ops store_pg_ops = {
 	.name = "postgresql",
 	.open = pg_open,

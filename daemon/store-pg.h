@@ -66,6 +66,12 @@ void pg_real(struct pg_args *a, double v);
 void pg_bool(struct pg_args *a, bool v);
 /* Sent as binary (a BYTEA); p NULL: SQL NULL. p must last until the statement ran. */
 void pg_blob(struct pg_args *a, const void *p, size_t len);
+/*
+ * A text array literal in b, an element at a time (t NULL: NULL), then
+ * closed and terminated by pg_arr_end(), for a text[] parameter.
+ */
+int pg_arr_text(struct buf *b, const char *t);
+int pg_arr_end(struct buf *b);
 
 /*
  * Runs statement which of area with a's parameters (NULL: none) and gives
@@ -124,8 +130,8 @@ bool pg_row_open(struct pg_store *q, const PGresult *r, int row, int col, const 
 int pg_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 int pg_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg);
 int pg_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
-int pg_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-	      const char *const *probes, size_t nprobes, struct store_window *w);
+int pg_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,
+	      int64_t to_ms, const char *const *probes, size_t nprobes, struct store_window *w);
 int pg_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		 const struct store_host_rows *cb, void *arg);
 

@@ -673,8 +673,8 @@ static int window_probes(struct store *s, const char *host, int64_t from_ms, int
 	return 0;
 }
 
-int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-	      const char *const *probes, size_t nprobes, struct store_window *w)
+static int window_one(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
+		      const char *const *probes, size_t nprobes, struct store_window *w)
 {
 	sqlite3_stmt *st = stmt(s, ST_WINDOW_REPORTS);
 	int rc;
@@ -715,6 +715,17 @@ int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 	else if (rc != SQLITE_DONE)
 		return -EIO;
 	return window_probes(s, host, from_ms, to_ms, probes, nprobes < 4 ? nprobes : 4, w);
+}
+
+/* One host at a time: a statement here costs no round trip. */
+int sq_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,
+	      int64_t to_ms, const char *const *probes, size_t nprobes, struct store_window *w)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < nhosts; i++)
+		r = window_one(s, hosts[i], from_ms, to_ms, probes, nprobes, &w[i]);
+	return r;
 }
 
 int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,

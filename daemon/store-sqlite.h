@@ -135,8 +135,8 @@ int rs_migrate_json(sqlite3 *db);
 int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg);
 int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
-int sq_window(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-	      const char *const *probes, size_t nprobes, struct store_window *w);
+int sq_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,
+	      int64_t to_ms, const char *const *probes, size_t nprobes, struct store_window *w);
 int sq_host_rows(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 		 const struct store_host_rows *cb, void *arg);
 

@@ -277,9 +277,14 @@ struct store_ops {
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
-	/* host over [from_ms, to_ms), with the p99 of up to 4 probes. */
-	int (*window)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
-		      const char *const *probes, size_t nprobes, struct store_window *w);
+	/*
+	 * Each of n hosts over [from_ms, to_ms), with the p99 of up to 4
+	 * probes: w[i] is hosts[i]'s. All at once: a gate's hosts are a
+	 * wave's, tens of thousands in a large fleet.
+	 */
+	int (*window)(struct store *s, const char *const *hosts, size_t n, int64_t from_ms,
+		      int64_t to_ms, const char *const *probes, size_t nprobes,
+		      struct store_window *w);
 	/* host's reports, events and probe samples over [from_ms, to_ms), for charts. */
 	int (*host_rows)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 			 const struct store_host_rows *cb, void *arg);

@@ -7,7 +7,8 @@
 
 const REFRESH_MS = 5000;
 const HOSTS_PAGE = 100;
-// a large rollout's members: the waves table counts them all
+// a large rollout's members: the status sends the first ones shown; its
+// wave_hosts count them all for the waves table
 const MEMBERS_SHOWN = 500;
 const CANARY = '#c2410c', BASELINE = '#1d4ed8';
 
@@ -195,14 +196,16 @@ async function rollouts() {
   ];
 }
 
-// A verdict's numbers, each one findable by the tests as data-k="KEY".
+// A verdict's numbers, each one findable by the tests as data-k="KEY"; a side's
+// host count is its "hosts" (verdicts name at most 100 of them), or in verdicts
+// stored before that, the length of its list.
 function numbers(v) {
   const d = v.detail || {}, c = d.canary || {}, b = d.baseline || {};
   const n = (key, x) => el('span', { 'data-k': key }, x);
   const parts = [
-    ['canaries: ', n('canaries', (d.canaries || []).length), ' hosts, ', n('canary-lockups', c.events), ' lockups in ',
+    ['canaries: ', n('canaries', c.hosts ?? (d.canaries || []).length), ' hosts, ', n('canary-lockups', c.events), ' lockups in ',
       n('canary-hours', fmt.hours(c.hours)), ' host-hours'],
-    ['baselines: ', n('baselines', (d.baselines || []).length), ' hosts, ', n('baseline-lockups', b.events), ' lockups in ',
+    ['baselines: ', n('baselines', b.hosts ?? (d.baselines || []).length), ' hosts, ', n('baseline-lockups', b.events), ' lockups in ',
       n('baseline-hours', fmt.hours(b.hours)), ' host-hours'],
   ];
   if (d.lockup_p !== undefined)
@@ -244,7 +247,7 @@ function waveStarts(r) {
 }
 
 async function rollout(name) {
-  const r = await api(`/v1/rollouts/status?name=${encodeURIComponent(name)}`);
+  const r = await api(`/v1/rollouts/status?name=${encodeURIComponent(name)}&members=${MEMBERS_SHOWN}`);
   // a finished wave is charted over the window of its last verdict
   const last = r.verdicts.filter(v => v.wave === r.wave).pop();
   const finished = ['done', 'rolled-back', 'rolling-back', 'aborted'].includes(r.state);
@@ -254,7 +257,8 @@ async function rollout(name) {
     q.set('to', last.detail.window.to_ms);
   }
   const s = await api(`/v1/rollouts/series?${q}`);
-  const running = m => m.policy && m.policy.name === r.spec.policy && m.policy.version === r.spec.version;
+  // wave k reaches the members of waves 1..k; of them, those running the policy
+  const upTo = (k, key) => (r.wave_hosts || []).slice(0, k + 1).reduce((a, w) => a + w[key], 0);
   const starts = waveStarts(r);
   const failed = r.verdicts.filter(v => v.verdict === 'fail').pop();
   return [
@@ -265,9 +269,8 @@ async function rollout(name) {
       ` in wave ${failed.wave + 1} at ${fmt.time(failed.ts_ms)}: `, el('span', { 'data-k': 'failed-reason' }, failed.reason),
       el('br'), numbers(failed)) : '',
     table('waves', ['Wave', 'Started', 'Hosts reached', 'Running the policy', 'Verdicts'], (r.waves || []).map((w, k) => {
-      const reached = r.members.filter(m => m.wave <= k);
       const vs = r.verdicts.filter(v => v.wave === k);
-      return [w.release ? `${k + 1} (release)` : k + 1, fmt.time(starts[k]), [reached.length, `reached-${k + 1}`], [reached.filter(running).length, `running-${k + 1}`],
+      return [w.release ? `${k + 1} (release)` : k + 1, fmt.time(starts[k]), [upTo(k, 'members'), `reached-${k + 1}`], [upTo(k, 'running'), `running-${k + 1}`],
         vs.length ? state(vs[vs.length - 1].verdict) : '-'];
     }), { id: 'waves' }),
     el('h3', {}, `Wave ${r.wave + 1}: canaries against their baselines (computed ${fmt.time(s.computed_ms)})`),
@@ -276,7 +279,7 @@ async function rollout(name) {
     table('verdicts, oldest first, with the numbers behind them', ['When', 'Wave', 'Verdict', 'Gate', 'Reason', 'Numbers'],
       r.verdicts.map(v => [fmt.time(v.ts_ms), v.wave + 1, state(v.verdict), v.gate || '-', v.reason, numbers(v)]),
       { id: 'verdicts' }),
-    table(`members in plan order${r.members.length > MEMBERS_SHOWN ? `, the first ${MEMBERS_SHOWN} of ${r.members.length}` : ''}:` +
+    table(`members in plan order${r.members_total > MEMBERS_SHOWN ? `, the first ${MEMBERS_SHOWN} of ${r.members_total}` : ''}:` +
       ' a canary is compared with the baselines of its stratum', ['Host', 'Stratum', 'Wave', 'Runs', 'Before'],
       r.members.slice(0, MEMBERS_SHOWN).map(m => [hostLink(m.host_id), m.stratum, m.wave + 1, fmt.policy(m.policy),
         m.previous ? fmt.policy(m.previous) : 'none']), { id: 'members' }),

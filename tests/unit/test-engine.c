@@ -216,7 +216,7 @@ static char *status(struct fleet *f)
 	json_t *o = NULL;
 	char *json;
 
-	assert_int_equal(admin_json_rollout_status(f->st, "r", &o), 0);
+	assert_int_equal(admin_json_rollout_status(f->st, "r", SIZE_MAX, &o), 0);
 	json = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
 	return json;
@@ -252,7 +252,9 @@ static void test_promotes(void **state)
 	assert_non_null(
 		strstr(json, "\"strata\":{\"b1/cpus<=4/web\":{\"canaries\":3,\"baselines\":9}}"));
 	assert_non_null(strstr(json, "\"scope\":\"all\""));
-	assert_non_null(strstr(json, "\"canary\":{\"events\":0,\"hard_lockups\":0,\"hours\":3.0}"));
+	assert_non_null(strstr(
+		json, "\"canary\":{\"hosts\":3,\"events\":0,\"hard_lockups\":0,\"hours\":3.0}"));
+	assert_non_null(strstr(json, "\"baseline\":{\"hosts\":9,\"events\":0,\"hours\":9.0}"));
 	assert_non_null(strstr(json, "\"lockup_p\":1.0"));
 	assert_non_null(strstr(json, "\"reason\":\"wave 1 passed: wave 2 started\""));
 	free(json);

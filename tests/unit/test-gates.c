@@ -571,6 +571,51 @@ static void test_evidence_json(void **state)
 	}
 }
 
+/*
+ * A wave of a large fleet: the verdict counts every host but names at
+ * most GATES_HOSTS_NAMED a side, those with lockups or an unhealthy
+ * mitigation first.
+ */
+static void test_named(void **state)
+{
+	enum { MANY = GATES_HOSTS_NAMED + 50 };
+	struct rollout_gates g = gates();
+	struct gate_host *c = calloc(MANY, sizeof(*c)), *b = calloc(MANY, sizeof(*b));
+	static char names[2 * MANY][16];
+	struct gate_result r;
+	json_t *listed;
+
+	(void)state;
+	assert_non_null(c);
+	assert_non_null(b);
+	g.nprobes = 0;
+	for (size_t i = 0; i < MANY; i++) {
+		snprintf(names[i], sizeof(names[i]), "c%zu", i);
+		snprintf(names[MANY + i], sizeof(names[i]), "b%zu", i);
+		c[i] = (struct gate_host){ .host = names[i], .stratum = "s", .hours = 1 };
+		b[i] = (struct gate_host){ .host = names[MANY + i], .stratum = "s", .hours = 1 };
+	}
+	c[MANY - 1].soft_lockups = 1;
+	b[MANY - 2].unhealthy = "trip: rstat-yield: tripped";
+	assert_int_equal(judge_fresh(&g, c, MANY, b, MANY, GATES_ALL, &r), 0);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(r.detail, "canary"), "hosts")),
+		MANY);
+	assert_int_equal(
+		json_integer_value(json_object_get(json_object_get(r.detail, "baseline"), "hosts")),
+		MANY);
+	listed = json_object_get(r.detail, "canaries");
+	assert_int_equal(json_array_size(listed), GATES_HOSTS_NAMED);
+	assert_string_equal(json_string_value(json_array_get(listed, 0)), names[MANY - 1]);
+	assert_string_equal(json_string_value(json_array_get(listed, 1)), "c0");
+	listed = json_object_get(r.detail, "baselines");
+	assert_int_equal(json_array_size(listed), GATES_HOSTS_NAMED);
+	assert_string_equal(json_string_value(json_array_get(listed, 0)), names[2 * MANY - 2]);
+	json_decref(r.detail);
+	free(c);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -578,7 +623,7 @@ int main(void)
 		cmocka_unit_test(test_inconclusive),	cmocka_unit_test(test_scopes),
 		cmocka_unit_test(test_unmatched),	cmocka_unit_test(test_information),
 		cmocka_unit_test(test_look_once),	cmocka_unit_test(test_sequential),
-		cmocka_unit_test(test_evidence_json),
+		cmocka_unit_test(test_evidence_json),	cmocka_unit_test(test_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

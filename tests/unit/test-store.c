@@ -45,7 +45,7 @@ static int host_text(struct store *s, const char *host, char **text)
 static int status_text(struct store *s, const char *name, char **text)
 {
 	json_t *o = NULL;
-	int r = admin_json_rollout_status(s, name, &o);
+	int r = admin_json_rollout_status(s, name, SIZE_MAX, &o);
 
 	return json_text_of(r, o, text);
 }
@@ -519,9 +519,11 @@ static void test_rollup(void **state)
 	assert_int_equal(v.bucket20, 63);
 	assert_int_equal(v.max_ns, 1000005);
 	/* a gate's window and a host's rows read the rollups with the raw rows */
-	assert_int_equal(s->ops->window(s, "web-1", 0, 2 * HOUR + 1, two, 2, &w), 0);
+	assert_int_equal(
+		s->ops->window(s, (const char *[]){ "web-1" }, 1, 0, 2 * HOUR + 1, two, 2, &w), 0);
 	assert_true(w.max_ns[0] == -1 && w.max_ns[1] == 1000004);
-	assert_int_equal(s->ops->window(s, "web-1", 0, 3 * HOUR, two, 2, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "web-1" }, 1, 0, 3 * HOUR, two, 2, &w),
+			 0);
 	assert_true(w.max_ns[1] == 1000005);
 	assert_int_equal(s->ops->host_rows(s, "web-1", 0, 3 * HOUR, &list_rows, got), 0);
 	assert_string_equal(got, "web-1 vmap-purge 7201000 20:16 n16 max1000005; "
@@ -913,7 +915,8 @@ static void test_migrate_json(void **state)
 	assert_string_equal(got, "j-1 vmap-purge 1000 20:3 n3 max200; "
 				 "j-1 rstat-flush 1000 21:1 n1 max5; "
 				 "j-1 we\"ird 2000 19:2 20:3 n5 max900; ");
-	assert_int_equal(s->ops->window(s, "j-1", 0, 10000, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "j-1" }, 1, 0, 10000, probes, 1, &w),
+			 0);
 	assert_true(w.max_ns[0] == 200);
 	s->ops->close(s);
 }
@@ -991,7 +994,9 @@ static void test_bad_rows(void **state)
 		got[0] = '\0';
 		assert_int_equal(s->ops->host_rows(s, "bad-1", 0, 10000, &rows_cb, got), 0);
 		assert_string_equal(got, want);
-		assert_int_equal(s->ops->window(s, "bad-1", 0, 10000, probes, 1, &w), 0);
+		assert_int_equal(s->ops->window(s, (const char *[]){ "bad-1" }, 1, 0, 10000, probes,
+						1, &w),
+				 0);
 		assert_true(w.max_ns[0] == 1000002);
 		assert_int_equal(skipped(s), 3);
 		/* rolled up: the good row's sample only, and the bad row gone with it */
@@ -1331,8 +1336,9 @@ static void test_window(void **state)
 	Kmemctl__V1__KernelEvent e = KMEMCTL__V1__KERNEL_EVENT__INIT, *ep[] = { &e };
 	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
 	const char *probes[] = { "vmap-purge", "rstat-flush" };
-	struct store_window w;
+	struct store_window w, many[4];
 	struct store *s;
+	size_t i;
 
 	(void)state;
 	s = fresh_store();
@@ -1352,7 +1358,8 @@ static void test_window(void **state)
 	e.message = "watchdog: BUG: soft lockup - CPU#1 stuck for 23s!";
 	assert_int_equal(s->ops->ingest(s, &rep, 2400000), 0);
 
-	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 2, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w1" }, 1, 0, 3600001, probes, 2, &w),
+			 0);
 	assert_true(w.hours == 1);
 	assert_int_equal(w.soft_lockups, 1);
 	assert_int_equal(w.hard_lockups, 0);
@@ -1362,10 +1369,12 @@ static void test_window(void **state)
 	assert_true(w.max_ns[1] == -1);
 	assert_string_equal(w.unhealthy, "");
 	/* the window is half-open: the last report and its sample are out */
-	assert_int_equal(s->ops->window(s, "w1", 0, 3600000, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w1" }, 1, 0, 3600000, probes, 1, &w),
+			 0);
 	assert_true(w.hours == 2400000.0 / 3600000);
 	/* a host not heard from: no exposure, no data */
-	assert_int_equal(s->ops->window(s, "w9", 0, 3600001, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w9" }, 1, 0, 3600001, probes, 1, &w),
+			 0);
 	assert_true(w.hours == 0);
 	assert_true(w.p99_ns[0] == -1);
 
@@ -1374,7 +1383,8 @@ static void test_window(void **state)
 	rep.seq = 5;
 	rep.unix_ms = e.unix_ms = 2500000;
 	assert_int_equal(s->ops->ingest(s, &rep, 2500000), 0);
-	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w1" }, 1, 0, 3600001, probes, 1, &w),
+			 0);
 	assert_string_equal(w.unhealthy,
 			    "policy-refused: rstat version 1 is older than version 2, which runs "
 			    "here");
@@ -1388,7 +1398,8 @@ static void test_window(void **state)
 	m.state = KMEMCTL__V1__MITIGATION_STATE_KIND__MITIGATION_STATE_TRIPPED;
 	m.reason = "tripped: flush took 2 s";
 	assert_int_equal(s->ops->ingest(s, &rep, 2600000), 0);
-	assert_int_equal(s->ops->window(s, "w1", 0, 3600001, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w1" }, 1, 0, 3600001, probes, 1, &w),
+			 0);
 	assert_string_equal(w.unhealthy, "mitigation rstat-yield tripped: tripped: flush took 2 s");
 
 	/* a trip event alone (the state reset since) is unhealthy too */
@@ -1402,9 +1413,28 @@ static void test_window(void **state)
 	e.mitigation = "usercopy-fastpath";
 	e.message = "usercopy-fastpath tripped: hung task";
 	assert_int_equal(s->ops->ingest(s, &rep, 1000000), 0);
-	assert_int_equal(s->ops->window(s, "w2", 0, 3600001, probes, 1, &w), 0);
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w2" }, 1, 0, 3600001, probes, 1, &w),
+			 0);
 	assert_string_equal(w.unhealthy,
 			    "trip: usercopy-fastpath: usercopy-fastpath tripped: hung task");
+
+	/* many hosts at once (a wave's): each its own, as read alone; one asked twice */
+	assert_int_equal(s->ops->window(s, (const char *[]){ "w1", "w9", "w2", "w1" }, 4, 0,
+					3600001, probes, 2, many),
+			 0);
+	for (i = 0; i < 4; i++) {
+		assert_int_equal(s->ops->window(s,
+						(const char *[]){ i == 1 ? "w9" :
+								  i == 2 ? "w2" :
+									   "w1" },
+						1, 0, 3600001, probes, 2, &w),
+				 0);
+		assert_memory_equal(&many[i], &w, sizeof(w));
+	}
+	assert_string_equal(many[3].unhealthy,
+			    "mitigation rstat-yield tripped: tripped: flush took 2 s");
+	assert_true(many[3].p99_ns[0] > 524288 && many[1].p99_ns[0] == -1);
+	assert_int_equal(s->ops->window(s, NULL, 0, 0, 3600001, probes, 2, many), 0);
 	s->ops->close(s);
 }
 

@@ -123,7 +123,7 @@ async function main() {
   const shown = {
     'canary-lockups': String(d.canary.events), 'canary-hours': p3(d.canary.hours),
     'baseline-lockups': String(d.baseline.events), 'baseline-hours': p3(d.baseline.hours),
-    canaries: String(d.canaries.length), baselines: String(d.baselines.length),
+    canaries: String(d.canary.hosts), baselines: String(d.baseline.hosts),
   };
   if (d.lockup_p !== undefined)
     shown['lockup-p'] = p3(d.lockup_p);
