@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,9 +29,13 @@
 #include "tls.h"
 
 /*
- * A connection younger than this is not evicted: it may be a host
- * mid-handshake. A client sends its ClientHello as it connects; one that
- * has not after HELLO_MS is no TLS client, or no hurried one.
+ * A handshake is not evicted while it moves: one whose state advanced
+ * within EVICT_MS, or whose client's bytes wait to be read, is a host
+ * that kmemd keeps waiting (a fleet reconnecting to a busy kmemd), and
+ * evicting it would only make it handshake again. A client sends its
+ * ClientHello as it connects; one that has not after HELLO_MS is no TLS
+ * client, or no hurried one. Past their handshake, a connection younger
+ * than EVICT_MS is not evicted.
  */
 #define EVICT_MS 1000
 #define HELLO_MS 100
@@ -58,6 +63,7 @@ struct conn {
 	struct conn *all_prev, *all_next; /* every open connection */
 	struct conn *reap_next; /* closed, to free */
 	uint64_t since_ms, request_end_ms;
+	uint64_t advanced_ms; /* its handshake's last step */
 	enum phase phase;
 	bool counted; /* in its phase's count */
 	bool hello, closing, in_request, over;
@@ -304,12 +310,20 @@ static void conn_close(struct conn *c, enum conn_close why)
 	conn_drop(c);
 }
 
-/* Old enough to give way: a handshake without its ClientHello sooner. */
+/*
+ * Stalled enough to give way: a handshake whose state stood still EVICT_MS
+ * (HELLO_MS without its ClientHello) with nothing of its client's unread;
+ * another connection EVICT_MS old.
+ */
 static bool evictable(const struct conn *c, uint64_t now)
 {
-	uint64_t min = c->phase == PHASE_HANDSHAKE && !c->hello ? HELLO_MS : EVICT_MS;
+	int unread = 0;
 
-	return now - c->since_ms >= min;
+	if (c->phase != PHASE_HANDSHAKE)
+		return now - c->since_ms >= EVICT_MS;
+	if (now - c->advanced_ms < (c->hello ? EVICT_MS : HELLO_MS))
+		return false;
+	return ioctl(c->fd, FIONREAD, &unread) == 0 && unread == 0;
 }
 
 /*
@@ -716,6 +730,8 @@ static void on_info(const SSL *ssl, int where, int ret)
 	(void)ret;
 	if (!c || c->closing || c->phase != PHASE_HANDSHAKE)
 		return;
+	if (where & SSL_CB_ACCEPT_LOOP)
+		c->advanced_ms = mono_ms();
 	if ((where & SSL_CB_ACCEPT_LOOP) && SSL_get_state(ssl) == TLS_ST_SR_CLNT_HELLO)
 		c->hello = true;
 	if (where & SSL_CB_HANDSHAKE_DONE)
@@ -913,7 +929,7 @@ void conn_new(SSL_CTX *ctx, evutil_socket_t fd, const struct sockaddr *sa, sockl
 	live.st.open++;
 	live.st.handshakes++;
 	c->counted = true;
-	c->since_ms = mono_ms();
+	c->since_ms = c->advanced_ms = mono_ms();
 	arm(c, live.lim.handshake_timeout_ms);
 	event_add(c->rd, NULL);
 	admit(c);

@@ -237,13 +237,14 @@ code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/healt
 echo "ok: a connection over max_connections gets 503; once they close, 200"
 
 # max_handshakes: two silent clients hold both handshake slots; once they
-# are older than kmemd's eviction age (a second) a third client takes the
-# place of one of them, and is served
+# have stood still past kmemd's eviction time (100 ms without a
+# ClientHello, a second after one) a third client takes the place of one
+# of them, and is served
 printf '[server]\nmax_handshakes = 2\nio_timeout = 8s\n' >>kmemd.conf
 kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 4 ]' || fail "no fourth reload"
 exec 5<>/dev/tcp/127.0.0.1/$port 6<>/dev/tcp/127.0.0.1/$port
-# the age is the rule here: a younger handshake may be a host's in progress
+# a handshake that moved more recently may be a host's in progress
 sleep 1.5
 code=$(curl -sS --max-time 20 --cacert pki/ca.crt -o /dev/null -w '%{http_code}' "$URL/v1/health")
 [ "$code" = 200 ] || fail "with the handshake slots held by silent clients: $code"

@@ -255,6 +255,9 @@ static void test_promotes(void **state)
 	assert_non_null(strstr(
 		json, "\"canary\":{\"hosts\":3,\"events\":0,\"hard_lockups\":0,\"hours\":3.0}"));
 	assert_non_null(strstr(json, "\"baseline\":{\"hosts\":9,\"events\":0,\"hours\":9.0}"));
+	/* each host the verdict names, with its numbers and role */
+	assert_int_equal(count(json, "\"role\":\"canary\""), 3);
+	assert_int_equal(count(json, "\"role\":\"baseline\""), 9);
 	assert_non_null(strstr(json, "\"lockup_p\":1.0"));
 	assert_non_null(strstr(json, "\"reason\":\"wave 1 passed: wave 2 started\""));
 	free(json);
