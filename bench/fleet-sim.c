@@ -14,10 +14,15 @@
  * answer turns to another and sends again, as kmem-agent does; the hosts
  * of a kmemd that died spread over the others. A fleet larger than the
  * descriptors one process may hold is several fleet-sim: -f is the
- * first host's number, so that each runs hosts of their own.
+ * first host's number, so that each runs hosts of their own. Hosts first
+ * report spread over the interval, or over -r RAMP_S when that is longer:
+ * a fleet joins over time, and a handshake costs more CPU than many
+ * reports (on shared cores, a fleet that all connects at once times out
+ * in kmemd's backlog and connects again, faster than kmemd can finish).
  *
  *   fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key -n HOSTS -i INTERVAL_S
- *             [-f FIRST] [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE]
+ *             [-f FIRST] [-r RAMP_S] [-t SECONDS] [-b BAD_POLICY] [-L LOCKUPS]
+ *             [-o STATUS_FILE]
  *
  * Every 5 s it writes STATUS_FILE (and stdout): key=value lines, with the
  * hosts running each policy (policy=NAME@VERSION hosts=N).
@@ -413,9 +418,9 @@ int main(int argc, char **argv)
 	struct event *stop = NULL, *st;
 	EVP_PKEY *ca_key = NULL;
 	X509 *ca = NULL;
-	int c, i, first = 0;
+	int c, i, first = 0, ramp_s = 0;
 
-	while ((c = getopt(argc, argv, "s:C:K:n:i:f:t:b:L:o:")) != -1) {
+	while ((c = getopt(argc, argv, "s:C:K:n:i:f:r:t:b:L:o:")) != -1) {
 		switch (c) {
 		case 's':
 			list = optarg;
@@ -435,6 +440,9 @@ int main(int argc, char **argv)
 		case 'f':
 			first = atoi(optarg);
 			break;
+		case 'r':
+			ramp_s = atoi(optarg);
+			break;
 		case 't':
 			secs = atof(optarg);
 			break;
@@ -452,12 +460,12 @@ int main(int argc, char **argv)
 		}
 	}
 	/* 2^22 hosts: well inside 127.0.0.0/8's addresses */
-	if (!list || !ca_path || !ca_key_path || nhosts < 1 || first < 0 ||
+	if (!list || !ca_path || !ca_key_path || nhosts < 1 || first < 0 || ramp_s < 0 ||
 	    nhosts > (1 << 22) - first || interval_s < 1 || lockups < 0 ||
 	    parse_servers(list) < 0) {
 		fprintf(stderr, "usage: fleet-sim -s HOST:PORT[,HOST:PORT...] -C CA.crt -K CA.key "
-				"-n HOSTS -i INTERVAL_S [-f FIRST] [-t SECONDS] [-b BAD_POLICY] "
-				"[-L LOCKUPS] [-o STATUS_FILE]\n");
+				"-n HOSTS -i INTERVAL_S [-f FIRST] [-r RAMP_S] [-t SECONDS] "
+				"[-b BAD_POLICY] [-L LOCKUPS] [-o STATUS_FILE]\n");
 		return 2;
 	}
 	if (pki_read_cert(ca_path, &ca) < 0 || pki_read_key(ca_key_path, &ca_key) < 0) {
@@ -484,9 +492,9 @@ int main(int argc, char **argv)
 	printf("certificates=%d\n", nhosts);
 	fflush(stdout);
 	clock_gettime(CLOCK_MONOTONIC, &started);
-	/* each host on its own phase of the interval: a steady load, as a fleet's */
+	/* each host on its own phase of the interval (or the ramp): a steady load, as a fleet's */
 	for (i = 0; i < nhosts; i++) {
-		int64_t us = (int64_t)interval_s * 1000000 * i / nhosts;
+		int64_t us = (int64_t)(ramp_s > interval_s ? ramp_s : interval_s) * 1000000 * i / nhosts;
 		struct timeval phase = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 
 		hosts[i].timer = event_new(base, -1, EV_PERSIST, on_timer, &hosts[i]);

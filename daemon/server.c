@@ -169,8 +169,9 @@ static int setup_listener(struct server *s)
 	fd = listen_socket(host, port);
 	if (fd < 0)
 		return log_error_errno(fd, "cannot listen on '%s': %m", s->cfg->listen);
+	/* 0: listening already; libevent's -1 would listen() again with 128 */
 	s->listener = evconnlistener_new(s->base, on_accept, s,
-					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, -1, fd);
+					 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (!s->listener) {
 		close(fd);
 		return -ENOMEM;

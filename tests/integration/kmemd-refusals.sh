@@ -50,6 +50,13 @@ start_kmemd 127.0.0.1:0
 port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
 URL=https://127.0.0.1:$port
 
+# the listener's backlog holds a fleet reconnecting at once: the kernel's
+# bound, not libevent's 128 (ss shows a listener's backlog as its Send-Q)
+backlog=$(ss -Hltn "sport = :$port" | awk '{ print $3 }')
+want=$(($(cat /proc/sys/net/core/somaxconn) < 4096 ? $(cat /proc/sys/net/core/somaxconn) : 4096))
+[ "$backlog" = "$want" ] || fail "kmemd's listen backlog is '$backlog', not $want"
+echo "ok: a listen backlog of $backlog"
+
 agent_conf() { # host_id cert-dir cert-name
 	cat <<CONF
 [agent]
