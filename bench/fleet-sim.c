@@ -205,7 +205,8 @@ static int connect_host(struct host *h)
 	if (!h->conn)
 		return -ENOMEM;
 	evhttp_connection_set_local_address(h->conn, h->addr);
-	evhttp_connection_set_timeout(h->conn, 30);
+	/* evhttp closes a connection idle this long: kept from report to report */
+	evhttp_connection_set_timeout(h->conn, interval_s + 30);
 	return 0;
 }
 
