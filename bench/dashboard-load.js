@@ -10,26 +10,13 @@
 //     node bench/dashboard-load.js
 'use strict';
 
-const { chromium } = require('playwright-core');
+const { env, operatorPage } = require('../tests/web/operator-page');
 
-const env = name => {
-  if (!process.env[name])
-    throw new Error(`${name} is not set`);
-  return process.env[name];
-};
 const URL = env('URL'), HOSTS = Number(env('HOSTS')), ROLLOUT = env('ROLLOUT'), HOST = env('HOST');
 const RUNS = 5;
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox'] });
-  const ctx = await browser.newContext({
-    ignoreHTTPSErrors: true,
-    viewport: { width: 1280, height: 900 },
-    clientCertificates: [{ origin: URL, certPath: env('CERT'), keyPath: env('KEY') }],
-  });
-  const page = await ctx.newPage();
-  const errors = [];
-  page.on('pageerror', e => errors.push(e.message));
+  const { browser, page, errors } = await operatorPage();
   const text = async sel => (await page.locator(sel).first().textContent()).trim();
 
   // a page's load: from navigation to the first render, as the page marks it

@@ -8,14 +8,9 @@
 //     CHROMIUM=/usr/bin/chromium node tests/web/dashboard.js
 'use strict';
 
-const { chromium } = require('playwright-core');
 const path = require('path');
+const { env, operatorPage } = require('./operator-page');
 
-const env = name => {
-  if (!process.env[name])
-    throw new Error(`${name} is not set`);
-  return process.env[name];
-};
 const URL = env('URL'), OUT = env('OUT'), FLEET = Number(env('FLEET'));
 let failures = 0;
 
@@ -31,17 +26,7 @@ function check(cond, what, detail) {
 const p3 = x => Number(x).toPrecision(3);
 
 async function main() {
-  const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox'] });
-  // kmemd's CA is not the browser's: the client certificate proxy checks nothing
-  const ctx = await browser.newContext({
-    ignoreHTTPSErrors: true,
-    viewport: { width: 1280, height: 900 },
-    clientCertificates: [{ origin: URL, certPath: env('CERT'), keyPath: env('KEY') }],
-  });
-  const page = await ctx.newPage();
-  const errors = [];
-  page.on('console', m => { if (m.type() === 'error') errors.push(m.text()); });
-  page.on('pageerror', e => errors.push(e.message));
+  const { browser, page, errors } = await operatorPage();
 
   const api = p => page.evaluate(async u => {
     const r = await fetch(u);
@@ -66,7 +51,9 @@ async function main() {
   check(resp.status() === 401, 'without a client certificate the dashboard is refused (401)', resp.status());
   await bare.close();
 
-  // fleet: first paint with every host in the store, three loads
+  // fleet: every host in the store, three loads; their times are printed, not
+  // judged (this machine's speed is no outcome: bench/dashboard-load.js
+  // measures them)
   const paints = [];
   for (let i = 0; i < 3; i++) {
     await open('#/');
@@ -78,7 +65,6 @@ async function main() {
   const rendered = paints.map(p => p.rendered).sort((a, b) => a - b)[1];
   console.log(`fleet page, ${FLEET} hosts: first contentful paint ${paints.map(p => Math.round(p.fcp)).join(' ')} ms,` +
     ` numbers drawn ${paints.map(p => Math.round(p.rendered)).join(' ')} ms (median ${Math.round(rendered)} ms)`);
-  check(rendered < 1000, `fleet page with ${FLEET} hosts drawn in under 1 s`, rendered);
   const fleet = await api('/v1/fleet');
   check(fleet.hosts === FLEET && await text('[data-k="hosts"]') === String(fleet.hosts),
     `fleet shows the API's host count (${fleet.hosts})`, await text('[data-k="hosts"]'));
