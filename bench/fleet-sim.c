@@ -495,7 +495,8 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &started);
 	/* each host on its own phase of the interval (or the ramp): a steady load, as a fleet's */
 	for (i = 0; i < nhosts; i++) {
-		int64_t us = (int64_t)(ramp_s > interval_s ? ramp_s : interval_s) * 1000000 * i / nhosts;
+		int64_t us =
+			(int64_t)(ramp_s > interval_s ? ramp_s : interval_s) * 1000000 * i / nhosts;
 		struct timeval phase = { .tv_sec = us / 1000000, .tv_usec = us % 1000000 };
 
 		hosts[i].timer = event_new(base, -1, EV_PERSIST, on_timer, &hosts[i]);
