@@ -449,7 +449,6 @@ static int run(const struct agent_config *cfg, const char *root, bool once)
 	int r;
 
 	signal(SIGPIPE, SIG_IGN);
-	stop_signals_hold(true);
 	if (once && !cfg->server)
 		return log_error("-o sends a report to kmemd: [agent] server is not set"),
 		       EXIT_ERROR;
@@ -529,6 +528,8 @@ int main(int argc, char **argv)
 	}
 	if (check == CONF_CHECK && verbose)
 		check = CONF_CHECK_PRINT;
+	/* a stop from here on ends the agent by its own exit; before, nothing has begun */
+	stop_signals_hold(true);
 	agent_config_defaults(&cfg);
 	r = conf_load(agent_options, agent_n_options, &cfg, path, check == CONF_RUN, check);
 	if (r == 0)

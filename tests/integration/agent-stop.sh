@@ -125,6 +125,12 @@ one() {
 	wait "$agent_pid" || rc=$?
 	agent_pid=
 	stop_helpers
+	# a stop before the agent's main() held its signals (exec, the loader,
+	# a sanitizer's start) ends it by SIGTERM's default, having begun nothing
+	if [ "$kase" = start ] && [ "$rc" = 143 ] && [ ! -s agent.log ] && [ -z "$kids" ]; then
+		rc=0
+		early=$((early + 1))
+	fi
 	[ "$rc" = "$want" ] || fail "run $run ($kase): exit $rc, want $want"
 	for p in $kids; do
 		! kill -0 "$p" 2>/dev/null || fail "run $run ($kase): child $p outlived the agent"
@@ -140,6 +146,7 @@ one() {
 
 cases=(start report network control stuck)
 declare -A count
+early=0
 for run in $(seq "$RUNS"); do
 	kase=${cases[$(((run - 1) % ${#cases[@]}))]}
 	one "$run" "$kase"
@@ -148,5 +155,6 @@ done
 for kase in "${cases[@]}"; do
 	echo "ok: stopped ${count[$kase]:-0} times: $kase"
 done
+echo "ok: $early of the starts stopped before the agent's main() began"
 echo "ok: $RUNS stops, each with its exit code, no child left, sanitizers: $sanitized, no report"
 echo PASS
