@@ -704,6 +704,7 @@ static void handshake_done(struct conn *c, bool certified)
 
 	phase_leave(c);
 	arm(c, live.lim.io_timeout_ms);
+	live.st.handshaken++;
 	if (certified) {
 		share_leave(c);
 		c->phase = PHASE_AUTHED;

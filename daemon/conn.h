@@ -68,6 +68,7 @@ struct conn_stats {
 	uint64_t open, handshakes, anonymous, authenticated;
 	uint64_t closed[CLOSE_KINDS];
 	uint64_t accept_errors; /* accept() out of descriptors or memory */
+	uint64_t handshaken; /* TLS handshakes completed, ever */
 };
 
 /* A request read whole, on a connection within max_connections: answer it with conn_reply(). */

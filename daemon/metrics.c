@@ -137,6 +137,10 @@ static void connections(struct evbuffer *b)
 		"# HELP kmemd_handshakes TLS handshakes in progress.\n"
 		"# TYPE kmemd_handshakes gauge\n"
 		"kmemd_handshakes %llu\n"
+		"# HELP kmemd_handshakes_completed_total TLS handshakes completed; near "
+		"the reports' rate, hosts reconnect for every report.\n"
+		"# TYPE kmemd_handshakes_completed_total counter\n"
+		"kmemd_handshakes_completed_total %llu\n"
 		"# HELP kmemd_connections_anonymous Connections past their handshake "
 		"without a client certificate.\n"
 		"# TYPE kmemd_connections_anonymous gauge\n"
@@ -149,7 +153,8 @@ static void connections(struct evbuffer *b)
 		"by reason.\n"
 		"# TYPE kmemd_connections_closed_total counter\n",
 		(unsigned long long)cs.open, (unsigned long long)cs.handshakes,
-		(unsigned long long)cs.anonymous, (unsigned long long)cs.accept_errors);
+		(unsigned long long)cs.handshaken, (unsigned long long)cs.anonymous,
+		(unsigned long long)cs.accept_errors);
 	for (int i = 0; i < CLOSE_KINDS; i++)
 		evbuffer_add_printf(b, "kmemd_connections_closed_total{reason=\"%s\"} %llu\n",
 				    conn_close_name(i), (unsigned long long)cs.closed[i]);
