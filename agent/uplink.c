@@ -5,6 +5,7 @@
 #include <event2/event.h>
 #include <event2/http.h>
 #include <openssl/err.h>
+#include <openssl/x509.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,9 +23,13 @@
 struct uplink {
 	struct event_base *base;
 	SSL_CTX *ctx;
-	/* kmemd's addresses: reports go to cur until it is unreachable, then to the next */
+	/*
+	 * kmemd's addresses: reports go to srv[order[pos]] until it is
+	 * unreachable, then to the next in this host's order
+	 */
 	struct hostport srv[HOSTPORT_LIST_MAX];
-	size_t nsrv, cur;
+	uint8_t order[HOSTPORT_LIST_MAX];
+	size_t nsrv, pos, cur;
 	unsigned timeout_s;
 	struct evhttp_connection *conn;
 	bool in_flight;
@@ -32,12 +37,22 @@ struct uplink {
 	void *arg;
 };
 
+/* The host's id as its certificate names it (kmemd checks reports by it), or "". */
+static void cert_name(SSL_CTX *ctx, char *buf, size_t size)
+{
+	X509 *c = SSL_CTX_get0_certificate(ctx);
+
+	if (!c ||
+	    X509_NAME_get_text_by_NID(X509_get_subject_name(c), NID_commonName, buf, (int)size) < 0)
+		buf[0] = '\0';
+}
+
 int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_done done, void *arg,
 	       struct uplink **out)
 {
 	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_NONE };
 	struct uplink *u = calloc(1, sizeof(*u));
-	char err[256];
+	char err[256], name[256];
 	int r;
 
 	if (!u)
@@ -57,6 +72,9 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 				       cfg->ca ? cfg->ca : "(unset)",
 				       tls_error_string(err, sizeof(err)));
 	}
+	cert_name(u->ctx, name, sizeof(name));
+	hostport_order(name, u->srv, u->nsrv, u->order);
+	u->cur = u->order[0];
 	u->base = base;
 	/*
 	 * evhttp's one timeout is also how long it keeps an idle connection:
@@ -127,7 +145,8 @@ static void fail_over(struct uplink *u)
 
 	if (u->nsrv < 2)
 		return;
-	u->cur = (u->cur + 1) % u->nsrv;
+	u->pos = (u->pos + 1) % u->nsrv;
+	u->cur = u->order[u->pos];
 	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
 		   u->srv[u->cur].host, u->srv[u->cur].port);
 }

@@ -58,7 +58,8 @@ struct host {
 	X509 *cert;
 	struct evhttp_connection *conn;
 	struct event *timer;
-	unsigned server; /* the kmemd it reports to */
+	/* the kmemd it reports to: servers[order[pos]], as kmem-agent picks */
+	uint8_t order[HOSTPORT_LIST_MAX], pos;
 	bool in_flight, reconnect;
 	uint64_t seq, soft_lockups;
 	char policy[POLICY_MAX];
@@ -186,7 +187,7 @@ static size_t report(const struct host *h, int i, int64_t t)
 
 static int connect_host(struct host *h)
 {
-	const struct hostport *sv = &servers[h->server];
+	const struct hostport *sv = &servers[h->order[h->pos]];
 	struct bufferevent *bev;
 	SSL *ssl;
 
@@ -257,7 +258,7 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	 */
 	h->seq--;
 	if (nservers > 1) {
-		h->server = (h->server + 1 + (unsigned)h->n % (nservers - 1)) % nservers;
+		h->pos = (uint8_t)((h->pos + 1) % nservers);
 		failovers++;
 	}
 	h->reconnect = true;
@@ -280,7 +281,8 @@ static void post(struct host *h)
 	req = evhttp_request_new(on_reply, h);
 	h->seq++;
 	len = report(h, h->n, now_ms());
-	evhttp_add_header(evhttp_request_get_output_headers(req), "Host", servers[h->server].host);
+	evhttp_add_header(evhttp_request_get_output_headers(req), "Host",
+			  servers[h->order[h->pos]].host);
 	evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
 			  "application/x-protobuf");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
@@ -399,8 +401,8 @@ static int make_host(struct host *h, int i, X509 *ca, EVP_PKEY *ca_key)
 				    .not_after = 30 * 86400 };
 
 	h->n = i;
-	h->server = (unsigned)i % nservers;
 	snprintf(h->id, sizeof(h->id), "sim-%06d", i);
+	hostport_order(h->id, servers, nservers, h->order);
 	/* 127.0.0.0/16 left to the servers: hosts from 127.1.0.0 on */
 	snprintf(h->addr, sizeof(h->addr), "127.%d.%d.%d", 1 + (i >> 16), (i >> 8) & 255, i & 255);
 	subj.cn = h->id;

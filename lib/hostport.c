@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,5 +68,40 @@ int hostport_list(const char *s, struct hostport *out, size_t max, size_t *n)
 		if (!*end)
 			return 0;
 		p = end + 1;
+	}
+}
+
+/* FNV-1a over s and its terminating NUL, continuing from h. */
+static uint64_t fnv1a(uint64_t h, const char *s)
+{
+	do
+		h = (h ^ (uint8_t)*s) * 0x100000001b3ULL;
+	while (*s++);
+	return h;
+}
+
+/* A 64-bit finaliser (MurmurHash3's): FNV's low bits alone spread poorly. */
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdULL;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 33);
+}
+
+void hostport_order(const char *key, const struct hostport *hp, size_t n, uint8_t *order)
+{
+	uint64_t w[HOSTPORT_LIST_MAX], k = fnv1a(0xcbf29ce484222325ULL, key);
+	size_t i, j;
+	char port[8];
+
+	for (i = 0; i < n && i < HOSTPORT_LIST_MAX; i++) {
+		snprintf(port, sizeof(port), "%u", hp[i].port);
+		w[i] = mix(fnv1a(fnv1a(k, hp[i].host), port));
+		/* by weight, heaviest first: an insertion sort of at most 8 */
+		for (j = i; j > 0 && w[order[j - 1]] < w[i]; j--)
+			order[j] = order[j - 1];
+		order[j] = (uint8_t)i;
 	}
 }

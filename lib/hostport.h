@@ -12,7 +12,7 @@
  */
 int hostport_split(const char *s, char *host, size_t size, uint16_t *port, bool allow_zero);
 
-/* Addresses of kmemd a client may use, the first it tries first. */
+/* Addresses of kmemd a client may use. */
 #define HOSTPORT_LIST_MAX 8
 
 struct hostport {
@@ -26,5 +26,15 @@ struct hostport {
  * empty, -E2BIG past max.
  */
 int hostport_list(const char *s, struct hostport *out, size_t max, size_t *n);
+
+/*
+ * The order in which the client named key (a host's id) uses the n
+ * addresses of hp: order[0] first, order[1] when it fails, and so on. By
+ * rendezvous hashing of key with each address: a fleet spreads evenly over
+ * the addresses, the hosts of one that fails spread evenly over the others
+ * (not all onto the one after it), and an address added to the list takes
+ * hosts only for itself. n is at most HOSTPORT_LIST_MAX.
+ */
+void hostport_order(const char *key, const struct hostport *hp, size_t n, uint8_t *order);
 
 #endif

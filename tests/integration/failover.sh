@@ -5,10 +5,12 @@
 # - Exactly one runs the rollout engine: the first, whose lease holds.
 # - Enrollment's rate limit is the store's: three enrollments a minute from
 #   a network, whichever kmemd they go to.
-# - Agents list both and report to the first; kmemctl reads through it.
+# - Agents list both and each reports to the one its name picks (one host
+#   on each); kmemctl reads through the first.
 # - The first goes in wave 2's bake: the second takes the engine's lease
 #   within a tick, resumes the same wave from its start and its wave 1
-#   verdict, and finishes the rollout; the agents report through it and run
+#   verdict, and finishes the rollout; the first's host turns to it, the
+#   other stays; both report through it and run
 #   the rollout's policy; kmemctl reads and changes through it; no report an
 #   agent saw acknowledged is lost.
 set -euo pipefail
@@ -26,7 +28,6 @@ chmod 755 "$work"
 in_work
 
 pki_fleet
-pki_hosts h1 h2
 kmemd_conf >kmemd.conf
 printf '[rollout]\ntick = 500ms\n[ca]\nkey = %s\n[enroll]\nrate = 3\n' "$work/pki/ca.key" >>kmemd.conf
 kmemd_start
@@ -63,23 +64,37 @@ done
 	fail "a fourth enrollment from one network in a minute, to the second kmemd: $(cat enroll.out)"
 echo "ok: three enrollments a minute from one network, counted across both kmemd"
 
-# the agents list both (agent_conf writes server = 127.0.0.1:PORT); they report to the first
-for h in h1 h2; do
+# The agents list both (agent_conf writes server = 127.0.0.1:PORT), and each
+# starts on the one its name picks (hostport_order()): h1 a host that picks
+# the first, h2 one that picks the second, named here for these ports.
+servers="127.0.0.1:$pa,127.0.0.1:$pb"
+for i in $(seq 200); do
+	case $($BUILD/tests/integration/server-order host-$i "$servers" | head -1) in
+	0) h1=${h1:-host-$i} ;;
+	1) h2=${h2:-host-$i} ;;
+	esac
+	[ -z "${h1:-}" ] || [ -z "${h2:-}" ] || break
+done
+[ -n "${h1:-}" ] && [ -n "${h2:-}" ] || fail "200 host names all start on one kmemd"
+pki_hosts $h1 $h2
+for h in $h1 $h2; do
 	port="$pa,127.0.0.1:$pb" fixture_agent $h web
 done
 port=$pa
 acked() { # HOST
 	grep -c "report [0-9]* acknowledged" agent-$1.log || true
 }
-for h in h1 h2; do
+for h in $h1 $h2; do
 	wait_for 20 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-$h.log) -ge 2 ]" ||
 		fail "$h's first reports: $(tail -3 agent-$h.log)"
-	grep -q "report [0-9]* from '$h'" kmemd.log || fail "$h did not report to the first kmemd"
 done
-! grep -q "report [0-9]* from 'h" kmemd-b.log || fail "an agent reported to the second kmemd"
+grep -q "report [0-9]* from '$h1'" kmemd.log || fail "$h1 did not report to the first kmemd"
+! grep -q "report [0-9]* from '$h1'" kmemd-b.log || fail "$h1 reported to the second kmemd"
+grep -q "report [0-9]* from '$h2'" kmemd-b.log || fail "$h2 did not report to the second kmemd"
+! grep -q "report [0-9]* from '$h2'" kmemd.log || fail "$h2 reported to the first kmemd"
 "${ops_cli[@]}" host list >hosts.out 2>hosts.err || fail "kmemctl host list: $(cat hosts.err)"
-grep -q "^h1 " hosts.out || fail "h1 not listed: $(cat hosts.out)"
-echo "ok: the agents report to the first kmemd they list; kmemctl reads through it"
+grep -q "^$h1 " hosts.out && grep -q "^$h2 " hosts.out || fail "hosts not listed: $(cat hosts.out)"
+echo "ok: each agent reports to the kmemd its name picks; kmemctl reads through the first"
 
 state() {
 	db "SELECT state || ' ' || (wave + 1) FROM rollouts WHERE name = 'r'"
@@ -127,16 +142,17 @@ wait_for 60 in_state 'done' 2 || fail "r did not finish: $(state), $(verdicts)"
 [ "$(verdicts)" = "1 pass,2 pass," ] || fail "r's verdicts: $(verdicts)"
 grep -q "rollout r wave 2: pass" kmemd-b.log || fail "the second kmemd did not judge wave 2"
 wait_for 30 running good || fail "the hosts do not run good: $(db 'SELECT host_id, policy_name FROM hosts')"
-for h in h1 h2; do
-	grep -q "did not answer: reporting to 127.0.0.1:$pb" agent-$h.log ||
-		fail "$h did not turn to the second kmemd: $(tail -3 agent-$h.log)"
+grep -q "did not answer: reporting to 127.0.0.1:$pb" agent-$h1.log ||
+	fail "$h1 did not turn to the second kmemd: $(tail -3 agent-$h1.log)"
+! grep -q "did not answer" agent-$h2.log || fail "$h2 changed kmemd: $(grep 'did not answer' agent-$h2.log)"
+for h in $h1 $h2; do
 	grep -q "report [0-9]* from '$h'" kmemd-b.log || fail "the second kmemd stored none of $h's"
 done
 echo "ok: the second kmemd finished r (wave 1 pass, wave 2 pass); the agents report to it and run good"
 
 # kmemctl: a read and a change go to the second, past the first that takes no connection
 "${ops_cli[@]}" host list >hosts.out 2>hosts.err || fail "kmemctl host list: $(cat hosts.err)"
-grep -q "^h1 " hosts.out || fail "h1 not listed by the second kmemd: $(cat hosts.out)"
+grep -q "^$h1 " hosts.out || fail "$h1 not listed by the second kmemd: $(cat hosts.out)"
 grep -q "kmemctl: trying kmemd at 127.0.0.1:$pb" hosts.err ||
 	fail "kmemctl did not say it tried the second: $(cat hosts.err)"
 "${ops_cli[@]}" secret create --expires 10m >secret.out 2>secret.err ||
@@ -145,11 +161,11 @@ grep -q "kmemctl: trying kmemd at 127.0.0.1:$pb" secret.err ||
 	fail "the change did not go to the second: $(cat secret.err)"
 echo "ok: kmemctl reads and changes through the second kmemd when the first is gone"
 
-for h in h1 h2; do
+for h in $h1 $h2; do
 	kill "${agent[$h]}"
 	wait "${agent[$h]}" 2>/dev/null || true
 done
-no_report_lost h1 h2
+no_report_lost $h1 $h2
 echo "ok: every report the agents saw acknowledged, by either kmemd, is stored"
 ! grep -q "store query failed\|failed:" kmemd-b.log || fail "the second kmemd logged a failure"
 

@@ -95,12 +95,59 @@ static void test_list(void **state)
 	assert_int_equal(n, HOSTPORT_LIST_MAX);
 }
 
+#define KEYS 6000
+
+/* Each host's order: every address once; a fleet spread evenly, also after one fails. */
+static void test_order(void **state)
+{
+	struct hostport hp[HOSTPORT_LIST_MAX];
+	size_t n, first[4] = { 0 }, next[3] = { 0 }, moved = 0, i, j;
+	uint8_t o[HOSTPORT_LIST_MAX], o4[HOSTPORT_LIST_MAX], again[HOSTPORT_LIST_MAX];
+	char key[32];
+
+	(void)state;
+	assert_int_equal(hostport_list("a:1,b:1,a:2,10.0.0.4:8443", hp, HOSTPORT_LIST_MAX, &n), 0);
+	for (i = 0; i < KEYS; i++) {
+		snprintf(key, sizeof(key), "host-%05zu", i);
+		for (size_t m = 1; m <= n; m++) {
+			unsigned seen = 0;
+
+			hostport_order(key, hp, m, o);
+			for (j = 0; j < m; j++)
+				seen |= 1U << o[j];
+			assert_int_equal(seen, (1U << m) - 1);
+		}
+		hostport_order(key, hp, 3, o);
+		hostport_order(key, hp, 3, again);
+		assert_memory_equal(o, again, 3);
+		first[o[0]]++;
+		/* the hosts of address 0, when it fails */
+		if (o[0] == 0)
+			next[o[1]]++;
+		/* a fourth address takes hosts for itself only, and its share */
+		hostport_order(key, hp, 4, o4);
+		if (o4[0] != o[0]) {
+			assert_int_equal(o4[0], 3);
+			moved++;
+		}
+	}
+	for (i = 0; i < 3; i++)
+		if (first[i] < KEYS / 3 * 9 / 10 || first[i] > KEYS / 3 * 11 / 10)
+			fail_msg("address %zu is first for %zu of %d hosts", i, first[i], KEYS);
+	if (next[1] < first[0] * 4 / 10 || next[2] < first[0] * 4 / 10)
+		fail_msg("address 0's %zu hosts go on to 1: %zu, to 2: %zu", first[0], next[1],
+			 next[2]);
+	if (moved < KEYS / 4 * 9 / 10 || moved > KEYS / 4 * 11 / 10)
+		fail_msg("a fourth address took %zu of %d hosts", moved, KEYS);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_bad),
 		cmocka_unit_test(test_list),
+		cmocka_unit_test(test_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
