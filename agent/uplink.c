@@ -17,9 +17,6 @@
 #include "tls.h"
 #include "uplink.h"
 
-/* An idle connection outlives the interval by this much (seconds). */
-#define UPLINK_IDLE_SLACK_S 30
-
 struct uplink {
 	struct event_base *base;
 	SSL_CTX *ctx;
@@ -76,12 +73,7 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 	hostport_order(name, u->srv, u->nsrv, u->order);
 	u->cur = u->order[0];
 	u->base = base;
-	/*
-	 * evhttp's one timeout is also how long it keeps an idle connection:
-	 * one of just an interval was often closed as the next report went out
-	 * (collection times vary), making a TLS handshake of every other report.
-	 */
-	u->timeout_s = (unsigned)(cfg->interval_ms / 1000) + UPLINK_IDLE_SLACK_S;
+	u->timeout_s = (unsigned)(cfg->interval_ms / 1000) ?: 1;
 	u->done = done;
 	u->arg = arg;
 	*out = u;
