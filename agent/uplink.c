@@ -26,7 +26,7 @@ struct uplink {
 	 */
 	struct hostport srv[HOSTPORT_LIST_MAX];
 	uint8_t order[HOSTPORT_LIST_MAX];
-	size_t nsrv, pos, cur;
+	size_t nsrv, pos;
 	unsigned timeout_s;
 	struct evhttp_connection *conn;
 	bool in_flight;
@@ -42,6 +42,12 @@ static void cert_name(SSL_CTX *ctx, char *buf, size_t size)
 	if (!c ||
 	    X509_NAME_get_text_by_NID(X509_get_subject_name(c), NID_commonName, buf, (int)size) < 0)
 		buf[0] = '\0';
+}
+
+/* The kmemd reports go to now. */
+static const struct hostport *server(const struct uplink *u)
+{
+	return &u->srv[u->order[u->pos]];
 }
 
 int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_done done, void *arg,
@@ -71,7 +77,6 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 	}
 	cert_name(u->ctx, name, sizeof(name));
 	hostport_order(name, u->srv, u->nsrv, u->order);
-	u->cur = u->order[0];
 	u->base = base;
 	u->timeout_s = (unsigned)(cfg->interval_ms / 1000) ?: 1;
 	u->done = done;
@@ -92,7 +97,7 @@ void uplink_free(struct uplink *u)
 
 static int connect_kmemd(struct uplink *u)
 {
-	const struct hostport *s = &u->srv[u->cur];
+	const struct hostport *s = server(u);
 	struct bufferevent *bev;
 	SSL *ssl;
 	int r = tls_client_ssl(u->ctx, s->host, &ssl);
@@ -133,14 +138,13 @@ static void free_conn(evutil_socket_t fd, short what, void *arg)
  */
 static void fail_over(struct uplink *u)
 {
-	const struct hostport *was = &u->srv[u->cur];
+	const struct hostport *was = server(u);
 
 	if (u->nsrv < 2)
 		return;
 	u->pos = (u->pos + 1) % u->nsrv;
-	u->cur = u->order[u->pos];
 	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
-		   u->srv[u->cur].host, u->srv[u->cur].port);
+		   server(u)->host, server(u)->port);
 }
 
 static void on_reply(struct evhttp_request *req, void *arg)
@@ -194,8 +198,8 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 		return -ENOMEM;
 	h = evhttp_request_get_output_headers(req);
 	/* an IPv6 address in brackets, as in a URL */
-	snprintf(hostport, sizeof(hostport), strchr(u->srv[u->cur].host, ':') ? "[%s]:%u" : "%s:%u",
-		 u->srv[u->cur].host, u->srv[u->cur].port);
+	snprintf(hostport, sizeof(hostport), strchr(server(u)->host, ':') ? "[%s]:%u" : "%s:%u",
+		 server(u)->host, server(u)->port);
 	evhttp_add_header(h, "Host", hostport);
 	evhttp_add_header(h, "Content-Type", "application/x-protobuf");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
