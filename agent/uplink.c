@@ -17,6 +17,9 @@
 #include "tls.h"
 #include "uplink.h"
 
+/* An idle connection outlives the interval by this much (seconds). */
+#define UPLINK_IDLE_SLACK_S 30
+
 struct uplink {
 	struct event_base *base;
 	SSL_CTX *ctx;
@@ -27,9 +30,11 @@ struct uplink {
 	struct hostport srv[HOSTPORT_LIST_MAX];
 	uint8_t order[HOSTPORT_LIST_MAX];
 	size_t nsrv, pos;
-	unsigned timeout_s;
+	/* a reply begins within reply_s, or kmemd did not answer */
+	unsigned reply_s;
 	struct evhttp_connection *conn;
-	bool in_flight;
+	struct evhttp_request *req; /* in flight */
+	struct event *deadline;
 	uplink_done done;
 	void *arg;
 };
@@ -48,6 +53,54 @@ static void cert_name(SSL_CTX *ctx, char *buf, size_t size)
 static const struct hostport *server(const struct uplink *u)
 {
 	return &u->srv[u->order[u->pos]];
+}
+
+static void finish(struct uplink *u, enum uplink_result res, const Kmemctl__V1__ReportReply *rr)
+{
+	u->req = NULL;
+	evtimer_del(u->deadline);
+	u->done(res, rr, u->arg);
+}
+
+static void free_conn(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	evhttp_connection_free(arg);
+}
+
+/*
+ * The next kmemd for the next report, when there is another: the report
+ * that got no answer stays in the spool and goes there, so a host's
+ * reports keep their order, and one stored by the kmemd that went is
+ * acknowledged again and not stored twice.
+ */
+static void fail_over(struct uplink *u)
+{
+	const struct hostport *was = server(u);
+
+	if (u->nsrv < 2)
+		return;
+	u->pos = (u->pos + 1) % u->nsrv;
+	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
+		   server(u)->host, server(u)->port);
+}
+
+/* No reply within reply_s: the report goes again, to the next kmemd. */
+static void on_deadline(evutil_socket_t fd, short what, void *arg)
+{
+	struct uplink *u = arg;
+	const struct hostport *was = server(u);
+
+	(void)fd;
+	(void)what;
+	/* frees the request without calling on_reply, and resets the connection */
+	evhttp_cancel_request(u->req);
+	evhttp_connection_free(u->conn);
+	u->conn = NULL;
+	log_warning("kmemd at %s:%u sent no reply within %u s", was->host, was->port, u->reply_s);
+	fail_over(u);
+	finish(u, UPLINK_UNREACHABLE, NULL);
 }
 
 int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_done done, void *arg,
@@ -78,7 +131,13 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 	cert_name(u->ctx, name, sizeof(name));
 	hostport_order(name, u->srv, u->nsrv, u->order);
 	u->base = base;
-	u->timeout_s = (unsigned)(cfg->interval_ms / 1000) ?: 1;
+	u->reply_s = (unsigned)(cfg->interval_ms / 1000) ?: 1;
+	u->deadline = evtimer_new(base, on_deadline, u);
+	if (!u->deadline) {
+		SSL_CTX_free(u->ctx);
+		free(u);
+		return -ENOMEM;
+	}
 	u->done = done;
 	u->arg = arg;
 	*out = u;
@@ -91,6 +150,8 @@ void uplink_free(struct uplink *u)
 		return;
 	if (u->conn)
 		evhttp_connection_free(u->conn);
+	if (u->deadline)
+		event_free(u->deadline);
 	SSL_CTX_free(u->ctx);
 	free(u);
 }
@@ -113,38 +174,14 @@ static int connect_kmemd(struct uplink *u)
 	u->conn = evhttp_connection_base_bufferevent_new(u->base, NULL, bev, s->host, s->port);
 	if (!u->conn)
 		return -ENOMEM;
-	evhttp_connection_set_timeout(u->conn, (int)u->timeout_s);
+	/*
+	 * evhttp's one timeout is also how long it keeps an idle connection:
+	 * one of just an interval was often closed as the next report went out
+	 * (collection times vary), making a TLS handshake of every other
+	 * report. The reply's own deadline is u->deadline.
+	 */
+	evhttp_connection_set_timeout(u->conn, (int)u->reply_s + UPLINK_IDLE_SLACK_S);
 	return 0;
-}
-
-static void finish(struct uplink *u, enum uplink_result res, const Kmemctl__V1__ReportReply *rr)
-{
-	u->in_flight = false;
-	u->done(res, rr, u->arg);
-}
-
-static void free_conn(evutil_socket_t fd, short what, void *arg)
-{
-	(void)fd;
-	(void)what;
-	evhttp_connection_free(arg);
-}
-
-/*
- * The next kmemd for the next report, when there is another: the report
- * that got no answer stays in the spool and goes there, so a host's
- * reports keep their order, and one stored by the kmemd that went is
- * acknowledged again and not stored twice.
- */
-static void fail_over(struct uplink *u)
-{
-	const struct hostport *was = server(u);
-
-	if (u->nsrv < 2)
-		return;
-	u->pos = (u->pos + 1) % u->nsrv;
-	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
-		   server(u)->host, server(u)->port);
 }
 
 static void on_reply(struct evhttp_request *req, void *arg)
@@ -186,7 +223,7 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 	char hostport[300];
 	int r;
 
-	if (u->in_flight)
+	if (u->req)
 		return -EBUSY;
 	if (!u->conn) {
 		r = connect_kmemd(u);
@@ -206,6 +243,7 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0)
 		return -EIO;
 	http_one_record(u->conn);
-	u->in_flight = true;
+	u->req = req;
+	evtimer_add(u->deadline, &(struct timeval){ .tv_sec = u->reply_s });
 	return 0;
 }

@@ -193,10 +193,20 @@ run rollout-pause rollout pause slow
 run rollout-pause-again rollout pause slow
 run rollout-resume rollout resume slow
 run rollout-abort rollout abort slow
+aborted_ms=$(date +%s%3N)
+# A host told base just before the abort still shows good in its row until
+# its next report says base, so rows are read once each host has reported
+# three times since: the first one's answer is good, the second may have
+# been made before that answer came, the third runs what it said.
+since_abort() { # N: every host made N reports since the abort
+	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM (SELECT host_id FROM counters
+		WHERE unix_ms > $aborted_ms GROUP BY host_id HAVING count(*) >= $1)")" = 4 ]
+}
 on_good() {
 	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE policy_name = 'good'")" = 4 ]
 }
-wait_for 30 on_good || fail "the aborted rollout's hosts did not go back to good"
+wait_for 30 since_abort 3 || fail "the hosts did not report after the abort"
+on_good || fail "the aborted rollout's hosts did not go back to good"
 run rollout-status-aborted rollout status slow --watch
 
 # this host, through h1's agent

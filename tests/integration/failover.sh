@@ -7,6 +7,8 @@
 #   a network, whichever kmemd they go to.
 # - Agents list both and each reports to the one its name picks (one host
 #   on each); kmemctl reads through the first.
+# - The second hangs (SIGSTOP): its host's reports go to the first within
+#   the agent's interval, and stay there when it wakes.
 # - The first goes in wave 2's bake: the second takes the engine's lease
 #   within a tick, resumes the same wave from its start and its wave 1
 #   verdict, and finishes the rollout; the first's host turns to it, the
@@ -96,6 +98,36 @@ grep -q "report [0-9]* from '$h2'" kmemd-b.log || fail "$h2 did not report to th
 grep -q "^$h1 " hosts.out && grep -q "^$h2 " hosts.out || fail "hosts not listed: $(cat hosts.out)"
 echo "ok: each agent reports to the kmemd its name picks; kmemctl reads through the first"
 
+# A kmemd that hangs (SIGSTOP: its connections are accepted and never
+# answered): its host's report gets no reply within the interval, goes to
+# the other kmemd, and the host stays there once the hung one wakes, which
+# then finds that report stored by the other.
+kill -STOP "$kmemd_b"
+wait_for 20 grep -q "kmemd at 127.0.0.1:$pb sent no reply within 1 s" agent-$h2.log ||
+	fail "$h2 did not give up on the hung kmemd: $(tail -3 agent-$h2.log)"
+grep -q "did not answer: reporting to 127.0.0.1:$pa" agent-$h2.log ||
+	fail "$h2 did not turn to the first kmemd: $(tail -3 agent-$h2.log)"
+n=$(acked $h2)
+wait_for 20 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-$h2.log) -ge $((n + 2)) ]" ||
+	fail "$h2 did not report through the first kmemd: $(tail -3 agent-$h2.log)"
+grep -q "report [0-9]* from '$h2'" kmemd.log || fail "the first kmemd stored none of $h2's"
+kill -CONT "$kmemd_b"
+n=$(acked $h2)
+wait_for 20 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' agent-$h2.log) -ge $((n + 2)) ]" ||
+	fail "$h2 stopped reporting once the second kmemd woke: $(tail -3 agent-$h2.log)"
+[ "$(grep -c 'did not answer' agent-$h2.log)" = 1 ] ||
+	fail "$h2 changed kmemd again: $(grep 'did not answer' agent-$h2.log)"
+echo "ok: a hung kmemd's host reports through the other within its interval, and stays there"
+# restarted, h2's agent starts on the kmemd its name picks again
+kill "${agent[$h2]}"
+wait "${agent[$h2]}" || fail "$h2's agent exited with $? on SIGTERM"
+$AGENT -d -r "$PWD/root-$h2" -c agent-$h2.conf >>agent-$h2.log 2>&1 &
+pids+=($!)
+agent[$h2]=$!
+n=$(grep -c "report [0-9]* from '$h2'" kmemd-b.log)
+wait_for 20 sh -c "[ \$(grep -c \"report [0-9]* from '$h2'\" kmemd-b.log) -ge $((n + 2)) ]" ||
+	fail "restarted, $h2 did not report to the second kmemd: $(tail -3 agent-$h2.log)"
+
 state() {
 	db "SELECT state || ' ' || (wave + 1) FROM rollouts WHERE name = 'r'"
 }
@@ -144,7 +176,8 @@ grep -q "rollout r wave 2: pass" kmemd-b.log || fail "the second kmemd did not j
 wait_for 30 running good || fail "the hosts do not run good: $(db 'SELECT host_id, policy_name FROM hosts')"
 grep -q "did not answer: reporting to 127.0.0.1:$pb" agent-$h1.log ||
 	fail "$h1 did not turn to the second kmemd: $(tail -3 agent-$h1.log)"
-! grep -q "did not answer" agent-$h2.log || fail "$h2 changed kmemd: $(grep 'did not answer' agent-$h2.log)"
+[ "$(grep -c 'did not answer' agent-$h2.log)" = 1 ] ||
+	fail "$h2 changed kmemd when the first went: $(grep 'did not answer' agent-$h2.log)"
 for h in $h1 $h2; do
 	grep -q "report [0-9]* from '$h'" kmemd-b.log || fail "the second kmemd stored none of $h's"
 done

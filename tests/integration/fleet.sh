@@ -95,6 +95,26 @@ hosts_known() {
 wait_for 20 hosts_known || fail "kmemd does not know the three hosts: $(api ops GET /v1/hosts)"
 echo "ok: three agents report and kmemd stores them"
 
+# each agent keeps its connection from report to report: over five more
+# reports of each, the one new TLS handshake is the second scrape's own
+acked() { # HOST [AT_LEAST]: how many reports HOST saw acknowledged; with
+	# AT_LEAST, whether that many
+	local n
+	n=$(grep -c "report [0-9]* acknowledged" agent-$1.log || true)
+	if [ $# = 1 ]; then echo "$n"; else [ "$n" -ge "$2" ]; fi
+}
+declare -A want
+hs=$(metric kmemd_handshakes_completed_total)
+for h in web-1 web-2 db-1; do
+	want[$h]=$(($(acked $h) + 5))
+done
+for h in web-1 web-2 db-1; do
+	wait_for 30 acked $h "${want[$h]}" || fail "$h did not report five more times"
+done
+hs=$(($(metric kmemd_handshakes_completed_total) - hs))
+[ "$hs" = 1 ] || fail "$((hs - 1)) TLS handshakes over 15 reports: agents reconnect between reports"
+echo "ok: 15 reports on the agents' kept connections, no new handshake"
+
 printf '{"mitigations":{"usercopy-fastpath":{"mode":"on"},"rstat-yield":{"mode":"off"}}}' >doc.json
 $KMEMCTL policy sign -k signer.key -n web -v 1 -s ops -o web-1.bundle doc.json
 PB=(-H 'Content-Type: application/x-protobuf')
