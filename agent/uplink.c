@@ -19,6 +19,14 @@
 
 /* An idle connection outlives the interval by this much (seconds). */
 #define UPLINK_IDLE_SLACK_S 30
+/*
+ * Reports sent elsewhere before the first kmemd in this host's order is
+ * tried again: without it, hosts never went back to a kmemd that had
+ * been down or slow, and the survivors of a failure filled up while it
+ * stood idle (at 100,000 hosts on seven kmemd, past their
+ * max_connections).
+ */
+#define UPLINK_FAILBACK_REPORTS 10
 
 struct uplink {
 	struct event_base *base;
@@ -30,6 +38,7 @@ struct uplink {
 	struct hostport srv[HOSTPORT_LIST_MAX];
 	uint8_t order[HOSTPORT_LIST_MAX];
 	size_t nsrv, pos;
+	unsigned away; /* reports sent since leaving order[0] */
 	/* a reply begins within reply_s, or kmemd did not answer */
 	unsigned reply_s;
 	struct evhttp_connection *conn;
@@ -75,15 +84,35 @@ static void free_conn(evutil_socket_t fd, short what, void *arg)
  * reports keep their order, and one stored by the kmemd that went is
  * acknowledged again and not stored twice.
  */
-static void fail_over(struct uplink *u)
+static void fail_over(struct uplink *u, const char *why)
 {
 	const struct hostport *was = server(u);
 
 	if (u->nsrv < 2)
 		return;
 	u->pos = (u->pos + 1) % u->nsrv;
-	log_notice("kmemd at %s:%u did not answer: reporting to %s:%u", was->host, was->port,
+	u->away = 0;
+	log_notice("kmemd at %s:%u %s: reporting to %s:%u", was->host, was->port, why,
 		   server(u)->host, server(u)->port);
+}
+
+/* The connection, freed once the callback we may be in has returned. */
+static void drop_conn(struct uplink *u)
+{
+	if (u->conn)
+		event_base_once(u->base, -1, EV_TIMEOUT, free_conn, u->conn, NULL);
+	u->conn = NULL;
+}
+
+/* Back to the first kmemd in this host's order, UPLINK_FAILBACK_REPORTS reports after leaving it. */
+static void fail_back(struct uplink *u)
+{
+	if (!u->pos || ++u->away <= UPLINK_FAILBACK_REPORTS)
+		return;
+	drop_conn(u);
+	u->pos = 0;
+	log_notice("trying kmemd at %s:%u again, the first in this host's order", server(u)->host,
+		   server(u)->port);
 }
 
 /* No reply within reply_s: the report goes again, to the next kmemd. */
@@ -99,7 +128,7 @@ static void on_deadline(evutil_socket_t fd, short what, void *arg)
 	evhttp_connection_free(u->conn);
 	u->conn = NULL;
 	log_warning("kmemd at %s:%u sent no reply within %u s", was->host, was->port, u->reply_s);
-	fail_over(u);
+	fail_over(u, "did not answer");
 	finish(u, UPLINK_UNREACHABLE, NULL);
 }
 
@@ -192,16 +221,20 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	size_t len;
 
 	if (!req || evhttp_request_get_response_code(req) == 0) {
-		/*
-		 * The connection and its SSL are unusable now: free them once
-		 * this callback has returned, and start over next time.
-		 */
-		event_base_once(u->base, -1, EV_TIMEOUT, free_conn, u->conn, NULL);
-		u->conn = NULL;
+		/* the connection and its SSL are unusable now: start over next time */
+		drop_conn(u);
 		ERR_clear_error();
-		fail_over(u);
+		fail_over(u, "did not answer");
 		finish(u, UPLINK_UNREACHABLE, NULL);
 		return;
+	}
+	/*
+	 * Full (max_connections) or its store failing: the report, kept,
+	 * goes to the next kmemd, as when there is no answer.
+	 */
+	if (evhttp_request_get_response_code(req) == 503 && u->nsrv > 1) {
+		drop_conn(u);
+		fail_over(u, "is unavailable (503)");
 	}
 	in = evhttp_request_get_input_buffer(req);
 	len = evbuffer_get_length(in);
@@ -225,6 +258,7 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 
 	if (u->req)
 		return -EBUSY;
+	fail_back(u);
 	if (!u->conn) {
 		r = connect_kmemd(u);
 		if (r < 0)

@@ -49,6 +49,8 @@
 #include "tls.h"
 
 #define POLICY_MAX 64
+/* as kmem-agent's UPLINK_FAILBACK_REPORTS */
+#define FAILBACK_REPORTS 10
 
 struct host {
 	int n; /* its number in the fleet */
@@ -58,8 +60,11 @@ struct host {
 	X509 *cert;
 	struct evhttp_connection *conn;
 	struct event *timer;
-	/* the kmemd it reports to: servers[order[pos]], as kmem-agent picks */
-	uint8_t order[HOSTPORT_LIST_MAX], pos;
+	/*
+	 * the kmemd it reports to: servers[order[pos]], as kmem-agent picks,
+	 * back to order[0] FAILBACK_REPORTS reports after leaving it
+	 */
+	uint8_t order[HOSTPORT_LIST_MAX], pos, away;
 	bool in_flight, reconnect;
 	uint64_t seq, soft_lockups;
 	char policy[POLICY_MAX];
@@ -259,6 +264,7 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	h->seq--;
 	if (nservers > 1) {
 		h->pos = (uint8_t)((h->pos + 1) % nservers);
+		h->away = 0;
 		failovers++;
 	}
 	h->reconnect = true;
@@ -272,6 +278,10 @@ static void post(struct host *h)
 	if (h->in_flight) {
 		late++;
 		return;
+	}
+	if (h->pos && ++h->away > FAILBACK_REPORTS) {
+		h->pos = 0;
+		h->reconnect = true;
 	}
 	if ((h->reconnect || !h->conn) && connect_host(h) < 0) {
 		failed++;

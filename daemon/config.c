@@ -26,6 +26,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("server", "ca", INI_PATH, ca),
 	OPT("server", "admin_ca", INI_PATH, admin_ca),
 	OPT("server", "max_connections", INI_UINT, max_connections, 1, 1000000),
+	OPT("server", "max_operators", INI_UINT, max_operators, 1, 10000),
 	OPT("server", "max_handshakes", INI_UINT, max_handshakes, 1, 100000),
 	OPT("server", "max_anonymous", INI_UINT, max_anonymous, 1, 100000),
 	OPT("server", "max_per_address", INI_UINT, max_per_address, 1, 100000),
@@ -86,18 +87,19 @@ int kmemd_config_check(const struct kmemd_config *c)
  */
 int kmemd_config_check_fds(const struct kmemd_config *c)
 {
-	uint64_t need =
-		c->max_connections + c->max_handshakes + c->max_anonymous + KMEMD_FDS_RESERVED;
+	uint64_t need = c->max_connections + c->max_operators + c->max_handshakes +
+			c->max_anonymous + KMEMD_FDS_RESERVED;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max == RLIM_INFINITY ||
 	    need <= rl.rlim_max)
 		return 0;
 	return log_error_errno(-EINVAL,
-			       "[server] max_connections %llu, max_handshakes %llu and "
-			       "max_anonymous %llu need %llu descriptors, more than the limit of "
-			       "%llu (LimitNOFILE=): lower them or raise the limit",
+			       "[server] max_connections %llu, max_operators %llu, max_handshakes "
+			       "%llu and max_anonymous %llu need %llu descriptors, more than the "
+			       "limit of %llu (LimitNOFILE=): lower them or raise the limit",
 			       (unsigned long long)c->max_connections,
+			       (unsigned long long)c->max_operators,
 			       (unsigned long long)c->max_handshakes,
 			       (unsigned long long)c->max_anonymous, (unsigned long long)need,
 			       (unsigned long long)rl.rlim_max);
@@ -106,7 +108,8 @@ int kmemd_config_check_fds(const struct kmemd_config *c)
 /* 20,000 hosts, or as many as the descriptor limit holds beside the rest. */
 static uint64_t default_connections(const struct kmemd_config *c)
 {
-	uint64_t others = c->max_handshakes + c->max_anonymous + KMEMD_FDS_RESERVED;
+	uint64_t others =
+		c->max_operators + c->max_handshakes + c->max_anonymous + KMEMD_FDS_RESERVED;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_max == RLIM_INFINITY ||
@@ -118,6 +121,7 @@ static uint64_t default_connections(const struct kmemd_config *c)
 void kmemd_config_defaults(struct kmemd_config *c)
 {
 	*c = (struct kmemd_config){
+		.max_operators = 64,
 		.max_handshakes = 64,
 		.max_anonymous = 256,
 		.max_per_address = 32,

@@ -49,8 +49,10 @@
 #define ACCEPT_LOG_MS 10000
 /* TLS's largest record: what one SSL_read() gives and one SSL_write() sends at most */
 #define RECORD_MAX 16384
+#define OVER_HOSTS "kmemd is at max_connections; try again later\n"
+#define OVER_OPERATORS "kmemd is at max_operators; try again later\n"
 
-enum phase { PHASE_HANDSHAKE, PHASE_ANONYMOUS, PHASE_AUTHED };
+enum phase { PHASE_HANDSHAKE, PHASE_ANONYMOUS, PHASE_AUTHED, PHASE_OPERATOR };
 
 struct share;
 
@@ -109,6 +111,7 @@ static struct {
 	struct conn_limits lim;
 	struct http1_limits hlim;
 	conn_request_fn on_request;
+	conn_operator_fn is_operator;
 	void *arg;
 	OPENSSL_LHASH *shares;
 	struct evconnlistener *listener;
@@ -267,6 +270,9 @@ static void phase_leave(struct conn *c)
 		break;
 	case PHASE_AUTHED:
 		live.st.authenticated--;
+		break;
+	case PHASE_OPERATOR:
+		live.st.operators--;
 		break;
 	}
 	c->counted = false;
@@ -574,11 +580,12 @@ static void dispatch(struct conn *c)
 	req->conn = c;
 	c->req = req;
 	if (c->over) {
+		const char *why = c->phase == PHASE_OPERATOR ? OVER_OPERATORS : OVER_HOSTS;
+
 		live.st.closed[CLOSE_OVER_LIMIT]++;
 		req->close = true;
-		conn_reply(req, 503, "Service Unavailable", "text/plain; charset=utf-8", NULL,
-			   "kmemd is at max_connections; try again later\n",
-			   strlen("kmemd is at max_connections; try again later\n"));
+		conn_reply(req, 503, "Service Unavailable", "text/plain; charset=utf-8", NULL, why,
+			   strlen(why));
 		return;
 	}
 	c->dispatching = true;
@@ -697,7 +704,11 @@ static void read_requests(struct conn *c)
 	}
 }
 
-/* Past its handshake: a host or operator, or anonymous (enrollment and health only). */
+/*
+ * Past its handshake: a host or operator, or anonymous (enrollment and
+ * health only). The certificate is read here, once for the connection's
+ * life, to count it against its role's bound.
+ */
 static void handshake_done(struct conn *c, bool certified)
 {
 	struct conn *v;
@@ -707,9 +718,15 @@ static void handshake_done(struct conn *c, bool certified)
 	live.st.handshaken++;
 	if (certified) {
 		share_leave(c);
-		c->phase = PHASE_AUTHED;
-		live.st.authenticated++;
-		c->over = live.st.authenticated > live.lim.max_connections;
+		c->peer_result = tls_peer_identity(c->ssl, &c->peer);
+		c->peer_read = true;
+		if (!c->peer_result && live.is_operator(c->ssl, &c->peer, live.arg)) {
+			c->phase = PHASE_OPERATOR;
+			c->over = ++live.st.operators > live.lim.max_operators;
+		} else {
+			c->phase = PHASE_AUTHED;
+			c->over = ++live.st.authenticated > live.lim.max_connections;
+		}
 	} else {
 		c->phase = PHASE_ANONYMOUS;
 		live.st.anonymous++;
@@ -1020,12 +1037,13 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 }
 
 int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
-	       void *arg)
+	       conn_operator_fn is_operator, void *arg)
 {
 	if (conn_index < 0)
 		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	live.base = base;
 	live.on_request = on_request;
+	live.is_operator = is_operator;
 	live.arg = arg;
 	conns_set_limits(lim);
 	live.shares = live.shares ?: OPENSSL_LH_new(share_hash, share_cmp);

@@ -21,8 +21,11 @@
  *   reconnecting at once) pauses accept instead, and the kernel's backlog
  *   holds the rest. So does a burst of connections closed and not yet
  *   freed: memory is bounded by the pools, not by how many clients wait.
- * - max_connections bounds connections with a client certificate: one
- *   beyond it is answered 503 and closed at its first request.
+ * - max_connections bounds connections with a host's certificate, and
+ *   max_operators those with an operator's: one beyond its bound is
+ *   answered 503 and closed at its first request. Operators have their
+ *   own bound so that a fleet filling kmemd (its hosts moving over from
+ *   a kmemd that died) never locks out the operators and Prometheus.
  * - A client that sends requests faster than it reads replies is not
  *   read until it has read them; one that pipelines waits for each answer.
  * - When accept() fails for want of descriptors, accepting stops for a
@@ -48,7 +51,7 @@
 struct evbuffer;
 
 struct conn_limits {
-	uint64_t max_connections, max_handshakes, max_anonymous, max_per_address;
+	uint64_t max_connections, max_operators, max_handshakes, max_anonymous, max_per_address;
 	uint64_t handshake_timeout_ms, request_timeout_ms, io_timeout_ms;
 	uint64_t max_body, max_header_bytes;
 };
@@ -60,22 +63,24 @@ enum conn_close {
 	CLOSE_EVICTED, /* made room for another network's */
 	CLOSE_PER_ADDRESS, /* its network held its share */
 	CLOSE_ANONYMOUS_FULL, /* max_anonymous held by young connections */
-	CLOSE_OVER_LIMIT, /* past max_connections */
+	CLOSE_OVER_LIMIT, /* past max_connections or max_operators */
 	CLOSE_KINDS,
 };
 
 struct conn_stats {
-	uint64_t open, handshakes, anonymous, authenticated;
+	uint64_t open, handshakes, anonymous, authenticated, operators;
 	uint64_t closed[CLOSE_KINDS];
 	uint64_t accept_errors; /* accept() out of descriptors or memory */
 	uint64_t handshaken; /* TLS handshakes completed, ever */
 };
 
-/* A request read whole, on a connection within max_connections: answer it with conn_reply(). */
+/* A request read whole, on a connection within its bound: answer it with conn_reply(). */
 typedef void (*conn_request_fn)(struct http_request *req, void *arg);
+/* Whether the client certificate id, verified on ssl, is an operator's. */
+typedef bool (*conn_operator_fn)(SSL *ssl, const struct tls_identity *id, void *arg);
 
 int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
-	       void *arg);
+	       conn_operator_fn is_operator, void *arg);
 void conns_set_limits(const struct conn_limits *lim);
 /* The listener to pace; NULL when the server goes away. */
 void conns_set_listener(struct evconnlistener *l);

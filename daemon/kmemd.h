@@ -22,7 +22,8 @@ struct kmemd_config {
 	uint64_t enroll_rate; /* enrollments per minute per client network */
 	uint64_t enroll_global_rate; /* enrollments per minute in all */
 	uint64_t names_max, host_names_max; /* daemon/names.h */
-	uint64_t max_connections; /* with a client certificate */
+	uint64_t max_connections; /* with a host's certificate */
+	uint64_t max_operators; /* with an operator's certificate */
 	uint64_t max_handshakes; /* in progress at once (daemon/conn.h) */
 	uint64_t max_anonymous; /* past the handshake without a certificate */
 	uint64_t max_per_address; /* unauthenticated connections of one network */

@@ -145,6 +145,11 @@ static void connections(struct evbuffer *b)
 		"without a client certificate.\n"
 		"# TYPE kmemd_connections_anonymous gauge\n"
 		"kmemd_connections_anonymous %llu\n"
+		"# HELP kmemd_connections_operators Connections with an operator's "
+		"certificate (max_operators); the rest of those with one are hosts' "
+		"(max_connections).\n"
+		"# TYPE kmemd_connections_operators gauge\n"
+		"kmemd_connections_operators %llu\n"
 		"# HELP kmemd_accept_errors_total Connections accept() could not take "
 		"(descriptors or memory short).\n"
 		"# TYPE kmemd_accept_errors_total counter\n"
@@ -154,7 +159,7 @@ static void connections(struct evbuffer *b)
 		"# TYPE kmemd_connections_closed_total counter\n",
 		(unsigned long long)cs.open, (unsigned long long)cs.handshakes,
 		(unsigned long long)cs.handshaken, (unsigned long long)cs.anonymous,
-		(unsigned long long)cs.accept_errors);
+		(unsigned long long)cs.operators, (unsigned long long)cs.accept_errors);
 	for (int i = 0; i < CLOSE_KINDS; i++)
 		evbuffer_add_printf(b, "kmemd_connections_closed_total{reason=\"%s\"} %llu\n",
 				    conn_close_name(i), (unsigned long long)cs.closed[i]);

@@ -63,9 +63,14 @@ static bool role_allows(STACK_OF(X509) * admin_cas, enum route_role role, struct
 	case ROLE_HOST:
 		return id_result == 0 && !by_admin_ca && strcmp(id->ou, "host") == 0;
 	case ROLE_ADMIN:
-		return id_result == 0 && (admin_cas ? by_admin_ca : strcmp(id->ou, "admin") == 0);
+		return id_result == 0 && router_operator(admin_cas, by_admin_ca, id);
 	}
 	return false;
+}
+
+bool router_operator(STACK_OF(X509) * admin_cas, bool by_admin_ca, const struct tls_identity *id)
+{
+	return admin_cas ? by_admin_ca : strcmp(id->ou, "admin") == 0;
 }
 
 static bool route_matches(const struct route *r, const char *path)

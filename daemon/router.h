@@ -50,6 +50,13 @@ struct route {
  */
 void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas);
 
+/*
+ * Whether a verified client certificate, id, is an operator's: with
+ * admin_cas, one they vouch for (by_admin_ca); without, the fleet CA's
+ * with OU "admin".
+ */
+bool router_operator(STACK_OF(X509) * admin_cas, bool by_admin_ca, const struct tls_identity *id);
+
 /* The route table, a route a line: method, path, role, flags, action (kmemd -r). */
 void router_print(FILE *f);
 

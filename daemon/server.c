@@ -51,6 +51,14 @@ static void on_request(struct http_request *req, void *arg)
 	router_dispatch(req, s->k, s->admin_cas);
 }
 
+static bool is_operator(SSL *ssl, const struct tls_identity *id, void *arg)
+{
+	struct server *s = arg;
+
+	return router_operator(s->admin_cas,
+			       s->admin_cas && tls_peer_anchored_in(ssl, s->admin_cas), id);
+}
+
 /* Some certificate is in both bundles. */
 static bool overlap(STACK_OF(X509) * a, STACK_OF(X509) * b)
 {
@@ -111,6 +119,7 @@ static void conn_limits(const struct kmemd_config *cfg, struct conn_limits *lim)
 {
 	*lim = (struct conn_limits){
 		.max_connections = cfg->max_connections,
+		.max_operators = cfg->max_operators,
 		.max_handshakes = cfg->max_handshakes,
 		.max_anonymous = cfg->max_anonymous,
 		.max_per_address = cfg->max_per_address,
@@ -192,7 +201,7 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->cfg = k->cfg;
 	s->k = k;
 	conn_limits(k->cfg, &lim);
-	r = conns_init(base, &lim, on_request, s);
+	r = conns_init(base, &lim, on_request, is_operator, s);
 	if (r == 0)
 		r = server_tls(k->cfg, &s->ctx, &s->admin_cas);
 	if (r < 0)

@@ -216,8 +216,9 @@ wait_for 10 sh -c "[ \$(grep -c 'report [0-9]* acknowledged' h1.log) -gt $before
 	fail "reports stopped after the reloads"
 echo "ok: SIGHUP reloads the certificate; a bad configuration is refused and changes nothing"
 
-# max_connections: three idle connections held open, a fourth is told to go away
-printf '[server]\nmax_connections = 2\nio_timeout = 8s\n' >>kmemd.conf
+# max_connections: three idle connections held open, a fourth is told to go
+# away; operators have their own bound (max_operators), which hosts cannot fill
+printf '[server]\nmax_connections = 2\nmax_operators = 2\nio_timeout = 8s\n' >>kmemd.conf
 kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 2 ]' || fail "no second reload"
 holders=()
@@ -231,9 +232,27 @@ code=$(curl -sS --cacert pki/ca.crt --cert pki/h1.crt --key pki/h1.key -o body.o
 	-w '%{http_code}' "$URL/v1/health")
 [ "$code" = 503 ] && grep -q "max_connections" body.out ||
 	fail "over max_connections: $code $(cat body.out)"
-# it bounds hosts and operators: a client without a certificate is not counted
+# it bounds hosts: a client without a certificate is not counted, nor an operator
 code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
 [ "$code" = 200 ] || fail "an anonymous client over max_connections: $code $(cat body.out)"
+code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key -o body.out \
+	-w '%{http_code}' "$URL/v1/hosts")
+[ "$code" = 200 ] || fail "an operator while hosts fill max_connections: $code $(cat body.out)"
+hold_operator() {
+	(sleep 6) | openssl s_client -quiet -connect 127.0.0.1:$port -cert pki/ops.crt \
+		-key pki/ops.key -CAfile pki/ca.crt >/dev/null 2>&1 &
+	holders+=($!)
+	sleep 1
+}
+hold_operator
+# the operator holding its connection and the one asking
+[ "$(metric kmemd_connections_operators)" = 2 ] ||
+	fail "kmemd_connections_operators: $(metric kmemd_connections_operators), want 2"
+hold_operator
+code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key -o body.out \
+	-w '%{http_code}' "$URL/v1/hosts")
+[ "$code" = 503 ] && grep -q "max_operators" body.out ||
+	fail "a third operator over max_operators 2: $code $(cat body.out)"
 kill "${holders[@]}" 2>/dev/null || true
 wait "${holders[@]}" 2>/dev/null || true
 cp kmemd.conf.good kmemd.conf
@@ -241,7 +260,7 @@ kill -HUP "$kmemd_pid"
 wait_for 10 sh -c '[ $(grep -c "policy keys reloaded" kmemd.log) -ge 3 ]' || fail "no third reload"
 code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' "$URL/v1/health")
 [ "$code" = 200 ] || fail "after the holders left: $code"
-echo "ok: a connection over max_connections gets 503; once they close, 200"
+echo "ok: a host over max_connections gets 503, an operator 200 (its own bound, max_operators); once they close, 200"
 
 # max_handshakes: two silent clients hold both handshake slots; once they
 # have stood still past kmemd's eviction time (100 ms without a
