@@ -238,7 +238,8 @@ int main(int argc, char **argv)
 	}
 
 	base = event_base_new();
-	if (!base || engine_worker_new(base, st, on_change, on_pass, &p, &w, err, sizeof(err)) < 0)
+	if (!base ||
+	    engine_worker_new(base, st, NULL, on_change, on_pass, &p, &w, err, sizeof(err)) < 0)
 		die("starting the engine's thread", NULL);
 	engine_pass(st, base, w, &p, m, hosts, T0 + 30 * MIN, &health_loop_s, &health_stored);
 	health_s = p.pass_s;

@@ -24,6 +24,7 @@ struct change {
 struct engine_worker {
 	struct loop_thread t;
 	struct store *st; /* the thread's only */
+	const char *engine;
 	engine_cb changed;
 	engine_pass_fn done;
 	void *arg;
@@ -95,7 +96,7 @@ static void pass(struct engine_worker *w, int64_t now_ms)
 {
 	double t = mono_s();
 
-	w->r = engine_tick(w->st, now_ms, keep, w);
+	w->r = engine_tick(w->st, now_ms, w->engine, keep, w);
 	if (w->r == -EIO)
 		snprintf(w->store_error, sizeof(w->store_error), "%s", w->st->ops->error(w->st));
 	/* no read transaction left open to hold the WAL back */
@@ -156,9 +157,9 @@ static void on_done(evutil_socket_t fd, short what, void *arg)
 	w->done(w->arg, w->r, w->store_error, w->pass_s);
 }
 
-int engine_worker_new(struct event_base *base, struct store *st, engine_cb changed,
-		      engine_pass_fn done, void *arg, struct engine_worker **out, char *err,
-		      size_t errlen)
+int engine_worker_new(struct event_base *base, struct store *st, const char *engine,
+		      engine_cb changed, engine_pass_fn done, void *arg, struct engine_worker **out,
+		      char *err, size_t errlen)
 {
 	struct engine_worker *w = calloc(1, sizeof(*w));
 	int r;
@@ -166,6 +167,7 @@ int engine_worker_new(struct event_base *base, struct store *st, engine_cb chang
 	*out = NULL;
 	if (!w)
 		return -ENOMEM;
+	w->engine = engine;
 	w->changed = changed;
 	w->done = done;
 	w->arg = arg;

@@ -30,10 +30,14 @@ struct engine_worker;
  */
 typedef void (*engine_pass_fn)(void *arg, int r, const char *store_error, double pass_s);
 
-/* A worker on a connection beside st's; changed(arg) and done(arg) on base's loop. */
-int engine_worker_new(struct event_base *base, struct store *st, engine_cb changed,
-		      engine_pass_fn done, void *arg, struct engine_worker **out, char *err,
-		      size_t errlen);
+/*
+ * A worker on a connection beside st's, its passes for the lease holder
+ * engine (engine_tick()'s; kept, not copied); changed(arg) and done(arg)
+ * on base's loop.
+ */
+int engine_worker_new(struct event_base *base, struct store *st, const char *engine,
+		      engine_cb changed, engine_pass_fn done, void *arg, struct engine_worker **out,
+		      char *err, size_t errlen);
 
 /* A pass at now_ms; -EBUSY while one runs (nothing asked). */
 int engine_worker_tick(struct engine_worker *w, int64_t now_ms);

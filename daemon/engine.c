@@ -241,14 +241,29 @@ static bool verdict_new(struct store *st, const struct store_rollout *ro,
 	return wave != v->wave || strcmp(verdict, v->verdict) || strcmp(gate, v->gate);
 }
 
-static int commit(struct store *st, struct store_rollout *ro, enum rollout_state was,
-		  const struct store_verdict *v, int64_t now, engine_cb cb, void *arg)
+/* One pass: its store, time and lease holder, and whom it tells of changes. */
+struct pass {
+	struct store *st;
+	int64_t now;
+	const char *engine;
+	engine_cb cb;
+	void *arg;
+};
+
+/* A write of the pass: none once its kmemd's lease has gone to another. */
+static int pass_write(const struct pass *p, struct store_rollout *ro, const struct store_verdict *v)
+{
+	return p->st->ops->rollout_update(p->st, ro, v, p->now, p->engine);
+}
+
+static int commit(const struct pass *p, struct store_rollout *ro, enum rollout_state was,
+		  const struct store_verdict *v)
 {
 	struct engine_change c = { .ro = ro, .was = was, .v = v };
-	int r = st->ops->rollout_update(st, ro, v, now);
+	int r = pass_write(p, ro, v);
 
-	if (r == 0 && cb)
-		cb(arg, &c);
+	if (r == 0 && p->cb)
+		p->cb(p->arg, &c);
 	return r;
 }
 
@@ -279,21 +294,21 @@ static int count_pending(void *arg, const struct store_member *m)
  * The rollback is over once every host it reached runs its target; until
  * then the members in a rollout's status say who does not.
  */
-static int rolling_back(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
-			int64_t now, engine_cb cb, void *arg)
+static int rolling_back(const struct pass *ps, struct store_rollout *ro,
+			const struct rollout_spec *s)
 {
 	struct pending p = { .ro = ro, .s = s };
 	char reason[sizeof(ro->reason)];
-	int r = st->ops->members(st, ro->name, count_pending, &p);
+	int r = ps->st->ops->members(ps->st, ro->name, count_pending, &p);
 
 	if (r < 0 || p.n)
 		return r;
-	r = engine_transition(ro, ROLLOUT_EV_BACK, 0, now, reason, sizeof(reason));
+	r = engine_transition(ro, ROLLOUT_EV_BACK, 0, ps->now, reason, sizeof(reason));
 	if (r < 0)
 		return r;
 	snprintf(reason, sizeof(reason), "%.180s; every host it reached is back", ro->reason);
 	snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
-	return commit(st, ro, ROLLOUT_ROLLING_BACK, NULL, now, cb, arg);
+	return commit(ps, ro, ROLLOUT_ROLLING_BACK, NULL);
 }
 
 /* The evidence, when the gates changed it, goes with the rollout's row. */
@@ -312,9 +327,11 @@ static int evidence_keep(struct store_rollout *ro, const struct evidence *ev, bo
 	return 0;
 }
 
-static int judge(struct store *st, struct store_rollout *ro, const struct rollout_spec *s,
-		 struct evidence *ev, int64_t now, engine_cb cb, void *arg)
+static int judge(const struct pass *p, struct store_rollout *ro, const struct rollout_spec *s,
+		 struct evidence *ev)
 {
+	struct store *st = p->st;
+	int64_t now = p->now;
 	struct rollout_members ms = { 0 };
 	struct wave wv = { 0 };
 	struct gate_result res = { 0 };
@@ -356,7 +373,7 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 	/* nothing is wrong yet: the bake goes on */
 	if (res.verdict == GATE_PASS && scope == GATES_HEALTH) {
 		if (changed)
-			r = st->ops->rollout_update(st, ro, NULL, now);
+			r = pass_write(p, ro, NULL);
 		goto out;
 	}
 	json_object_set_new(res.detail, "scope", json_string(scope_names[scope]));
@@ -399,13 +416,13 @@ static int judge(struct store *st, struct store_rollout *ro, const struct rollou
 			/* the same hold, with this tick's numbers in its reason */
 			if (strcmp(reason, ro->reason) || changed) {
 				snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
-				r = st->ops->rollout_update(st, ro, NULL, now);
+				r = pass_write(p, ro, NULL);
 			}
 			goto out;
 		}
 		snprintf(ro->reason, sizeof(ro->reason), "%s", reason);
 	}
-	r = commit(st, ro, was, &v, now, cb, arg);
+	r = commit(p, ro, was, &v);
 out:
 	free(detail);
 	json_decref(res.detail);
@@ -414,8 +431,9 @@ out:
 	return r;
 }
 
-static int step(struct store *st, const char *name, int64_t now, engine_cb cb, void *arg)
+static int step(const struct pass *p, const char *name)
 {
+	struct store *st = p->st;
 	struct store_rollout ro;
 	struct rollout_spec *s = malloc(sizeof(*s));
 	struct evidence ev = { 0 };
@@ -432,7 +450,7 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 		r = log_error_errno(-EINVAL, "rollout %s is not judged: its stored document: %s",
 				    name, ro.wave >= s->nwaves ? "no such wave" : err);
 	} else if (ro.state == ROLLOUT_ROLLING_BACK) {
-		r = rolling_back(st, &ro, s, now, cb, arg);
+		r = rolling_back(p, &ro, s);
 	} else if (ro.evidence_json &&
 		   evidence_from_json(ro.evidence_json, strlen(ro.evidence_json), &ev, err,
 				      sizeof(err)) < 0) {
@@ -440,7 +458,7 @@ static int step(struct store *st, const char *name, int64_t now, engine_cb cb, v
 		r = log_error_errno(-EINVAL, "rollout %s is not judged: its stored evidence: %s",
 				    name, err);
 	} else {
-		r = judge(st, &ro, s, &ev, now, cb, arg);
+		r = judge(p, &ro, s, &ev);
 	}
 	evidence_free(&ev);
 	store_rollout_clear(&ro);
@@ -471,16 +489,20 @@ static int add_name(void *arg, const char *name)
 	return 0;
 }
 
-int engine_tick(struct store *st, int64_t now_ms, engine_cb cb, void *arg)
+int engine_tick(struct store *st, int64_t now_ms, const char *engine, engine_cb cb, void *arg)
 {
+	const struct pass p = { .st = st, .now = now_ms, .engine = engine, .cb = cb, .arg = arg };
 	struct names ns = { 0 };
 	int r = st->ops->rollouts_active(st, add_name, &ns), first = r;
 
 	for (size_t i = 0; r == 0 && i < ns.n; i++) {
-		int e = step(st, ns.name[i], now_ms, cb, arg);
+		int e = step(&p, ns.name[i]);
 
 		if (e < 0 && !first)
 			first = e;
+		/* another kmemd runs the engine now: the rest is its to judge */
+		if (e == -ENOLCK)
+			break;
 	}
 	free(ns.name);
 	return first < 0 ? first : (int)ns.n;

@@ -53,9 +53,12 @@ typedef void (*engine_cb)(void *arg, const struct engine_change *c);
  * rollout; cb hears of each change made. How many were judged, or the
  * first error after trying every one (-EIO: the store's, see its error()).
  * A rollout that moved while it was judged (its update -ESTALE) keeps
- * that move and is judged again at the next pass.
+ * that move and is judged again at the next pass. engine: the lease
+ * holder the pass runs for (NULL: unfenced, a store of its own): once
+ * another kmemd holds the lease, the pass writes nothing more and ends
+ * with -ENOLCK.
  */
-int engine_tick(struct store *st, int64_t now_ms, engine_cb cb, void *arg);
+int engine_tick(struct store *st, int64_t now_ms, const char *engine, engine_cb cb, void *arg);
 
 /* A store members() callback that adds each to a struct rollout_members (arg). */
 int engine_add_member(void *arg, const struct store_member *sm);

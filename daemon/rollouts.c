@@ -531,7 +531,7 @@ static int act(struct kmemd *k, struct store_rollout *ro, const struct rollout_s
 	if (ev == ROLLOUT_EV_START)
 		return start(k, ro, s, plan, why, len);
 	snprintf(ro->reason, sizeof(ro->reason), "%s by an operator", action);
-	return k->store->ops->rollout_update(k->store, ro, NULL, now);
+	return k->store->ops->rollout_update(k->store, ro, NULL, now, NULL);
 }
 
 /* {"name": N, "action": A}: the rollout as it now stands. */
@@ -643,6 +643,9 @@ static void on_pass(void *arg, int r, const char *store_error, double pass_s)
 		k->engine_passes.max_s = pass_s;
 	if (r == -EIO)
 		log_error("judging rollouts failed: %s", store_error);
+	else if (r == -ENOLCK)
+		log_notice("this kmemd's pass of the rollout engine outlived its lease: another "
+			   "kmemd runs the engine, and the pass wrote nothing more");
 	else if (r < 0)
 		log_error_errno(r, "judging rollouts failed: %m");
 	else if (r > 0)
@@ -652,7 +655,8 @@ static void on_pass(void *arg, int r, const char *store_error, double pass_s)
 
 int rollouts_engine_start(struct kmemd *k, char *err, size_t errlen)
 {
-	return engine_worker_new(k->base, k->store, on_change, on_pass, k, &k->engine, err, errlen);
+	return engine_worker_new(k->base, k->store, k->engine_holder, on_change, on_pass, k,
+				 &k->engine, err, errlen);
 }
 
 /*

@@ -28,6 +28,7 @@ enum stmt {
 	ST_VERDICT_LAST,
 	ST_VERDICTS,
 	ST_LEASE,
+	ST_LEASE_HELD,
 	ST_N,
 };
 
@@ -111,6 +112,9 @@ static const char *const sql[ST_N] = {
 		     " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
 		     " expires_ms = excluded.expires_ms"
 		     " WHERE leases.holder = excluded.holder OR leases.expires_ms <= $3::bigint",
+	/* the row locked to the transaction's end: no kmemd takes the lease meanwhile */
+	[ST_LEASE_HELD] = "UPDATE leases SET expires_ms = expires_ms WHERE name = 'engine'"
+			  " AND holder = $1",
 };
 
 const struct pg_area pg_rollouts_area = {
@@ -408,14 +412,28 @@ static int verdict_add(struct store *s, const char *rollout, const struct store_
 	return pg_do(s, &pg_rollouts_area, ST_VERDICT_ADD, &a);
 }
 
+/* In a write transaction: -ENOLCK unless holder holds the engine's lease. */
+static int lease_held(struct store *s, const char *holder)
+{
+	struct pg_args a = { 0 };
+	uint64_t n;
+
+	pg_text(&a, holder);
+	if (pg_changed(s, &pg_rollouts_area, ST_LEASE_HELD, &a, &n) < 0)
+		return -EIO;
+	return n ? 0 : -ENOLCK;
+}
+
 int pg_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
-		      int64_t now_ms)
+		      int64_t now_ms, const char *engine)
 {
 	int ret = pg_write_begin(s);
 
 	if (ret < 0)
 		return ret;
-	ret = update(s, r, v != NULL, now_ms);
+	ret = engine ? lease_held(s, engine) : 0;
+	if (ret == 0)
+		ret = update(s, r, v != NULL, now_ms);
 	if (ret == 0 && v)
 		ret = verdict_add(s, r->name, v);
 	ret = pg_write_end(s, ret);

@@ -171,7 +171,7 @@ int pg_rollouts(struct store *s,
 		void *arg);
 int pg_rollouts_active(struct store *s, store_name_cb cb, void *arg);
 int pg_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
-		      int64_t now_ms);
+		      int64_t now_ms, const char *engine);
 int pg_lease(struct store *s, const char *name, const char *holder, int64_t now_ms, int64_t ttl_ms);
 int pg_rollout_start(struct store *s, const struct store_rollout *r, const struct store_member *m,
 		     size_t n, int64_t now_ms);

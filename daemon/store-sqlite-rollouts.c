@@ -26,6 +26,7 @@ enum stmt {
 	ST_VERDICT_LAST,
 	ST_VERDICTS,
 	ST_LEASE,
+	ST_LEASE_HELD,
 	ST_N,
 };
 
@@ -60,6 +61,8 @@ static const char *const sql[ST_N] = {
 	[ST_LEASE] = "INSERT INTO leases VALUES (?1, ?2, ?3 + ?4) ON CONFLICT (name) DO UPDATE"
 		     " SET holder = ?2, expires_ms = ?3 + ?4"
 		     " WHERE leases.holder = ?2 OR leases.expires_ms <= ?3",
+	[ST_LEASE_HELD] = "UPDATE leases SET expires_ms = expires_ms WHERE name = 'engine'"
+			  " AND holder = ?1",
 	[ST_ROLLOUTS_ACTIVE] = "SELECT name FROM rollouts WHERE state IN"
 			       " (?1, ?2, ?3, ?4)"
 			       " ORDER BY created_ms, name",
@@ -374,14 +377,29 @@ static int verdict_add(struct store *s, const char *rollout, const struct store_
 	return step_done(st);
 }
 
+/* In a write transaction: -ENOLCK unless holder holds the engine's lease. */
+static int lease_held(struct store *s, const char *holder)
+{
+	sqlite3_stmt *st = stmt(s, ST_LEASE_HELD);
+	int r;
+
+	sqlite3_bind_text(st, 1, holder, -1, SQLITE_STATIC);
+	r = step_done(st);
+	if (r == 0 && !sqlite3_changes(DB(s)))
+		r = -ENOLCK;
+	return r;
+}
+
 int sq_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
-		      int64_t now_ms)
+		      int64_t now_ms, const char *engine)
 {
 	int ret = sq_write_begin(s, true);
 
 	if (ret < 0)
 		return ret;
-	ret = update(s, r, v != NULL, now_ms);
+	ret = engine ? lease_held(s, engine) : 0;
+	if (ret == 0)
+		ret = update(s, r, v != NULL, now_ms);
 	if (ret == 0 && v)
 		ret = verdict_add(s, r->name, v);
 	ret = sq_write_end(s, true, ret);

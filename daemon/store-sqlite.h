@@ -177,7 +177,7 @@ int sq_rollouts(struct store *s,
 int sq_rollouts_active(struct store *s, store_name_cb cb, void *arg);
 int sq_lease(struct store *s, const char *name, const char *holder, int64_t now_ms, int64_t ttl_ms);
 int sq_rollout_update(struct store *s, struct store_rollout *r, const struct store_verdict *v,
-		      int64_t now_ms);
+		      int64_t now_ms, const char *engine);
 int sq_rollout_start(struct store *s, const struct store_rollout *ro, const struct store_member *m,
 		     size_t n, int64_t now_ms);
 int sq_members(struct store *s, const char *rollout,

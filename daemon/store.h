@@ -367,10 +367,13 @@ struct store_ops {
 	 * verdict v (NULL: none), together. Evidence alone is no change of the
 	 * rollout's (its updated_ms stays). -ESTALE, and nothing written, when
 	 * r was read (as_read) and the rollout's state, wave or wave start has
-	 * changed since; else r->as_read is what was written.
+	 * changed since; else r->as_read is what was written. engine: the
+	 * rollout engine's write, made only while engine holds the engine's
+	 * lease (-ENOLCK, nothing written, once another kmemd took it: a
+	 * pass outliving its lease writes nothing); NULL: an operator's.
 	 */
 	int (*rollout_update)(struct store *s, struct store_rollout *r,
-			      const struct store_verdict *v, int64_t now_ms);
+			      const struct store_verdict *v, int64_t now_ms, const char *engine);
 	/*
 	 * Lease name (the rollout engine's: "engine") for holder until
 	 * now_ms + ttl_ms, when it is free, expired or holder's already: 1,

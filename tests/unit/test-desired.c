@@ -114,7 +114,7 @@ static void move(struct fixture *fx, const char *name, enum rollout_state state,
 
 	snprintf(ro.name, sizeof(ro.name), "%s", name);
 	snprintf(ro.reason, sizeof(ro.reason), "%s", reason);
-	assert_int_equal(fx->st->ops->rollout_update(fx->st, &ro, NULL, fx->t++), 0);
+	assert_int_equal(fx->st->ops->rollout_update(fx->st, &ro, NULL, fx->t++, NULL), 0);
 }
 
 /* What host (labelled role) is to run: "name@version", or "-". */

@@ -195,7 +195,7 @@ static void start(struct fleet *f, const char *doc)
 /* How many rollouts the engine judged. */
 static int tick(struct fleet *f, int64_t t)
 {
-	int r = engine_tick(f->st, t, heard, f);
+	int r = engine_tick(f->st, t, NULL, heard, f);
 
 	assert_true(r >= 0);
 	return r;
@@ -404,7 +404,7 @@ static void test_paused(void **state)
 		all_report(&f, t, 0, 0);
 	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
 	ro.state = ROLLOUT_PAUSED;
-	assert_int_equal(f.st->ops->rollout_update(f.st, &ro, NULL, T0 + 30 * MIN), 0);
+	assert_int_equal(f.st->ops->rollout_update(f.st, &ro, NULL, T0 + 30 * MIN, NULL), 0);
 	store_rollout_clear(&ro);
 	tick(&f, T0 + 61 * MIN);
 	expect_state(&f, "paused", 0);
@@ -412,6 +412,29 @@ static void test_paused(void **state)
 	report(&f, 0, T0 + 62 * MIN, "new", 2, 0, true);
 	tick(&f, T0 + 63 * MIN);
 	assert_string_equal(f.changes, "paused>rolling-back:fail/health ");
+	f.st->ops->close(f.st);
+}
+
+/*
+ * A pass for a kmemd whose lease another took (it stalled past it)
+ * writes nothing and says so; for the holder, the same pass promotes.
+ */
+static void test_fenced(void **state)
+{
+	struct fleet f;
+
+	(void)state;
+	start(&f, spec_json);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	assert_int_equal(f.st->ops->lease(f.st, "engine", "a:1:00", T0, 45000), 1);
+	assert_int_equal(f.st->ops->lease(f.st, "engine", "b:2:00", T0 + MIN, 45000), 1);
+	assert_int_equal(engine_tick(f.st, T0 + 61 * MIN, "a:1:00", heard, &f), -ENOLCK);
+	assert_string_equal(f.changes, "");
+	expect_state(&f, "running", 0);
+	assert_int_equal(engine_tick(f.st, T0 + 61 * MIN, "b:2:00", heard, &f), 1);
+	assert_string_equal(f.changes, "running>running:pass/ ");
+	expect_state(&f, "running", 1);
 	f.st->ops->close(f.st);
 }
 
@@ -601,7 +624,7 @@ static void test_worker(void **state)
 	start(&f, spec_json);
 	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN)
 		all_report(&f, t, 0, 0);
-	assert_int_equal(engine_worker_new(base, f.st, heard_both, on_pass_both, &b, &w, err,
+	assert_int_equal(engine_worker_new(base, f.st, NULL, heard_both, on_pass_both, &b, &w, err,
 					   sizeof(err)),
 			 0);
 	assert_int_equal(engine_worker_tick(w, T0 + 61 * MIN), 0);
@@ -638,16 +661,17 @@ static void test_moved_meanwhile(void **state)
 	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &engine), 0);
 	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &op), 0);
 	op.state = ROLLOUT_PAUSED;
-	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN), 0);
+	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN, NULL), 0);
 	/* what was written is what a second update by the same hand starts from */
 	snprintf(op.reason, sizeof(op.reason), "paused by an operator");
-	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN), 0);
+	assert_int_equal(f.st->ops->rollout_update(f.st, &op, NULL, T0 + MIN, NULL), 0);
 	engine.state = ROLLOUT_RUNNING;
 	engine.wave = 1;
-	assert_int_equal(f.st->ops->rollout_update(f.st, &engine, NULL, T0 + 2 * MIN), -ESTALE);
+	assert_int_equal(f.st->ops->rollout_update(f.st, &engine, NULL, T0 + 2 * MIN, NULL),
+			 -ESTALE);
 	expect_state(&f, "paused", 0);
 	/* a rollout not read is written as it is (the store's own tests, fixtures) */
-	assert_int_equal(f.st->ops->rollout_update(f.st, &literal, NULL, T0 + 3 * MIN), 0);
+	assert_int_equal(f.st->ops->rollout_update(f.st, &literal, NULL, T0 + 3 * MIN, NULL), 0);
 	expect_state(&f, "running", 0);
 	store_rollout_clear(&engine);
 	store_rollout_clear(&op);
@@ -662,6 +686,7 @@ int main(void)
 		cmocka_unit_test(test_rolls_back),
 		cmocka_unit_test(test_unhealthy_fails_early),
 		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_fenced),
 		cmocka_unit_test(test_latency),
 		cmocka_unit_test(test_series),
 		cmocka_unit_test(test_worker),

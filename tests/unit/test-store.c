@@ -727,7 +727,7 @@ static void test_two_writers(void **state)
 	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
 	batch_of_one(w, "tw-1", 1);
 	r.state = ROLLOUT_RUNNING;
-	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 2000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 2000, NULL), 0);
 	store_rollout_clear(&r);
 	assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), -ENOENT);
 	assert_int_equal(s->ops->rollout_get(s, "r1", &r), 0);
@@ -737,7 +737,7 @@ static void test_two_writers(void **state)
 						&(struct store_verdict){ .verdict = "pass",
 									 .gate = "",
 									 .reason = "" },
-						3000),
+						3000, NULL),
 			 0);
 	store_rollout_clear(&r);
 	assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), 0);
@@ -1247,12 +1247,12 @@ static void test_rollouts(void **state)
 	assert_true(changed(s, &seen));
 	assert_string_equal(started(s), "");
 	r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_RUNNING, .wave = 0 };
-	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 3000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 3000, NULL), 0);
 	assert_true(changed(s, &seen));
 	assert_false(changed(s, &seen));
 	assert_string_equal(started(s), "r1:running:0 ");
 	r.wave = 1;
-	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 4000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 4000, NULL), 0);
 	assert_true(changed(s, &seen));
 	assert_string_equal(started(s), "r1:running:1 ");
 	r.state = ROLLOUT_ROLLED_BACK;
@@ -1267,7 +1267,7 @@ static void test_rollouts(void **state)
 		unsigned wave;
 
 		assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), -ENOENT);
-		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), 0);
+		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000, NULL), 0);
 		assert_int_equal(s->ops->verdict_last(s, "r1", &wave, verdict, gate), 0);
 		assert_int_equal(wave, 1);
 		assert_string_equal(verdict, "fail");
@@ -1287,7 +1287,7 @@ static void test_rollouts(void **state)
 		assert_int_equal(status_text(s, "r9", &status), -ENOENT);
 		/* the verdict and the state go together: no rollout, no verdict */
 		r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_ROLLING_BACK };
-		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000), -ENOENT);
+		assert_int_equal(s->ops->rollout_update(s, &r, &v, 5000, NULL), -ENOENT);
 		assert_int_equal(s->ops->verdict_last(s, "r9", &wave, verdict, gate), -ENOENT);
 		r = (struct store_rollout){ .name = "r1", .state = ROLLOUT_ROLLED_BACK, .wave = 1 };
 	}
@@ -1320,11 +1320,11 @@ static void test_rollouts(void **state)
 	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_RUNNING };
 	assert_int_equal(s->ops->rollout_start(s, &r, &m[2], 1, 6500), 0);
 	r = (struct store_rollout){ .name = "r2", .state = ROLLOUT_ABORTED, .wave = 0 };
-	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 7000), 0);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 7000, NULL), 0);
 	assert_string_equal(started(s), "r2:aborted:0 r1:rolled-back:1 ");
 	assert_true(changed(s, &seen));
 	r = (struct store_rollout){ .name = "r9", .state = ROLLOUT_RUNNING };
-	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 8000), -ENOENT);
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 8000, NULL), -ENOENT);
 	s->ops->close(s);
 }
 
@@ -1473,14 +1473,26 @@ static void test_newer_schema(void **state)
 
 /*
  * The engine's lease: one holder at a time, renewed by it, taken by
- * another only once it expired; each kmemd on its own connection.
+ * another only once it expired; each kmemd on its own connection. The
+ * engine's writes are its holder's only: one whose lease went to another
+ * writes nothing, verdict and all.
  */
 static void test_lease(void **state)
 {
 	struct store *a = fresh_store(), *b = open_store();
+	const struct store_verdict v = {
+		.wave = 0, .verdict = "inconclusive", .gate = "", .reason = ""
+	};
+	struct store_rollout r;
 
 	(void)state;
+	assert_int_equal(a->ops->rollout_add(a, "r1", "{}", 900), 0);
+	assert_int_equal(a->ops->rollout_get(a, "r1", &r), 0);
+	r.state = ROLLOUT_HOLDING;
+	/* no lease yet: no engine write */
+	assert_int_equal(a->ops->rollout_update(a, &r, &v, 950, "a:1:00"), -ENOLCK);
 	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 1000, 750), 1);
+	assert_int_equal(a->ops->rollout_update(a, &r, &v, 1100, "a:1:00"), 0);
 	/* held until 1750: b waits, a renews */
 	assert_int_equal(b->ops->lease(b, "engine", "b:2:00", 1500, 750), 0);
 	assert_int_equal(a->ops->lease(a, "engine", "a:1:00", 1600, 750), 1);
@@ -1491,6 +1503,14 @@ static void test_lease(void **state)
 	assert_int_equal(count_rows("SELECT count(*) FROM leases WHERE name = 'engine'"
 				    " AND holder = 'b:2:00' AND expires_ms = 3100"),
 			 1);
+	/* a's pass that outlived its lease: its write and verdict are not made; b's are */
+	assert_int_equal(a->ops->rollout_update(a, &r, &v, 2400, "a:1:00"), -ENOLCK);
+	assert_int_equal(count_rows("SELECT count(*) FROM verdicts WHERE rollout = 'r1'"), 1);
+	assert_int_equal(b->ops->rollout_update(b, &r, &v, 2450, "b:2:00"), 0);
+	assert_int_equal(count_rows("SELECT count(*) FROM verdicts WHERE rollout = 'r1'"), 2);
+	/* an operator's write needs no lease */
+	assert_int_equal(a->ops->rollout_update(a, &r, NULL, 2460, NULL), 0);
+	store_rollout_clear(&r);
 	/* another lease is another row */
 	assert_int_equal(a->ops->lease(a, "other", "a:1:00", 2400, 750), 1);
 	/* given up (a clean stop): the next takes it at once; only its holder can give it up */
