@@ -19,14 +19,6 @@
 
 /* An idle connection outlives the interval by this much (seconds). */
 #define UPLINK_IDLE_SLACK_S 30
-/*
- * Reports sent elsewhere before the first kmemd in this host's order is
- * tried again: without it, hosts never went back to a kmemd that had
- * been down or slow, and the survivors of a failure filled up while it
- * stood idle (at 100,000 hosts on seven kmemd, past their
- * max_connections).
- */
-#define UPLINK_FAILBACK_REPORTS 10
 
 struct uplink {
 	struct event_base *base;
@@ -104,10 +96,10 @@ static void drop_conn(struct uplink *u)
 	u->conn = NULL;
 }
 
-/* Back to the first kmemd in this host's order, UPLINK_FAILBACK_REPORTS reports after leaving it. */
+/* Back to the first kmemd in this host's order, HOSTPORT_FAILBACK_REPORTS reports after leaving it. */
 static void fail_back(struct uplink *u)
 {
-	if (!u->pos || ++u->away <= UPLINK_FAILBACK_REPORTS)
+	if (!u->pos || ++u->away <= HOSTPORT_FAILBACK_REPORTS)
 		return;
 	drop_conn(u);
 	u->pos = 0;

@@ -49,8 +49,6 @@
 #include "tls.h"
 
 #define POLICY_MAX 64
-/* as kmem-agent's UPLINK_FAILBACK_REPORTS */
-#define FAILBACK_REPORTS 10
 
 struct host {
 	int n; /* its number in the fleet */
@@ -62,7 +60,7 @@ struct host {
 	struct event *timer;
 	/*
 	 * the kmemd it reports to: servers[order[pos]], as kmem-agent picks,
-	 * back to order[0] FAILBACK_REPORTS reports after leaving it
+	 * back to order[0] HOSTPORT_FAILBACK_REPORTS reports after leaving it
 	 */
 	uint8_t order[HOSTPORT_LIST_MAX], pos, away;
 	bool in_flight, reconnect;
@@ -279,7 +277,7 @@ static void post(struct host *h)
 		late++;
 		return;
 	}
-	if (h->pos && ++h->away > FAILBACK_REPORTS) {
+	if (h->pos && ++h->away > HOSTPORT_FAILBACK_REPORTS) {
 		h->pos = 0;
 		h->reconnect = true;
 	}

@@ -36,5 +36,12 @@ int hostport_list(const char *s, struct hostport *out, size_t max, size_t *n);
  * hosts only for itself. n is at most HOSTPORT_LIST_MAX.
  */
 void hostport_order(const char *key, const struct hostport *hp, size_t n, uint8_t *order);
+/*
+ * Reports sent elsewhere before a client that left order[0] tries it
+ * again: without it, hosts never went back to a kmemd that had been down
+ * or slow, and the survivors of a failure filled up while it stood idle
+ * (at 100,000 hosts on seven kmemd, past their max_connections).
+ */
+#define HOSTPORT_FAILBACK_REPORTS 10
 
 #endif

@@ -681,16 +681,11 @@ static void test_moved_meanwhile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_promotes),
-		cmocka_unit_test(test_holds),
-		cmocka_unit_test(test_rolls_back),
-		cmocka_unit_test(test_unhealthy_fails_early),
-		cmocka_unit_test(test_paused),
-		cmocka_unit_test(test_fenced),
-		cmocka_unit_test(test_latency),
-		cmocka_unit_test(test_series),
-		cmocka_unit_test(test_worker),
-		cmocka_unit_test(test_moved_meanwhile),
+		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
+		cmocka_unit_test(test_paused),	   cmocka_unit_test(test_fenced),
+		cmocka_unit_test(test_latency),	   cmocka_unit_test(test_series),
+		cmocka_unit_test(test_worker),	   cmocka_unit_test(test_moved_meanwhile),
 	};
 
 	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));
