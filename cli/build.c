@@ -290,6 +290,21 @@ static const struct source_file *source_of(const struct tree *t, const char *pat
 	return NULL;
 }
 
+static int makefile_version(const char *mk, char *buf, size_t size);
+
+/* The top Makefile's series, "6.12" of "6.12.118"; "" when it has none. */
+static void makefile_series(const char *mk, char *buf, size_t size)
+{
+	char v[64];
+
+	size_t major;
+
+	if (!mk || makefile_version(mk, v, sizeof(v)) < 0)
+		return;
+	major = strcspn(v, ".");
+	snprintf(buf, size, "%.*s", (int)(major + 1 + strcspn(v + major + 1, ".")), v);
+}
+
 #define VERDICTS_MAX 32
 
 /* A mitigation whose copies did not all match, and the first reason. */
@@ -315,16 +330,29 @@ static struct verdict *verdict_of(struct verdict *v, size_t *n, const char *miti
  * Check every copy, printing "ok" or the first difference for each when
  * verbose; v gets one verdict per mitigation. 0 or -ENOMEM.
  */
-static int check_all(const struct tree *t, bool verbose, struct verdict *v, size_t *nv)
+static int check_all(const struct tree *t, bool verbose, struct verdict *v, size_t *nv,
+		     size_t *checked)
 {
+	char series[32] = "";
+
+	makefile_series(source_of(t, "Makefile")->text, series, sizeof(series));
 	for (size_t i = 0; i < t->nfiles; i++)
 		for (size_t j = 0; j < t->files[i].ndecls; j++) {
 			const struct copy_decl *d = &t->files[i].decls[j];
-			struct verdict *m = verdict_of(v, nv, d->mitigation);
+			struct verdict *m;
 			char msg[COPY_MSG_MAX];
-			int r = copy_check(&t->files[i], d, d->path, &source_of(t, d->path)->toks,
-					   msg);
+			int r;
 
+			/* copies of another series' code are for its kernels, not this source's */
+			if (t->files[i].series[0] && strcmp(t->files[i].series, series)) {
+				if (verbose && j == 0)
+					printf("skip %s: copies of %s, the source is %s\n",
+					       t->files[i].name, t->files[i].series, series);
+				continue;
+			}
+			m = verdict_of(v, nv, d->mitigation);
+			(*checked)++;
+			r = copy_check(&t->files[i], d, d->path, &source_of(t, d->path)->toks, msg);
 			if (r == -ENOMEM)
 				return r;
 			if (verbose)
@@ -337,15 +365,6 @@ static int check_all(const struct tree *t, bool verbose, struct verdict *v, size
 			}
 		}
 	return 0;
-}
-
-static size_t count_decls(const struct tree *t)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < t->nfiles; i++)
-		n += t->files[i].ndecls;
-	return n;
 }
 
 static int load_tree(struct tree *t, const char *kmod, const char *source)
@@ -402,7 +421,7 @@ static int build_check(int argc, char **argv)
 	struct verdict v[VERDICTS_MAX];
 	struct tree_args a;
 	struct tree t = { 0 };
-	size_t nv = 0, bad = 0;
+	size_t nv = 0, bad = 0, checked = 0;
 	int r;
 
 	if (parse_tree_args(argc, argv, &a) < 0 || a.build || a.out) {
@@ -411,11 +430,11 @@ static int build_check(int argc, char **argv)
 	}
 	r = load_tree(&t, a.kmod, a.source);
 	if (r == 0)
-		r = check_all(&t, true, v, &nv);
+		r = check_all(&t, true, v, &nv, &checked);
 	for (size_t i = 0; r == 0 && i < nv; i++)
 		bad += !v[i].ok;
 	if (r == 0)
-		printf("%zu copies of %zu mitigations: %s\n", count_decls(&t), nv,
+		printf("%zu copies of %zu mitigations: %s\n", checked, nv,
 		       bad ? "some differ from the source" : "all match the source");
 	tree_free(&t);
 	return r == 0 && bad == 0 ? EXIT_OK : EXIT_ERROR;
@@ -587,14 +606,14 @@ static int make_record(const struct tree_args *a, struct build_info *b)
 	struct verdict v[VERDICTS_MAX];
 	struct source_id id = { 0 };
 	struct tree t = { 0 };
-	size_t nv = 0, len;
+	size_t nv = 0, checked = 0, len;
 	int r;
 
 	r = load_tree(&t, a->kmod, a->source);
 	if (r == 0)
 		r = bind_source(a, &t, b, &id);
 	if (r == 0)
-		r = check_all(&t, false, v, &nv);
+		r = check_all(&t, false, v, &nv, &checked);
 	tree_free(&t);
 	if (r < 0)
 		return r;

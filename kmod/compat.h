@@ -1,11 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Every kernel-version decision of the module, as HAVE_* macros; .c files
- * test these and never LINUX_VERSION_CODE.
- *
- * HAVE_NATIVE_<FIX> is defined, to the text the mitigation's reason shows,
- * when this kernel already carries the upstream fix. Stable backports are
- * matched by sublevel within their series.
+ * What the compiler needs to know of the kernel's version, as HAVE_*
+ * macros: APIs that changed and private layouts the copies reproduce.
+ * .c files test these and never LINUX_VERSION_CODE. Whether the kernel
+ * already has a fix is never decided here, but from its code (native.c);
+ * whether a copy matches the kernel, by verify.c.
  */
 #ifndef _KMEMCTL_COMPAT_H
 #define _KMEMCTL_COMPAT_H
@@ -15,33 +14,6 @@
 
 #if LINUX_VERSION_CODE < KERNEL_VERSION(6, 1, 0)
 #error "kmemctl supports Linux 6.1 and later"
-#endif
-
-/* "x86/mm/tlb: avoid reading mm_tlb_gen when possible" */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 0, 0)
-#define HAVE_NATIVE_TLB_GEN "fixed since 6.0"
-#endif
-
-/* "cgroup/rstat: avoid disabling irqs for O(num_cpu)" */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 15, 0) || \
-	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 31) && \
-	 LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0))
-#define HAVE_NATIVE_RSTAT_YIELD "fixed since 6.15 and 6.12.31"
-#endif
-
-/* "mm/vmalloc: combine all TLB flush operations of KASAN shadow ..." */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 13, 0) || \
-	(LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 4) && \
-	 LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0))
-#define HAVE_NATIVE_KASAN_FLUSH_BATCH "fixed since 6.13 and 6.12.4"
-#endif
-
-/*
- * "cgroup/rstat: add cgroup_rstat_lock helpers and tracepoints": from 6.10
- * the flush takes cgroup_rstat_lock with spin_trylock_irq() first.
- */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
-#define HAVE_RSTAT_LOCK_TRYLOCK
 #endif
 
 /* task_struct.patch_state values, renamed in 6.7 */
@@ -54,45 +26,66 @@
 #endif
 
 /*
- * lp_rstat.c replaces 6.1's cgroup_rstat_flush_locked(); later series
- * restructured it (cgroup_rstat_updated_list() in 6.8).
+ * rstat-yield's copies, of 6.1's kernel/cgroup/rstat.c (lp_rstat.c) and of
+ * 6.12's (lp_rstat_6_12.c): 6.8 restructured the flush around
+ * cgroup_rstat_updated_list(), and the layouts the copies use differ.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_LIVEPATCH)
+#if defined(CONFIG_LIVEPATCH) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 #define HAVE_LP_RSTAT_6_1
+#define HAVE_LP_RSTAT
+#elif defined(CONFIG_LIVEPATCH) && LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define HAVE_LP_RSTAT_6_12
+#define HAVE_LP_RSTAT
 #endif
 
 /*
- * usercopy_fastpath.c replaces 6.1's __check_object_size() with a copy of
- * 6.1's mm/usercopy.c, entered through an ftrace direct call (whose API
- * changed in 6.5); it is only built where that copy is known to match.
+ * usercopy_fastpath.c replaces __check_object_size() with a copy of
+ * mm/usercopy.c, the same in 6.1 and 6.12, entered through an ftrace direct
+ * call; verify.c decides whether this kernel's code is what it copies.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_X86_64) && \
-	defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) && defined(CONFIG_HARDENED_USERCOPY)
-#define HAVE_USERCOPY_FASTPATH_6_1
+#if defined(CONFIG_X86_64) && defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS) && \
+	defined(CONFIG_HARDENED_USERCOPY)
+#define HAVE_USERCOPY_FASTPATH
 #endif
 
 /*
- * lp_kasan_purge.c replaces 6.1's __purge_vmap_area_lazy() with a copy of
- * 6.1's purge and free-tree merge; later series restructured both
- * (purge_vmap_node() in 6.9).
+ * "ftrace: Store direct called addresses in their ops" (6.5): a direct
+ * call is registered through an ftrace_ops filtered to its function.
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_LIVEPATCH) && \
-	defined(CONFIG_KASAN_VMALLOC)
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#define HAVE_FTRACE_DIRECT_OPS
+#endif
+
+/*
+ * kasan-flush-batch's copies, of 6.1's purge (lp_kasan_purge.c) and of
+ * 6.12's per-node purge, purge_vmap_node() (lp_kasan_purge_6_12.c; 6.9
+ * moved the purge there), for the layouts each series has.
+ */
+#if defined(CONFIG_LIVEPATCH) && defined(CONFIG_KASAN_VMALLOC)
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 #define HAVE_LP_KASAN_PURGE_6_1
+#define HAVE_LP_KASAN_PURGE
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define HAVE_LP_KASAN_PURGE_6_12
+#define HAVE_LP_KASAN_PURGE
+#endif
 #endif
 
 /*
- * kasan_quarantine.c replaces 6.1's kasan_quarantine_reduce() with a copy
- * that shares the kernel's quarantine, whose layout it copies from 6.1's
- * mm/kasan, and reads each object's cache through SLUB's struct slab.
+ * kasan_quarantine.c replaces kasan_quarantine_reduce() with a copy that
+ * shares the kernel's quarantine and reads each object's cache through
+ * SLUB's struct slab, whose layout is each series' own (kasan_slab_*.h).
  */
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 1, 0) && \
-	LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0) && defined(CONFIG_KASAN_GENERIC) && \
-	defined(CONFIG_SLUB) && defined(CONFIG_KPROBES)
+#if defined(CONFIG_KASAN_GENERIC) && defined(CONFIG_SLUB) && defined(CONFIG_KPROBES)
+#if LINUX_VERSION_CODE < KERNEL_VERSION(6, 2, 0)
 #define HAVE_KASAN_QUARANTINE_6_1
+#define HAVE_KASAN_QUARANTINE
+#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 12, 0) && \
+	LINUX_VERSION_CODE < KERNEL_VERSION(6, 13, 0)
+#define HAVE_KASAN_QUARANTINE
+#endif
 #endif
 
 #endif

@@ -53,6 +53,12 @@
 #define SITES_MAX 256
 /* larger "functions" are kallsyms running into a gap */
 #define FUNC_SIZE_MAX SZ_64K
+/* call-depth tracking calls into the padding before a function */
+#ifdef CONFIG_FUNCTION_PADDING_BYTES
+#define FUNC_PADDING CONFIG_FUNCTION_PADDING_BYTES
+#else
+#define FUNC_PADDING 0
+#endif
 
 enum token {
 	TOK_RANGE = 1,	/* range index: where a range's instructions start */
@@ -587,4 +593,49 @@ int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size,
 	kfree(f->buf);
 	kfree(f);
 	return ret;
+}
+
+/*
+ * The direct calls to callee in the function named caller and, when helper
+ * is given, in the functions whose names start with it that caller calls
+ * directly (a static helper GCC kept out of line, or cloned): how this
+ * kernel's code is shaped, which native.c reads where a version would lie.
+ * A call through the call-depth thunk padding before callee counts too.
+ * Returns the count, or a negative errno.
+ */
+int kmem_calls_to(const char *caller, const char *helper, unsigned long callee)
+{
+	unsigned long start, end, addr, target, size, offset;
+	char name[KSYM_NAME_LEN];
+	struct insn insn;
+	int n = 0, ret;
+
+	if (init_missing)
+		return -ENOENT;
+	if (!kmem_symbol_range(caller, &start, &end))
+		return -ENOENT;
+	if (end - start > FUNC_SIZE_MAX)
+		return -E2BIG;
+	for (addr = start; addr < end; addr += insn.length) {
+		if (decode(&insn, addr, end)) {
+			insn.length = 1;
+			continue;
+		}
+		if (opcode(&insn, 0) != 0xe8 || !rel_branch(&insn, addr, &target))
+			continue;
+		if (target <= callee && callee - target <= FUNC_PADDING) {
+			n++;
+			continue;
+		}
+		if (!helper || !kmem_symbol_at(target, &size, &offset) || offset)
+			continue;
+		snprintf(name, sizeof(name), "%ps", (void *)target);
+		if (strncmp(name, helper, strlen(helper)))
+			continue;
+		ret = kmem_calls_to(name, NULL, callee);
+		if (ret < 0)
+			return ret;
+		n += ret;
+	}
+	return n;
 }

@@ -21,8 +21,10 @@
  * instruction sends the CPU to this file's copy of it instead; the copy
  * shares the kernel's quarantine (its head, tail, batches, lock and SRCU)
  * and frees through the kernel's own qlist_free_all(). The risks, and why
- * each is bounded, are in docs/mitigations.md. The copy follows 6.1's
- * mm/kasan/quarantine.c with SLUB (compat.h: HAVE_KASAN_QUARANTINE_6_1).
+ * each is bounded, are in docs/mitigations.md. The copy follows
+ * mm/kasan/quarantine.c, whose reduction 6.1 and 6.12 have alike, with
+ * SLUB; the slab layouts it reads are each series' own (kasan_slab_6_1.h,
+ * kasan_slab_6_12.h; compat.h: HAVE_KASAN_QUARANTINE).
  *
  * Quarantined objects are poisoned and the list runs through them, so this
  * file is built without KASAN instrumentation, as mm/kasan is.
@@ -40,67 +42,13 @@
 #include "compat.h"
 #include "kmem.h"
 
+#ifdef HAVE_KASAN_QUARANTINE
+
 #ifdef HAVE_KASAN_QUARANTINE_6_1
-
-/*
- * mm/slab.h, SLUB: struct slab overlays the slab's struct page, and
- * <linux/slub_def.h>, which gives struct kmem_cache, needs it and
- * slab_address() defined first.
- */
-/* kmemctl-copy: kasan-quarantine mm/slab.h struct slab */
-struct slab {
-	unsigned long __page_flags;
-	/*
-	 * kmemctl-differs-begin: SLUB's members alone (compat.h gates this file
-	 * on CONFIG_SLUB), without the #if chain around them
-	 */
-	union {
-		struct list_head slab_list;
-		struct rcu_head rcu_head;
-		/* kmemctl-differs-end */
-#ifdef CONFIG_SLUB_CPU_PARTIAL
-		struct {
-			struct slab *next;
-			int slabs;
-		};
+#include "kasan_slab_6_1.h"
+#else
+#include "kasan_slab_6_12.h"
 #endif
-	};
-	struct kmem_cache *slab_cache;
-	void *freelist;
-	union {
-		unsigned long counters;
-		struct {
-			unsigned inuse:16;
-			unsigned objects:15;
-			unsigned frozen:1;
-		};
-	};
-	unsigned int __unused;
-	/* kmemctl-differs: SLUB's members end here */
-	atomic_t __page_refcount;
-#ifdef CONFIG_MEMCG
-	unsigned long memcg_data;
-#endif
-};
-
-/* mm/slab.h's own checks that the copy lines up with struct page */
-static_assert(offsetof(struct page, flags) == offsetof(struct slab, __page_flags));
-static_assert(offsetof(struct page, compound_head) == offsetof(struct slab, slab_list));
-static_assert(offsetof(struct page, rcu_head) == offsetof(struct slab, rcu_head));
-static_assert(offsetof(struct page, _refcount) == offsetof(struct slab, __page_refcount));
-#ifdef CONFIG_MEMCG
-static_assert(offsetof(struct page, memcg_data) == offsetof(struct slab, memcg_data));
-#endif
-static_assert(sizeof(struct slab) <= sizeof(struct page));
-
-/* kmemctl-copy: kasan-quarantine mm/slab.h slab_address */
-static inline void *slab_address(const struct slab *slab)
-{
-	/* kmemctl-differs: slab_folio() is mm/slab.h's; the cast is what it does */
-	return folio_address((const struct folio *)slab);
-}
-
-#include <linux/slub_def.h>
 
 /* mm/kasan/quarantine.c */
 /*
@@ -156,7 +104,7 @@ static struct kmem_cache *qlink_cache(struct qlist_node *qlink)
 }
 
 /*
- * Not a copy: kmemctl's own. kasan_quarantine_reduce() of 6.1 computes
+ * Not a copy: kmemctl's own. kasan_quarantine_reduce() computes
  * this limit under quarantine_lock from QUARANTINE_FRACTION; here the
  * fraction is a param and the limit is computed before the lock.
  */
@@ -170,7 +118,7 @@ static unsigned long quarantine_limit(unsigned long fraction, size_t *share)
 }
 
 /*
- * Not a copy: kmemctl's own. 6.1 frees a whole batch at once
+ * Not a copy: kmemctl's own. The kernel frees a whole batch at once
  * (qlist_move_all()); the batch_bytes param frees a batch's front instead.
  */
 /* Moves the front of from to the empty to: at least one object, at most limit bytes. */
@@ -214,8 +162,8 @@ static void qlist_move_all(struct qlist_head *from, struct qlist_head *to)
 }
 
 /*
- * kasan_quarantine_reduce() of 6.1, with the limit and the batch from
- * params. Only called from the kprobe below, in its caller's context.
+ * kasan_quarantine_reduce(), with the limit and the batch from params.
+ * Only called from the kprobe below, in its caller's context.
  */
 /*
  * kmemctl-copy: kasan-quarantine mm/kasan/quarantine.c kasan_quarantine_reduce
@@ -299,6 +247,13 @@ static void redirect_post(struct kprobe *kp, struct pt_regs *regs, unsigned long
 {
 }
 
+/* what quarantine_prepare() resolves, and the replaced reduce */
+static const char *const quarantine_symbols[] = {
+	"kasan_quarantine_reduce", "global_quarantine", "quarantine_head", "quarantine_size",
+	"quarantine_max_size", "quarantine_batch_size", "quarantine_lock", "remove_cache_srcu",
+	"qlist_free_all", NULL
+};
+
 /* The replaced reduction, and the helpers of mm/kasan/quarantine.c copied above. */
 static const char *const quarantine_targets[] = {
 	"kasan_quarantine_reduce", "qlist_move_all", "qlink_to_cache", NULL
@@ -366,6 +321,7 @@ static ssize_t quarantine_stats(char *buf, ssize_t len)
 }
 
 const struct kmem_direct_fix kmem_kasan_quarantine = {
+	.symbols = quarantine_symbols,
 	.targets = quarantine_targets,
 	.prepare = quarantine_prepare,
 	.enable = quarantine_enable,

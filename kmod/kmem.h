@@ -31,6 +31,15 @@ const char *kmem_symbols_check(const char *const *names, const char *user);
 void kmem_fingerprint_init(void);
 int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size, u64 *fp,
 		     char *why, size_t len);
+int kmem_calls_to(const char *caller, const char *helper, unsigned long callee);
+
+/*
+ * native.c: whether the running kernel already has a mitigation's upstream
+ * fix, from its own headers, code or behaviour; true fills reason.
+ */
+bool kmem_native_tlb_gen(char *reason, size_t len);
+bool kmem_native_rstat_yield(char *reason, size_t len);
+bool kmem_native_kasan_flush_batch(char *reason, size_t len);
 
 /*
  * verify.c: verified builds. Every function a mitigation's copies stand in
@@ -258,6 +267,8 @@ struct kmem_lp_func {
 
 struct kmem_lp_fix {
 	const struct kmem_lp_func *funcs;	/* ends with an empty entry */
+	/* the kernel symbols it needs, NULL-terminated: the gate before verify.c's */
+	const char *const *symbols;
 	/* what the copies stand in for (verify.c), the replaced functions first */
 	const char *const *targets;
 	/* resolves what the replacements call; before the fix joins the patch */
@@ -268,10 +279,10 @@ struct kmem_lp_fix {
 
 #define KMEM_LP_FUNCS 4	/* every fix's replacements together */
 
-#ifdef HAVE_LP_RSTAT_6_1
+#ifdef HAVE_LP_RSTAT
 extern const struct kmem_lp_fix kmem_lp_rstat;
 #endif
-#ifdef HAVE_LP_KASAN_PURGE_6_1
+#ifdef HAVE_LP_KASAN_PURGE
 extern const struct kmem_lp_fix kmem_lp_kasan_purge;
 #endif
 
@@ -313,7 +324,8 @@ static inline void kmem_livepatch_exit(void) {}
  * task to have left the replacement.
  */
 struct kmem_direct_fix {
-	const char *const *targets;	/* as in struct kmem_lp_fix */
+	const char *const *symbols;	/* as in struct kmem_lp_fix */
+	const char *const *targets;
 	int (*prepare)(void);	/* resolves symbols, at load */
 	/* params: the mitigation's, which the replacement may read at any time */
 	int (*enable)(const u64 *params);
@@ -322,10 +334,10 @@ struct kmem_direct_fix {
 	ssize_t (*stats)(char *buf, ssize_t len);
 };
 
-#ifdef HAVE_USERCOPY_FASTPATH_6_1
+#ifdef HAVE_USERCOPY_FASTPATH
 extern const struct kmem_direct_fix kmem_usercopy_fastpath;
 #endif
-#ifdef HAVE_KASAN_QUARANTINE_6_1
+#ifdef HAVE_KASAN_QUARANTINE
 extern const struct kmem_direct_fix kmem_kasan_quarantine;
 #endif
 

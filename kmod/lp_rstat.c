@@ -36,6 +36,8 @@
 
 #ifdef HAVE_LP_RSTAT_6_1
 
+/* kmemctl-series: 6.1 */
+
 static spinlock_t *rstat_lock;
 static raw_spinlock_t __percpu *rstat_cpu_lock;
 static void (*bpf_flush)(struct cgroup *cgrp, struct cgroup *parent, int cpu);
@@ -316,6 +318,13 @@ static void lp_mem_cgroup_flush_stats_timed(void)
 	kmem_call_end(call, KMEMCTL_MIT_RSTAT_YIELD);
 }
 
+/* what rstat_prepare() resolves, and the replaced flushes */
+static const char *const rstat_symbols[] = {
+	"cgroup_rstat_flush_locked", "cgroup_rstat_flush_irqsafe", "cgroup_rstat_lock",
+	"cgroup_rstat_cpu_lock", "bpf_rstat_flush", "__mem_cgroup_flush_stats",
+	"stats_flush_lock", "stats_flush_threshold", "flush_next_time", "root_mem_cgroup", NULL
+};
+
 static const struct kmem_lp_func rstat_funcs[] = {
 	{ "cgroup_rstat_flush_locked", lp_cgroup_rstat_flush_locked_timed },
 	{ "cgroup_rstat_flush_irqsafe", lp_cgroup_rstat_flush_irqsafe_timed },
@@ -358,6 +367,7 @@ static void rstat_set(bool on, const u64 *params)
 }
 
 const struct kmem_lp_fix kmem_lp_rstat = {
+	.symbols = rstat_symbols,
 	.funcs = rstat_funcs,
 	.targets = rstat_targets,
 	.prepare = rstat_prepare,

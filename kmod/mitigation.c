@@ -5,9 +5,11 @@
  *
  * Gates are checked in order, and the first that fails is the reason:
  * Kconfig (the kernel cannot have the bug, or lacks what the fix needs),
- * the upstream fix already present (native), the symbols the fix needs,
- * an implementation in this build for this kernel, and a build record that
- * verifies the kernel functions its copies stand in for (verify.c). A
+ * the upstream fix already present (native, decided from the kernel's own
+ * headers, code or behaviour by native.c), an implementation in this build
+ * for this kernel, the symbols that implementation needs, and a build
+ * record that verifies the kernel functions its copies stand in for
+ * (verify.c). A
  * gated mitigation still has its directory, so every id is visible on
  * every kernel.
  *
@@ -63,8 +65,8 @@ static const char *const mode_names[] = { "off", "on" };
 struct kmem_mitigation {
 	const char *name;
 	const char *kconfig_missing;
-	const char *native;
-	const char *const *symbols;
+	/* the upstream fix is in this kernel (native.c), or NULL: there is none */
+	bool (*native)(char *reason, size_t len);
 	const struct kmem_param *params;	/* terminated by a NULL key */
 	/* what enacts it on this kernel: a livepatch, a direct call, or neither */
 	const struct kmem_lp_fix *fix;
@@ -80,31 +82,6 @@ struct kmem_mitigation {
 	bool awaiting_record;
 	char reason[256];
 	struct kmem_node *node;
-};
-
-static const char *const flush_batch_symbols[] = {
-	"__purge_vmap_area_lazy", "purge_vmap_area_lock", "purge_vmap_area_root",
-	"purge_vmap_area_list", "free_vmap_area_lock", "free_vmap_area_root",
-	"free_vmap_area_list", "vmap_lazy_nr", "vmap_area_cachep", "init_mm",
-	"flush_tlb_kernel_range", "is_vmalloc_or_module_addr", "kasan_release_vmalloc",
-	"kasan_depopulate_vmalloc_pte", NULL
-};
-
-static const char *const rstat_symbols[] = {
-	"cgroup_rstat_flush_locked", "cgroup_rstat_flush_irqsafe", "cgroup_rstat_lock",
-	"cgroup_rstat_cpu_lock", "bpf_rstat_flush", "__mem_cgroup_flush_stats",
-	"stats_flush_lock", "stats_flush_threshold", "flush_next_time", "root_mem_cgroup", NULL
-};
-
-static const char *const usercopy_symbols[] = {
-	"__check_object_size", "find_vmap_area", "__check_heap_object", "usercopy_abort",
-	"bypass_usercopy_checks", "_stext", "_etext", "init_mm", NULL
-};
-
-static const char *const quarantine_symbols[] = {
-	"kasan_quarantine_reduce", "global_quarantine", "quarantine_head", "quarantine_size",
-	"quarantine_max_size", "quarantine_batch_size", "quarantine_lock", "remove_cache_srcu",
-	"qlist_free_all", NULL
 };
 
 static const struct kmem_param no_params[] = { {} };
@@ -148,12 +125,9 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #ifndef CONFIG_KASAN_VMALLOC
 		.kconfig_missing = "CONFIG_KASAN_VMALLOC is not set",
 #endif
-#ifdef HAVE_NATIVE_KASAN_FLUSH_BATCH
-		.native = HAVE_NATIVE_KASAN_FLUSH_BATCH,
-#endif
-		.symbols = flush_batch_symbols,
+		.native = kmem_native_kasan_flush_batch,
 		.params = flush_batch_params,
-#ifdef HAVE_LP_KASAN_PURGE_6_1
+#ifdef HAVE_LP_KASAN_PURGE
 		.fix = &kmem_lp_kasan_purge,
 #endif
 	},
@@ -162,9 +136,7 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #ifndef CONFIG_X86
 		.kconfig_missing = "CONFIG_X86 is not set",
 #endif
-#ifdef HAVE_NATIVE_TLB_GEN
-		.native = HAVE_NATIVE_TLB_GEN,
-#endif
+		.native = kmem_native_tlb_gen,
 		.params = no_params,
 	},
 	[KMEMCTL_MIT_RSTAT_YIELD] = {
@@ -172,12 +144,9 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #ifndef CONFIG_LIVEPATCH
 		.kconfig_missing = "CONFIG_LIVEPATCH is not set",
 #endif
-#ifdef HAVE_NATIVE_RSTAT_YIELD
-		.native = HAVE_NATIVE_RSTAT_YIELD,
-#endif
-		.symbols = rstat_symbols,
+		.native = kmem_native_rstat_yield,
 		.params = rstat_params,
-#ifdef HAVE_LP_RSTAT_6_1
+#ifdef HAVE_LP_RSTAT
 		.fix = &kmem_lp_rstat,
 #endif
 	},
@@ -188,9 +157,8 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #elif !defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)
 		.kconfig_missing = "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS is not set",
 #endif
-		.symbols = usercopy_symbols,
 		.params = usercopy_params,
-#ifdef HAVE_USERCOPY_FASTPATH_6_1
+#ifdef HAVE_USERCOPY_FASTPATH
 		.direct = &kmem_usercopy_fastpath,
 #endif
 	},
@@ -199,9 +167,8 @@ static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 #ifndef CONFIG_KASAN_GENERIC
 		.kconfig_missing = "CONFIG_KASAN_GENERIC is not set",
 #endif
-		.symbols = quarantine_symbols,
 		.params = quarantine_params,
-#ifdef HAVE_KASAN_QUARANTINE_6_1
+#ifdef HAVE_KASAN_QUARANTINE
 		.direct = &kmem_kasan_quarantine,
 #endif
 	},
@@ -240,22 +207,28 @@ static void mitigation_admit(struct kmem_mitigation *m)
 
 static void mitigation_gate(struct kmem_mitigation *m)
 {
-	const char *sym = NULL;
+	char native[200];
+	const char *sym;
 
 	m->state = STATE_UNSUPPORTED;
-	if (!m->kconfig_missing && !m->native)
-		sym = kmem_symbols_check(m->symbols, m->name);
 	if (m->kconfig_missing) {
 		snprintf(m->reason, sizeof(m->reason), "unsupported: %s", m->kconfig_missing);
-	} else if (m->native) {
+		return;
+	}
+	if (m->native && m->native(native, sizeof(native))) {
 		m->state = STATE_NATIVE;
-		snprintf(m->reason, sizeof(m->reason), "native: %s", m->native);
-	} else if (sym) {
-		snprintf(m->reason, sizeof(m->reason), "unsupported: symbol %s not found", sym);
-	} else if (!m->fix && !m->direct) {
+		snprintf(m->reason, sizeof(m->reason), "native: %s", native);
+		return;
+	}
+	if (!m->fix && !m->direct) {
 		snprintf(m->reason, sizeof(m->reason),
 			 "unsupported: kmemctl %s has no implementation for %s",
 			 KMEMCTL_MODULE_VERSION, init_utsname()->release);
+		return;
+	}
+	sym = kmem_symbols_check(m->fix ? m->fix->symbols : m->direct->symbols, m->name);
+	if (sym) {
+		snprintf(m->reason, sizeof(m->reason), "unsupported: symbol %s not found", sym);
 	} else {
 		kmem_verify_measure(m->id, m->fix ? m->fix->targets : m->direct->targets);
 		mitigation_admit(m);

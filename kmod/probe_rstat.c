@@ -17,7 +17,6 @@
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 
-#include "compat.h"
 #include "kmem.h"
 
 /* More concurrent flushes than this are timed but not tracked for irqs-off. */
@@ -32,13 +31,12 @@ struct flush_data {
 
 static struct kretprobe flush_rp;
 static struct kprobe lock_kp, trylock_kp, unlock_kp;
-/* _raw_spin_trylock() is hot everywhere: hooked only where rstat uses it. */
-static struct kprobe *lock_kps[] = {
-	&lock_kp, &unlock_kp,
-#ifdef HAVE_RSTAT_LOCK_TRYLOCK
-	&trylock_kp,
-#endif
-};
+static struct kprobe *lock_kps[] = { &lock_kp, &unlock_kp, &trylock_kp };
+/*
+ * _raw_spin_trylock() is hot everywhere: hooked, as the last of lock_kps,
+ * only where the kernel's flush takes cgroup_rstat_lock with it (from 6.10).
+ */
+static int nlock_kps;
 
 static unsigned long rstat_lock;
 
@@ -156,9 +154,21 @@ static int flush_ret(struct kretprobe_instance *ri, struct pt_regs *regs)
 	return 0;
 }
 
+/* Whether the kernel's flush (or its __cgroup_rstat_lock() helper) calls the trylock. */
+static bool flush_trylocks(void)
+{
+	unsigned long trylock = kmem_symbol("_raw_spin_trylock");
+
+	const char *helper = "__cgroup_rstat_lock";
+
+	return trylock && (kmem_calls_to("cgroup_rstat_flush", helper, trylock) > 0 ||
+			   kmem_calls_to("cgroup_rstat_flush_locked", helper, trylock) > 0);
+}
+
 static int rstat_enable(struct kmem_probe *probe)
 {
 	rstat_lock = kmem_symbol("cgroup_rstat_lock");
+	nlock_kps = ARRAY_SIZE(lock_kps) - !flush_trylocks();
 	/*
 	 * Flushes that returned while an earlier disable was under way left
 	 * their entries; the lock kprobes that read them were gone first.
@@ -169,12 +179,12 @@ static int rstat_enable(struct kmem_probe *probe)
 	kmem_kprobe_init(&unlock_kp, "_raw_spin_unlock_irq", unlock_pre);
 	kmem_kretprobe_init(&flush_rp, "cgroup_rstat_flush_locked", flush_entry, flush_ret,
 			    sizeof(struct flush_data));
-	return kmem_probe_attach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);
+	return kmem_probe_attach(lock_kps, nlock_kps, &flush_rp);
 }
 
 static void rstat_disable(struct kmem_probe *probe)
 {
-	kmem_probe_detach(lock_kps, ARRAY_SIZE(lock_kps), &flush_rp);
+	kmem_probe_detach(lock_kps, nlock_kps, &flush_rp);
 }
 
 static unsigned long rstat_missed(struct kmem_probe *probe)

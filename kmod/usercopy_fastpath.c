@@ -7,9 +7,9 @@
  * cannot run past its area: areas are whole pages, and only pages inside a
  * live area are mapped (guard pages and freed areas have no PTE). For such a
  * copy the lookup's verdict is known, so it is skipped. Every other copy,
- * and every other check, is the kernel's: the rest is a copy of 6.1's
- * mm/usercopy.c (compat.h: HAVE_USERCOPY_FASTPATH_6_1). docs/mitigations.md
- * has the argument in full.
+ * and every other check, is the kernel's: the rest is a copy of
+ * mm/usercopy.c, which 6.1 and 6.12 have alike (compat.h:
+ * HAVE_USERCOPY_FASTPATH). docs/mitigations.md has the argument in full.
  *
  * The replacement is entered through an ftrace direct call rather than
  * livepatch: the check runs on every usercopy, and livepatch's detour saves
@@ -28,12 +28,13 @@
 #include <linux/thread_info.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
+#include <asm/ibt.h>
 #include <asm/unwind_hints.h>
 
 #include "compat.h"
 #include "kmem.h"
 
-#ifdef HAVE_USERCOPY_FASTPATH_6_1
+#ifdef HAVE_USERCOPY_FASTPATH
 
 struct slab;
 
@@ -50,7 +51,9 @@ static void (*kernel_abort)(const char *name, const char *detail, bool to_user,
 static unsigned long text_start, text_end;
 static pgd_t *kernel_pgd;	/* init_mm's, which modules cannot name */
 static unsigned long check_object_size_addr;
-static bool redirected;
+#ifdef HAVE_FTRACE_DIRECT_OPS
+static struct ftrace_ops direct_ops;
+#endif
 
 /* kmemctl-copy: usercopy-fastpath mm/usercopy.c check_stack_object */
 /* kmemctl-differs: not noinline, which only kept it out of its one caller */
@@ -328,7 +331,8 @@ void kmem_check_object_size(const void *ptr, unsigned long n, bool to_user)
  * The call at __check_object_size()'s entry lands here with the return
  * address into its body on top: dropping it leaves the stack as at the
  * entry of a function called from __check_object_size()'s caller, and the
- * replacement returns straight there.
+ * replacement returns straight there. With IBT it starts with ENDBR, as
+ * its address is taken.
  */
 void kmem_usercopy_tramp(void);
 
@@ -336,11 +340,18 @@ asm("	.pushsection .text, \"ax\", @progbits\n"
 "	.globl kmem_usercopy_tramp\n"
 "	.type kmem_usercopy_tramp, @function\n"
 "kmem_usercopy_tramp:\n"
+	ASM_ENDBR
 "	addq $8, %rsp\n"
 	UNWIND_HINT_FUNC
 "	jmp kmem_check_object_size\n"
 "	.size kmem_usercopy_tramp, .-kmem_usercopy_tramp\n"
 "	.popsection\n");
+
+/* what usercopy_prepare() resolves, and what the copy calls */
+static const char *const usercopy_symbols[] = {
+	"__check_object_size", "find_vmap_area", "__check_heap_object", "usercopy_abort",
+	"bypass_usercopy_checks", "_stext", "_etext", "init_mm", NULL
+};
 
 /*
  * The replaced check, the helpers of mm/usercopy.c the copy reproduces, and
@@ -375,30 +386,54 @@ static int usercopy_prepare(void)
 	return 0;
 }
 
-static int usercopy_enable(const u64 *params)
+#ifdef HAVE_FTRACE_DIRECT_OPS
+/* A fresh ops each time: unregistering leaves it neither initialized nor filtered. */
+static int redirect(void)
 {
 	int ret;
 
-	ret = register_ftrace_direct(check_object_size_addr, (unsigned long)kmem_usercopy_tramp);
+	memset(&direct_ops, 0, sizeof(direct_ops));
+	ret = ftrace_set_filter_ip(&direct_ops, check_object_size_addr, 0, 0);
 	if (ret)
 		return ret;
-	redirected = true;
-	return 0;
+	ret = register_ftrace_direct(&direct_ops, (unsigned long)kmem_usercopy_tramp);
+	if (ret)
+		ftrace_free_filter(&direct_ops);
+	return ret;
+}
+
+static int unredirect(void)
+{
+	return unregister_ftrace_direct(&direct_ops, (unsigned long)kmem_usercopy_tramp, true);
+}
+#else
+static int redirect(void)
+{
+	return register_ftrace_direct(check_object_size_addr, (unsigned long)kmem_usercopy_tramp);
+}
+
+static int unredirect(void)
+{
+	return unregister_ftrace_direct(check_object_size_addr,
+					(unsigned long)kmem_usercopy_tramp);
+}
+#endif
+
+static int usercopy_enable(const u64 *params)
+{
+	return redirect();
 }
 
 static int usercopy_disable(void)
 {
-	int ret;
+	int ret = unredirect();
 
-	ret = unregister_ftrace_direct(check_object_size_addr,
-				       (unsigned long)kmem_usercopy_tramp);
-	if (WARN_ON(ret))
-		return ret;
-	redirected = false;
-	return 0;
+	WARN_ON(ret);
+	return ret;
 }
 
 const struct kmem_direct_fix kmem_usercopy_fastpath = {
+	.symbols = usercopy_symbols,
 	.targets = usercopy_targets,
 	.prepare = usercopy_prepare,
 	.enable = usercopy_enable,

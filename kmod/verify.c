@@ -42,7 +42,7 @@
 
 #include "kmem.h"
 
-#define TARGETS_MAX 12
+#define TARGETS_MAX 16
 #define SYMBOL_MAX 64
 #define TOKEN_MAX 64
 #define RECORD_MAX SZ_16K

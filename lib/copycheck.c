@@ -392,15 +392,17 @@ static int nesting(const struct ctok *t)
 static size_t def_end(const struct ctok *const *code, size_t n, size_t i)
 {
 	bool until_semi = ctok_is(code[i], CTOK_IDENT, "typedef");
+	/* "static struct NAME { ... } one;" is an aggregate too */
+	size_t t = i + (i + 1 < n && ctok_is(code[i], CTOK_IDENT, "static"));
 	int depth = 0;
 
 	if (code[i]->kind == CTOK_PP)
 		return i + 1;
-	if (i + 1 < n &&
-	    (ctok_is(code[i], CTOK_IDENT, "struct") || ctok_is(code[i], CTOK_IDENT, "union") ||
-	     ctok_is(code[i], CTOK_IDENT, "enum")))
-		until_semi = ctok_is(code[i + 1], CTOK_PUNCT, "{") ||
-			     (i + 2 < n && ctok_is(code[i + 2], CTOK_PUNCT, "{"));
+	if (t + 1 < n &&
+	    (ctok_is(code[t], CTOK_IDENT, "struct") || ctok_is(code[t], CTOK_IDENT, "union") ||
+	     ctok_is(code[t], CTOK_IDENT, "enum")))
+		until_semi = ctok_is(code[t + 1], CTOK_PUNCT, "{") ||
+			     (t + 2 < n && ctok_is(code[t + 2], CTOK_PUNCT, "{"));
 	for (size_t j = i; j < n; j++) {
 		depth += nesting(code[j]);
 		if (depth != 0)
@@ -418,9 +420,14 @@ static size_t def_end(const struct ctok *const *code, size_t n, size_t i)
 	return n;
 }
 
-/* What [i, end) defines: "NAME" (function, macro), "struct NAME", or "". */
+/*
+ * What [i, end) defines: "NAME" (function, macro), "struct NAME", or "". A
+ * struct defined with a static instance of it ("static struct NAME { ... }
+ * one;") defines "struct NAME" too.
+ */
 static void def_name(const struct ctok *const *code, size_t i, size_t end, char *buf, size_t size)
 {
+	size_t t = i + (end - i >= 4 && ctok_is(code[i], CTOK_IDENT, "static"));
 	int depth = 0;
 
 	buf[0] = '\0';
@@ -430,11 +437,11 @@ static void def_name(const struct ctok *const *code, size_t i, size_t end, char 
 				 code[i]->text + 9);
 		return;
 	}
-	if (end - i >= 3 && code[i]->kind == CTOK_IDENT && code[i + 1]->kind == CTOK_IDENT &&
-	    ctok_is(code[i + 2], CTOK_PUNCT, "{") &&
-	    (!strcmp(code[i]->text, "struct") || !strcmp(code[i]->text, "union") ||
-	     !strcmp(code[i]->text, "enum"))) {
-		snprintf(buf, size, "%s %s", code[i]->text, code[i + 1]->text);
+	if (end - t >= 3 && code[t]->kind == CTOK_IDENT && code[t + 1]->kind == CTOK_IDENT &&
+	    ctok_is(code[t + 2], CTOK_PUNCT, "{") &&
+	    (!strcmp(code[t]->text, "struct") || !strcmp(code[t]->text, "union") ||
+	     !strcmp(code[t]->text, "enum"))) {
+		snprintf(buf, size, "%s %s", code[t]->text, code[t + 1]->text);
 		return;
 	}
 	if (!ctok_is(code[end - 1], CTOK_PUNCT, "}"))
@@ -588,6 +595,23 @@ static int parse_marker(struct copy_file *f, size_t i, const char *text, struct 
 	return fail(msg, -EINVAL, "%s:%u: kmemctl-differs before no code", f->name, c->line);
 }
 
+/* "kmemctl-series: 6.12", once per file: a major and a minor version. */
+static int parse_series(struct copy_file *f, unsigned int line, char *val, char *msg)
+{
+	unsigned int major, minor;
+	int end = 0;
+
+	val = trim(val);
+	if (f->series[0])
+		return fail(msg, -EINVAL, "%s:%u: a second kmemctl-series", f->name, line);
+	if (val[strspn(val, "0123456789.")] ||
+	    sscanf(val, "%3u.%3u%n", &major, &minor, &end) != 2 || val[end] || !major)
+		return fail(msg, -EINVAL, "%s:%u: kmemctl-series wants a series such as 6.12",
+			    f->name, line);
+	snprintf(f->series, sizeof(f->series), "%u.%u", major, minor);
+	return 0;
+}
+
 static int parse_comment(struct copy_file *f, size_t i, size_t after, struct parse_state *ps,
 			 char *msg)
 {
@@ -603,6 +627,8 @@ static int parse_comment(struct copy_file *f, size_t i, size_t after, struct par
 	t = text + strspn(text, "\n");
 	if (strncmp(t, "kmemctl-", 8))
 		return 0;
+	if (!strncmp(t, "kmemctl-series:", 15))
+		return parse_series(f, c->line, t + 15, msg);
 	if (strncmp(t, "kmemctl-copy:", 13))
 		return parse_marker(f, i, t, ps, msg);
 	d = realloc(f->decls, (f->ndecls + 1) * sizeof(*d));

@@ -62,6 +62,8 @@ struct copy_marker {
 
 struct copy_file {
 	char *name; /* as messages name it, e.g. kmod/lp_rstat.c */
+	/* "kmemctl-series: 6.12": the kernel series its copies are of; "" for any */
+	char series[16];
 	struct ctok_list toks;
 	const struct ctok **code; /* toks without comments */
 	size_t ncode;

@@ -1,7 +1,9 @@
 #!/bin/bash
 # `kmemctl build` against Debian's real kernel source: every declared copy
-# in kmod/ matches linux-source-6.1 (the tarball, and the few files it
-# names unpacked); a one-line change inside a copied function fails naming
+# in kmod/ of 6.1's code, or of no series, matches linux-source-6.1 (the
+# tarball, and the few files it names unpacked), and those of 6.12's code,
+# or of none, match linux-source-6.12, each series' files skipped against
+# the other's source; a one-line change inside a copied function fails naming
 # it; records are made for a Debian build and a self-built one (fixture
 # build files) and refused when the build is not of that source; records
 # are signed and verified, and never pass as policies or the reverse.
@@ -13,10 +15,13 @@ BUILD=${1:?usage: build-record.sh BUILD_DIR SOURCE_DIR}
 SRC=${2:?usage: build-record.sh BUILD_DIR SOURCE_DIR}
 KMEMCTL=$BUILD/cli/kmemctl
 TARBALL=/usr/src/linux-source-6.1.tar.xz
+TARBALL_612=/usr/src/linux-source-6.12.tar.xz
 BUILDS=$SRC/tests/fixtures/builds
 
-# scripts/install-deps kernel (make check-deps) installs linux-source-6.1
-[ -r "$TARBALL" ] || { echo "FAIL: $TARBALL missing: run scripts/install-deps kernel" >&2; exit 1; }
+# scripts/install-deps kernel (make check-deps) installs both
+for t in "$TARBALL" "$TARBALL_612"; do
+	[ -r "$t" ] || { echo "FAIL: $t missing: run scripts/install-deps kernel" >&2; exit 1; }
+done
 
 work=$(mktemp -d "$BUILD/build-record.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -38,14 +43,43 @@ expect_rc() {
 	echo "ok: $what"
 }
 
-copies=$(grep -c 'kmemctl-copy:' "$SRC"/kmod/*.c | awk -F: '{ n += $2 } END { print n }')
-expect_rc 0 "$copies copies of 4 mitigations: all match the source" "check the tarball" \
-	"$KMEMCTL" build check --source "$TARBALL" --kmod "$SRC/kmod"
+# series_files SERIES: the kmod files with copies of SERIES's code or of none
+series_files() {
+	grep -l 'kmemctl-copy:' "$SRC"/kmod/*.[ch] | while read -r f; do
+		s=$(sed -n 's|.*kmemctl-series: \([0-9.]*\) .*|\1|p' "$f")
+		[ -z "$s" ] || [ "$s" = "$1" ] || continue
+		echo "$f"
+	done
+}
+
+# count_copies SERIES: their declarations; count_mitigations SERIES: of how many
+count_copies() {
+	# shellcheck disable=SC2046
+	cat $(series_files "$1") | grep -c 'kmemctl-copy:'
+}
+
+count_mitigations() {
+	# shellcheck disable=SC2046
+	sed -n 's/.*kmemctl-copy: \([a-z-]*\) .*/\1/p' $(series_files "$1") | sort -u | wc -l
+}
+
+copies=$(count_copies 6.1)
+expect_rc 0 "$copies copies of $(count_mitigations 6.1) mitigations: all match the source" \
+	"check the tarball" "$KMEMCTL" build check --source "$TARBALL" --kmod "$SRC/kmod"
 [ "$(grep -c '^ok ' out)" = "$copies" ] || fail "not $copies ok lines"
+copies612=$(count_copies 6.12)
+expect_rc 0 "$copies612 copies of $(count_mitigations 6.12) mitigations: all match the source" \
+	"check the 6.12 tarball" "$KMEMCTL" build check --source "$TARBALL_612" --kmod "$SRC/kmod"
+[ "$(grep -c '^ok ' out)" = "$copies612" ] || fail "not $copies612 ok lines against 6.12"
+for f in $(grep -l 'kmemctl-series: 6.1 ' "$SRC"/kmod/*.[ch]); do
+	grep -qx "skip .*/${f##*/}: copies of 6.1, the source is 6.12" out ||
+		fail "${f##*/} not skipped against 6.12"
+done
 
 # just the files the declarations name, and the top Makefile
-files=$(sed -n 's/.*kmemctl-copy: [a-z-]* \([^ ]*\).*/linux-source-6.1\/\1/p' "$SRC"/kmod/*.c |
-	sort -u)
+# shellcheck disable=SC2046
+files=$(sed -n 's/.*kmemctl-copy: [a-z-]* \([^ ]*\).*/linux-source-6.1\/\1/p' \
+	$(series_files 6.1) | sort -u)
 # shellcheck disable=SC2086
 tar -xJf "$TARBALL" linux-source-6.1/Makefile $files
 expect_rc 0 "all match the source" "check the unpacked files" \

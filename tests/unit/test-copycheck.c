@@ -321,6 +321,68 @@ static void test_malformed_markers(void **state)
 			    (const char *const[]){ bad[i].says, NULL });
 }
 
+/* A struct the kernel defines with its static instance is found, and the instance differs. */
+static void test_struct_with_instance(void **state)
+{
+	static const char kernel2[] =
+		"static struct node {\n\tint a;\n} single;\n\nstatic int x;\n";
+	static const char declared[] = "/* kmemctl-copy: mit-a kernel/k.c struct node */\n"
+				       "/* kmemctl-differs: the type alone */\n"
+				       "struct node {\n"
+				       "\tint a;\n"
+				       "/* kmemctl-differs: the type alone */\n"
+				       "};\n";
+	static const char undeclared[] = "/* kmemctl-copy: mit-a kernel/k.c struct node */\n"
+					 "struct node {\n"
+					 "\tint a;\n"
+					 "};\n";
+	struct fixture *f = *state;
+	struct ctok_list k;
+	struct copy_file cf;
+	unsigned int line;
+
+	assert_int_equal(ctok_scan(kernel2, strlen(kernel2), &k, &line), 0);
+	assert_int_equal(copy_parse("kmod/c.c", declared, strlen(declared), &cf, f->msg), 0);
+	assert_int_equal(copy_check(&cf, &cf.decls[0], "kernel/k.c", &k, f->msg), 0);
+	copy_file_free(&cf);
+	assert_int_equal(copy_parse("kmod/c.c", undeclared, strlen(undeclared), &cf, f->msg), 0);
+	assert_int_not_equal(copy_check(&cf, &cf.decls[0], "kernel/k.c", &k, f->msg), 0);
+	copy_file_free(&cf);
+	ctok_free(&k);
+}
+
+/* "kmemctl-series: X.Y" names the series a file's copies are of, once. */
+static void test_series(void **state)
+{
+	static const struct {
+		const char *to, *says;
+	} bad[] = {
+		{ "/* kmemctl-series: 6 */\n", "kmod/c.c:35: kmemctl-series wants a series" },
+		{ "/* kmemctl-series: 6.x */\n", "kmod/c.c:35: kmemctl-series wants" },
+		{ "/* kmemctl-series: 6.-1 */\n", "kmod/c.c:35: kmemctl-series wants" },
+		{ "/* kmemctl-series: 0.1 */\n", "kmod/c.c:35: kmemctl-series wants" },
+		{ "/* kmemctl-series: 6.12.1 */\n", "kmod/c.c:35: kmemctl-series wants" },
+		{ "/* kmemctl-series: */\n", "kmod/c.c:35: kmemctl-series wants" },
+		{ "/* kmemctl-series: 6.1 */\n/* kmemctl-series: 6.12 */\n",
+		  "kmod/c.c:36: a second kmemctl-series" },
+	};
+	struct fixture *f = *state;
+	char *text = edit(copies, "static int own_code;\n", "/* kmemctl-series:  6.12 */\n");
+	struct copy_file cf;
+
+	assert_int_equal(copy_parse("kmod/c.c", copies, strlen(copies), &cf, f->msg), 0);
+	assert_string_equal(cf.series, "");
+	copy_file_free(&cf);
+	assert_int_equal(copy_parse("kmod/c.c", text, strlen(text), &cf, f->msg), 0);
+	assert_string_equal(cf.series, "6.12");
+	assert_int_equal(cf.ndecls, 4);
+	copy_file_free(&cf);
+	free(text);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		expect_fail(f, "static int own_code;\n", bad[i].to, -EINVAL,
+			    (const char *const[]){ bad[i].says, NULL });
+}
+
 /* Comments in the copy or the kernel are not code: they never differ. */
 static void test_comments_and_layout_ignored(void **state)
 {
@@ -344,6 +406,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_symbol, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_declarations, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_malformed_markers, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_struct_with_instance, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_series, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_comments_and_layout_ignored, setup, teardown),
 	};
 

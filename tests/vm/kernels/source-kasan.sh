@@ -1,18 +1,23 @@
 # shellcheck shell=bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# KERNEL_SOURCE=kasan: a KASAN kernel built from Debian's linux-source-6.1.
-# Conf variables:
+# KERNEL_SOURCE=kasan: a KASAN kernel built from Debian's linux-source-6.1
+# or linux-source-6.12. Conf variables:
 #
+#   KASAN_SOURCE	the series, 6.1 (default) or 6.12: Debian's
+#			linux-source-<series>, installed when missing
 #   KASAN_FRAGMENT	a Kconfig fragment in kernels/, merged onto
 #			`make tinyconfig`
+#   KASAN_REVERT	optional: a patch (-p1) in kernels/ applied to the
+#			source before the build, such as upstream fixes
+#			reverted; it is part of the build's key
 #   KASAN_PATCH		optional: a patch (-p1) in kernels/ applied to a copy
 #			of the built tree of the same source and fragment,
 #			which is then rebuilt incrementally (bzImage only;
 #			modules build against it, KERNEL_MODULES do not)
 #
 # The build lives in $KERNEL_CACHE/kasan-<source version>-<key>/, where the
-# key hashes the fragment and kasan_recipe: a new source package, a changed
+# key hashes the fragment, the revert and kasan_recipe: a new source package, a changed
 # fragment or a changed recipe gives a new directory, and an unchanged one
 # is reused as is; unfinished builds are removed. A patched build lives in
 # $KERNEL_CACHE/kasan-<source version>-<key>-<patch key>/, the patch key
@@ -24,9 +29,8 @@
 # KERNEL_CACHE, and reads back KERNEL_RELEASE, KERNEL_IMAGE, KERNEL_KDIR,
 # KERNEL_MODROOT and KERNEL_DESC.
 
-kasan_tarball=/usr/src/linux-source-6.1.tar.xz
 # Bump when kasan_build changes what it builds.
-kasan_recipe=1
+kasan_recipe=3
 # Bump when kasan_build_patched does.
 kasan_patch_recipe=1
 
@@ -40,17 +44,34 @@ kasan_check_fragment() {
 	[ -z "$lost" ] || die "the kernel config dropped: $(echo "$lost" | tr '\n' ' ')"
 }
 
-# kasan_build DIR FRAGMENT: built in place, since Kbuild records absolute
-# paths; DIR/.built marks a finished build, and anything else is redone.
-kasan_build() {
-	local dir=$1 fragment=$2 tree=$1/tree log=$1/build.log
+# kasan_reproducible TARBALL: the same kernel, build id included, from the
+# same source, fragment and compiler on any machine, so that the build
+# records kmod/records/ ships for it hold there too: the time of the build
+# (uname -v, and the built-in initramfs's mtimes) is the source tarball's,
+# which dpkg keeps from the package, and the user and host are fixed. The
+# tree's path is the same wherever $KERNEL_CACHE is.
+kasan_reproducible() {
+	KBUILD_BUILD_TIMESTAMP=$(date -u -r "$1" '+%Y-%m-%d %H:%M:%S UTC')
+	export KBUILD_BUILD_TIMESTAMP KBUILD_BUILD_USER=kmemctl KBUILD_BUILD_HOST=kmemctl
+}
 
-	msg "building a KASAN kernel in $dir (about 10 minutes on 2 cores)"
+# kasan_build DIR SERIES FRAGMENT [REVERT]: built in place, since Kbuild
+# records absolute paths; DIR/.built marks a finished build, and anything
+# else is redone.
+kasan_build() {
+	local dir=$1 series=$2 fragment=$3 revert=${4:-} tree=$1/tree log=$1/build.log
+	local tarball=/usr/src/linux-source-$2.tar.xz
+
+	msg "building a KASAN kernel in $dir (10 to 20 minutes on 2 cores)"
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	tar -xJf "$kasan_tarball" -C "$dir" || die "unpacking $kasan_tarball failed"
-	mv "$dir/linux-source-6.1" "$tree"
-	make -s -C "$tree" tinyconfig >"$log" 2>&1 || die "make tinyconfig failed; log: $log"
+	tar -xJf "$tarball" -C "$dir" || die "unpacking $tarball failed"
+	mv "$dir/linux-source-$series" "$tree"
+	if [ -n "$revert" ]; then
+		patch -d "$tree" -p1 <"$revert" >"$log" 2>&1 ||
+			die "applying $revert failed; log: $log"
+	fi
+	make -s -C "$tree" tinyconfig >>"$log" 2>&1 || die "make tinyconfig failed; log: $log"
 	"$tree/scripts/kconfig/merge_config.sh" -m -O "$tree" "$tree/.config" "$fragment" \
 		>>"$log" 2>&1 || die "merging $fragment failed; log: $log"
 	make -s -C "$tree" olddefconfig >>"$log" 2>&1 || die "make olddefconfig failed; log: $log"
@@ -102,22 +123,29 @@ kasan_cached() {
 }
 
 kernel_source_kasan() {
-	local fragment version key dir patch pkey
+	local series=${KASAN_SOURCE:-6.1} fragment revert='' version key dir patch pkey
 
 	[ -n "${KASAN_FRAGMENT:-}" ] || die "$KERNEL_CONF: KASAN_FRAGMENT is not set"
 	fragment=$VM/kernels/$KASAN_FRAGMENT
 	[ -f "$fragment" ] || die "$KERNEL_CONF: no fragment $fragment"
-	if [ ! -f "$kasan_tarball" ]; then
-		need_root "apt-get install linux-source-6.1"
-		DEBIAN_FRONTEND=noninteractive "$SRC/scripts/apt-get" install -y -qq --no-install-recommends \
-			linux-source-6.1 >/dev/null || die "apt-get install linux-source-6.1 failed"
+	if [ -n "${KASAN_REVERT:-}" ]; then
+		revert=$VM/kernels/$KASAN_REVERT
+		[ -f "$revert" ] || die "$KERNEL_CONF: no patch $revert"
 	fi
-	version=$(dpkg-query -W -f='${Version}' linux-source-6.1)
-	key=$( (cat "$fragment"; echo "recipe $kasan_recipe") | sha256sum | cut -c1-12)
+	if [ ! -f "/usr/src/linux-source-$series.tar.xz" ]; then
+		need_root "apt-get install linux-source-$series"
+		DEBIAN_FRONTEND=noninteractive "$SRC/scripts/apt-get" install -y -qq --no-install-recommends \
+			"linux-source-$series" >/dev/null || die "apt-get install linux-source-$series failed"
+	fi
+	version=$(dpkg-query -W -f='${Version}' "linux-source-$series")
+	kasan_reproducible "/usr/src/linux-source-$series.tar.xz"
+	key=$( (cat "$fragment"; [ -z "$revert" ] || cat "$revert"; echo "recipe $kasan_recipe") |
+		sha256sum | cut -c1-12)
 	dir=$KERNEL_CACHE/kasan-$version-$key
-	kasan_cached "$dir" kasan_build "$dir" "$fragment"
+	kasan_cached "$dir" kasan_build "$dir" "$series" "$fragment" "$revert"
 	# shellcheck disable=SC2034 # read by tests/vm/run
-	KERNEL_DESC="KASAN, linux-source-6.1 $version, $KASAN_FRAGMENT ($key)"
+	KERNEL_DESC="KASAN, linux-source-$series $version, $KASAN_FRAGMENT ($key)"
+	[ -z "$revert" ] || KERNEL_DESC="$KERNEL_DESC, $KASAN_REVERT"
 	KERNEL_MODROOT=$dir/modroot
 	if [ -n "${KASAN_PATCH:-}" ]; then
 		patch=$VM/kernels/$KASAN_PATCH

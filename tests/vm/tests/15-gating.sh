@@ -18,9 +18,12 @@ assert_eq "$(cat $P/rstat-flush/reason)" "unsupported: symbol cgroup_rstat_lock 
 	"rstat-flush reason"
 assert_eq "$(cat $M/usercopy-fastpath/reason)" "unsupported: symbol find_vmap_area not found" \
 	"usercopy-fastpath reason"
-# The native gate comes before the symbols.
+# The native gate watches the kernel's flush release cgroup_rstat_lock:
+# hidden, the fix cannot be shown, and where kmemctl has an implementation
+# its symbol gate names the lock.
 case "$(cat $M/rstat-yield/reason)" in
-"native: "* | "unsupported: symbol cgroup_rstat_lock not found") ;;
+"unsupported: symbol cgroup_rstat_lock not found" | \
+	"unsupported: kmemctl "*" has no implementation for $(uname -r)") ;;
 *) die "rstat-yield reason: $(cat $M/rstat-yield/reason)" ;;
 esac
 for line in "usercopy-vmalloc: symbol find_vmap_area not found" \

@@ -81,7 +81,8 @@ dmesg_mark
 expect_splat_begin
 write_ok $K/uaf $((1 << 20))
 expect_splat_end
-dmesg_since_mark | grep -q "BUG: KASAN: use-after-free in uaf_store" ||
+# 6.4 names it slab-use-after-free
+dmesg_since_mark | grep -Eq "BUG: KASAN: (slab-)?use-after-free in uaf_store" ||
 	die "no KASAN use-after-free report with kasan-quarantine on"
 
 log "longest timed call: $(sed -n 's/^call_max_us //p' $M/stats) us of running time"
