@@ -111,16 +111,9 @@ void events_add(struct events *e, Kmemctl__V1__EventKind kind, const char *mitig
 
 const char *events_trip_cause(uint32_t cause)
 {
-	static const char *const names[] = {
-		[KMEMCTL_TRIP_SOFTLOCKUP] = "soft lockup",
-		[KMEMCTL_TRIP_HARDLOCKUP] = "hard lockup",
-		[KMEMCTL_TRIP_RCU_STALL] = "RCU stall",
-		[KMEMCTL_TRIP_HUNG_TASK] = "hung task",
-		[KMEMCTL_TRIP_SLOW_CALL] = "slow call",
-		[KMEMCTL_TRIP_LIVEPATCH_STALL] = "livepatch stall",
-	};
+	const char *name = kmemctl_trip_cause_name(cause);
 
-	return cause < ARRAY_SIZE(names) && names[cause] ? names[cause] : "unknown cause";
+	return name ? name : "unknown cause";
 }
 
 /* "rstat-yield tripped: slow call, ran 2100 ms, over its limit of 2000 ms" */
@@ -156,23 +149,31 @@ int events_add_record(struct events *e, const void *buf, size_t len, uint64_t *n
 	if (*next_seq && rec.seq > *next_seq)
 		e->counters.events_dropped += rec.seq - *next_seq;
 	*next_seq = rec.seq + 1;
+	/* the kernel's own reports reach kmemd from kmsg, with their text */
+	if (rec.type == KMEMCTL_EV_SOFTLOCKUP || rec.type == KMEMCTL_EV_RCU_STALL)
+		return 0;
 	switch (rec.type) {
 	case KMEMCTL_EV_THRESHOLD:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_THRESHOLD;
-		name = kmemctl_probe_name(rec.source);
-		probe = true;
 		break;
 	case KMEMCTL_EV_TRIP:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP;
-		name = kmemctl_mitigation_name(rec.source);
 		break;
 	case KMEMCTL_EV_LIVEPATCH_STALL:
 		kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRANSITION_STALL;
+		break;
+	default:
+		e->counters.events_dropped++;
+		return -EBADMSG;
+	}
+	switch (kmemctl_event_source(rec.type)) {
+	case KMEMCTL_SOURCE_PROBE:
+		name = kmemctl_probe_name(rec.source);
+		probe = true;
+		break;
+	case KMEMCTL_SOURCE_MITIGATION:
 		name = kmemctl_mitigation_name(rec.source);
 		break;
-	case KMEMCTL_EV_SOFTLOCKUP:
-	case KMEMCTL_EV_RCU_STALL:
-		return 0;
 	default:
 		name = NULL;
 	}

@@ -14,24 +14,16 @@
 #include "kernel.h"
 #include "macro.h"
 #include "policydoc.h"
-#include "uapi/kmemctl.h"
+#include "kmemctl-names.h"
 
 #define SYSFS "/sys/kernel/kmemctl"
 #define FILE_MAX 4096
 
-static const char *const state_names[] = {
-	[KERNEL_STATE_UNKNOWN] = "unknown",
-	[KERNEL_STATE_UNSUPPORTED] = "unsupported",
-	[KERNEL_STATE_NATIVE] = "native",
-	[KERNEL_STATE_OFF] = "off",
-	[KERNEL_STATE_ON] = "on",
-	[KERNEL_STATE_TRIPPED] = "tripped",
-	[KERNEL_STATE_TRANSITION] = "transition",
-};
-
 const char *kernel_state_name(enum kernel_state s)
 {
-	return (size_t)s < ARRAY_SIZE(state_names) ? state_names[s] : "unknown";
+	const char *name = s == KERNEL_STATE_UNKNOWN ? NULL : kmemctl_state_name(s - 1);
+
+	return name ? name : "unknown";
 }
 
 static int path_of(char *buf, size_t size, const char *dir, const char *id, const char *file)
@@ -203,11 +195,11 @@ int kernel_parse_kv(const char *text, char sep, struct kernel_kv *kv, size_t max
 
 static enum kernel_state parse_state(const char *s)
 {
-	size_t i;
+	unsigned int i;
 
-	for (i = KERNEL_STATE_UNSUPPORTED; i < ARRAY_SIZE(state_names); i++)
-		if (!strcmp(s, state_names[i]))
-			return (enum kernel_state)i;
+	for (i = 0; i < KMEMCTL_STATE_COUNT; i++)
+		if (!strcmp(s, kmemctl_state_name(i)))
+			return (enum kernel_state)(i + 1);
 	return KERNEL_STATE_UNKNOWN;
 }
 
@@ -311,32 +303,13 @@ static int check_max(const struct hist *h)
 	return 0;
 }
 
-/* The "<name>_hist" file of a probe with a secondary histogram, if any. */
-static int find_second(const struct rootfs *rfs, const char *id, char *name, size_t size)
+/* The secondary histogram of a probe this build knows, "" for none. */
+static const char *probe_second(const char *id)
 {
-	char path[256];
-	struct dirent *de;
-	size_t len;
-	DIR *d;
-	int r;
-
-	r = path_of(path, sizeof(path), "probes", id, "");
-	if (r < 0)
-		return r;
-	r = open_dir(rfs, path, &d);
-	if (r < 0)
-		return r;
-	name[0] = '\0';
-	while ((de = readdir(d))) {
-		len = strlen(de->d_name);
-		if (len > 5 && len - 5 < size && !strcmp(de->d_name + len - 5, "_hist")) {
-			memcpy(name, de->d_name, len - 5);
-			name[len - 5] = '\0';
-			break;
-		}
-	}
-	closedir(d);
-	return 0;
+	for (unsigned int i = 0; i < KMEMCTL_PROBE_COUNT; i++)
+		if (!strcmp(kmemctl_probe_name(i), id))
+			return kmemctl_probe_second(i);
+	return "";
 }
 
 int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_probe *p)
@@ -371,11 +344,9 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 	    (r = read_u64(rfs, "probes", id, "max_ns", &p->hist.max_ns)) < 0 ||
 	    (r = check_max(&p->hist)) < 0)
 		return r;
-	r = find_second(rfs, id, p->second, sizeof(p->second));
-	if (r < 0 || !p->second[0])
-		return r;
-	if (!policy_id_valid(p->second))
-		return -EBADMSG;
+	snprintf(p->second, sizeof(p->second), "%s", probe_second(id));
+	if (!p->second[0])
+		return 0;
 	snprintf(file, sizeof(file), "%s_hist", p->second);
 	r = read_hist(rfs, id, file, text, &p->hist2);
 	if (r < 0)

@@ -18,21 +18,16 @@
 #include "buildrec.h"
 #include "hist.h"
 #include "rootfs.h"
+#include "uapi/kmemctl.h"
 
 #define KERNEL_ID_MAX 32
 #define KERNEL_MAX_IDS 16
 #define KERNEL_MAX_KV 16
 #define KERNEL_REASON_MAX 192
 
-enum kernel_state {
-	KERNEL_STATE_UNKNOWN,
-	KERNEL_STATE_UNSUPPORTED,
-	KERNEL_STATE_NATIVE,
-	KERNEL_STATE_OFF,
-	KERNEL_STATE_ON,
-	KERNEL_STATE_TRIPPED,
-	KERNEL_STATE_TRANSITION,
-};
+/* The module's states (kmod/uapi/kmemctl.h), after one it may add later. */
+#define KERNEL_STATE_ENUM(e, name) KERNEL_STATE_##e,
+enum kernel_state { KERNEL_STATE_UNKNOWN, KMEMCTL_STATES(KERNEL_STATE_ENUM) };
 
 struct kernel_kv {
 	char key[KERNEL_ID_MAX + 1];

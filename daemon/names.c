@@ -127,16 +127,21 @@ static int load_one(void *arg, int kind, const char *text, const char *host)
 
 static int builtins(struct names *n)
 {
-	static const char *const seconds[] = { "rstat-flush-irqoff", "vmap-purge-flushes" };
+	char second[64];
 	unsigned i;
 	int r = 0;
 
 	for (i = 0; r == 0 && kmemctl_mitigation_name(i); i++)
 		r = remember(n, NAME_MITIGATION, kmemctl_mitigation_name(i));
-	for (i = 0; r == 0 && kmemctl_probe_name(i); i++)
+	for (i = 0; r == 0 && kmemctl_probe_name(i); i++) {
 		r = remember(n, NAME_PROBE, kmemctl_probe_name(i));
-	for (i = 0; r == 0 && i < sizeof(seconds) / sizeof(seconds[0]); i++)
-		r = remember(n, NAME_PROBE, seconds[i]);
+		if (r == 0 && kmemctl_probe_second(i)[0]) {
+			/* the series of its secondary histogram, as agents report it */
+			snprintf(second, sizeof(second), "%s-%s", kmemctl_probe_name(i),
+				 kmemctl_probe_second(i));
+			r = remember(n, NAME_PROBE, second);
+		}
+	}
 	return r;
 }
 

@@ -72,11 +72,10 @@ static DEFINE_PER_CPU(struct hrtimer, check_timers);
 static int online_state;
 static struct irq_work nmi_kick;
 
+#define CAUSE_NAME(e, n, name)	\
+	[n] = name,
 static const char *const cause_names[] = {
-	[KMEMCTL_TRIP_SOFTLOCKUP] = "soft lockup",
-	[KMEMCTL_TRIP_HARDLOCKUP] = "hard lockup",
-	[KMEMCTL_TRIP_RCU_STALL] = "RCU stall",
-	[KMEMCTL_TRIP_HUNG_TASK] = "hung task",
+	KMEMCTL_TRIP_CAUSES(CAUSE_NAME)
 };
 
 static void trip_fn(struct work_struct *work)

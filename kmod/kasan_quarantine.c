@@ -75,8 +75,6 @@ struct qlist_head {
 	bool offline;
 };
 
-enum { PARAM_BATCH_BYTES, PARAM_MAX_FRACTION };
-
 static struct qlist_head *batches;
 static int *batch_head;
 static unsigned long *held_bytes, *max_bytes, *batch_bytes;
@@ -177,8 +175,8 @@ static void qlist_move_all(struct qlist_head *from, struct qlist_head *to)
  */
 static void kmem_quarantine_reduce(void)
 {
-	u64 fraction = READ_ONCE(params[PARAM_MAX_FRACTION]);
-	u64 batch = READ_ONCE(params[PARAM_BATCH_BYTES]);
+	u64 fraction = READ_ONCE(params[KMEMCTL_PARAM_KASAN_QUARANTINE_MAX_FRACTION]);
+	u64 batch = READ_ONCE(params[KMEMCTL_PARAM_KASAN_QUARANTINE_BATCH_BYTES]);
 	struct qlist_head to_free = {};
 	struct qlist_head *oldest;
 	unsigned long limit, flags;

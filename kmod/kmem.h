@@ -273,7 +273,10 @@ struct kmem_lp_fix {
 	const char *const *targets;
 	/* resolves what the replacements call; before the fix joins the patch */
 	int (*prepare)(void);
-	/* turns the replacements' new behaviour on or off; params: the mitigation's */
+	/*
+	 * turns the replacements' new behaviour on or off; params: every
+	 * mitigation's, indexed by enum kmemctl_param_id
+	 */
 	void (*set)(bool on, const u64 *params);
 };
 
@@ -327,7 +330,7 @@ struct kmem_direct_fix {
 	const char *const *symbols;	/* as in struct kmem_lp_fix */
 	const char *const *targets;
 	int (*prepare)(void);	/* resolves symbols, at load */
-	/* params: the mitigation's, which the replacement may read at any time */
+	/* params: as for set() above; the replacement may read them at any time */
 	int (*enable)(const u64 *params);
 	int (*disable)(void);	/* on failure the replacement may still be reached */
 	/* appends fix-specific lines to the mitigation's stats, or NULL */

@@ -321,10 +321,10 @@ static int rstat_prepare(void)
 	return 0;
 }
 
-/* params: the mitigation's, every_cpus first; read at each flush. */
+/* every_cpus is read at each flush. */
 static void rstat_set(bool on, const u64 *params)
 {
-	WRITE_ONCE(every_cpus, params);
+	WRITE_ONCE(every_cpus, &params[KMEMCTL_PARAM_RSTAT_YIELD_EVERY_CPUS]);
 	/* pairs with lp_cgroup_rstat_flush_locked(): it sees every_cpus once it sees yield_on */
 	smp_store_release(&yield_on, on);
 }

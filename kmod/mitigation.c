@@ -35,29 +35,37 @@
 #include "compat.h"
 #include "kmem.h"
 
-#define MAX_PARAMS 4
-
+/* A mitigation's param, from the interface's description (uapi/kmemctl.h). */
 struct kmem_param {
+	enum kmemctl_mitigation mitigation;
 	const char *key;
 	u64 def, min, max;
 };
 
-enum kmem_state {
-	STATE_UNSUPPORTED,
-	STATE_NATIVE,
-	STATE_OFF,
-	STATE_ON,
-	STATE_TRIPPED,
-	STATE_TRANSITION,
+#define PARAM_ROW(mit, param, k, d, lo, hi)				\
+	[KMEMCTL_PARAM_##mit##_##param] = {				\
+		.mitigation = KMEMCTL_MIT_##mit, .key = k,		\
+		.def = d, .min = lo, .max = hi,				\
+	},
+static const struct kmem_param params[KMEMCTL_PARAM_COUNT] = {
+	KMEMCTL_PARAMS(PARAM_ROW)
 };
 
+/*
+ * Every mitigation's param values, indexed like params[], each under its
+ * mitigation's lock; its fix reads them at any time.
+ */
+static u64 param_values[KMEMCTL_PARAM_COUNT];
+
+/* In the order of their enums, which the same lists make. */
+#define STATE_NAME(e, name) name,
 static const char *const state_names[] = {
-	[STATE_UNSUPPORTED] = "unsupported",
-	[STATE_NATIVE] = "native",
-	[STATE_OFF] = "off",
-	[STATE_ON] = "on",
-	[STATE_TRIPPED] = "tripped",
-	[STATE_TRANSITION] = "transition",
+	KMEMCTL_STATES(STATE_NAME)
+};
+
+#define MIT_NAME(e, name) name,
+static const char *const mitigation_names[] = {
+	KMEMCTL_MITIGATIONS(MIT_NAME)
 };
 
 static const char *const mode_names[] = { "off", "on" };
@@ -67,16 +75,14 @@ struct kmem_mitigation {
 	const char *kconfig_missing;
 	/* the upstream fix is in this kernel (native.c), or NULL: there is none */
 	bool (*native)(char *reason, size_t len);
-	const struct kmem_param *params;	/* terminated by a NULL key */
 	/* what enacts it on this kernel: a livepatch, a direct call, or neither */
 	const struct kmem_lp_fix *fix;
 	const struct kmem_direct_fix *direct;
 	enum kmemctl_mitigation id;
 
-	struct mutex lock;	/* state, mode, values, counters */
-	enum kmem_state state;
+	struct mutex lock;	/* state, mode, its param_values, counters */
+	enum kmemctl_state state;
 	bool on;
-	u64 values[MAX_PARAMS];
 	u64 enables, disables, trips, resets;
 	/* unsupported for want of a record: re-gated when one is admitted */
 	bool awaiting_record;
@@ -84,90 +90,45 @@ struct kmem_mitigation {
 	struct kmem_node *node;
 };
 
-static const struct kmem_param no_params[] = { {} };
-
-#define TRIP_CALL_MS "trip_call_ms"
-#define TRIP_CALL_PARAM(ms) \
-	{ .key = TRIP_CALL_MS, .def = (ms), \
-	  .min = KMEMCTL_TRIP_CALL_MS_MIN, .max = KMEMCTL_TRIP_CALL_MS_MAX }
-
-static const struct kmem_param flush_batch_params[] = {
-	TRIP_CALL_PARAM(KMEMCTL_FLUSH_BATCH_TRIP_CALL_MS_DEF),
-	{}
-};
-
-/* Upstream's fix yields after every CPU; larger values trade latency for throughput. */
-static const struct kmem_param rstat_params[] = {
-	{ .key = "every_cpus", .def = KMEMCTL_RSTAT_EVERY_CPUS_DEF,
-	  .min = KMEMCTL_RSTAT_EVERY_CPUS_MIN, .max = KMEMCTL_RSTAT_EVERY_CPUS_MAX },
-	TRIP_CALL_PARAM(KMEMCTL_RSTAT_TRIP_CALL_MS_DEF),
-	{}
-};
-
-static const struct kmem_param usercopy_params[] = {
-	TRIP_CALL_PARAM(KMEMCTL_USERCOPY_TRIP_CALL_MS_DEF),
-	{}
-};
-
-/* Upstream defaults: 1 MiB batches, quarantine up to 1/32 of RAM. */
-static const struct kmem_param quarantine_params[] = {
-	{ .key = "batch_bytes", .def = KMEMCTL_QUARANTINE_BATCH_BYTES_DEF,
-	  .min = KMEMCTL_QUARANTINE_BATCH_BYTES_MIN, .max = KMEMCTL_QUARANTINE_BATCH_BYTES_MAX },
-	{ .key = "max_fraction", .def = KMEMCTL_QUARANTINE_MAX_FRACTION_DEF,
-	  .min = KMEMCTL_QUARANTINE_MAX_FRACTION_MIN, .max = KMEMCTL_QUARANTINE_MAX_FRACTION_MAX },
-	TRIP_CALL_PARAM(KMEMCTL_QUARANTINE_TRIP_CALL_MS_DEF),
-	{}
-};
-
 static struct kmem_mitigation mitigations[KMEMCTL_MIT_COUNT] = {
 	[KMEMCTL_MIT_KASAN_FLUSH_BATCH] = {
-		.name = "kasan-flush-batch",
 #ifndef CONFIG_KASAN_VMALLOC
 		.kconfig_missing = "CONFIG_KASAN_VMALLOC is not set",
 #endif
 		.native = kmem_native_kasan_flush_batch,
-		.params = flush_batch_params,
 #ifdef HAVE_LP_KASAN_PURGE
 		.fix = &kmem_lp_kasan_purge,
 #endif
 	},
 	[KMEMCTL_MIT_TLB_GEN] = {
-		.name = "tlb-gen",
 #ifndef CONFIG_X86
 		.kconfig_missing = "CONFIG_X86 is not set",
 #endif
 		.native = kmem_native_tlb_gen,
-		.params = no_params,
 	},
 	[KMEMCTL_MIT_RSTAT_YIELD] = {
-		.name = "rstat-yield",
 #ifndef CONFIG_LIVEPATCH
 		.kconfig_missing = "CONFIG_LIVEPATCH is not set",
 #endif
 		.native = kmem_native_rstat_yield,
-		.params = rstat_params,
 #ifdef HAVE_LP_RSTAT
 		.fix = &kmem_lp_rstat,
 #endif
 	},
 	[KMEMCTL_MIT_USERCOPY_FASTPATH] = {
-		.name = "usercopy-fastpath",
 #if !defined(CONFIG_HARDENED_USERCOPY)
 		.kconfig_missing = "CONFIG_HARDENED_USERCOPY is not set",
 #elif !defined(CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS)
 		.kconfig_missing = "CONFIG_DYNAMIC_FTRACE_WITH_DIRECT_CALLS is not set",
 #endif
-		.params = usercopy_params,
 #ifdef HAVE_USERCOPY_FASTPATH
 		.direct = &kmem_usercopy_fastpath,
 #endif
 	},
 	[KMEMCTL_MIT_KASAN_QUARANTINE] = {
-		.name = "kasan-quarantine",
 #ifndef CONFIG_KASAN_GENERIC
 		.kconfig_missing = "CONFIG_KASAN_GENERIC is not set",
 #endif
-		.params = quarantine_params,
 #ifdef HAVE_KASAN_QUARANTINE
 		.direct = &kmem_kasan_quarantine,
 #endif
@@ -186,7 +147,7 @@ static void mitigation_admit(struct kmem_mitigation *m)
 {
 	int ret;
 
-	m->state = STATE_UNSUPPORTED;
+	m->state = KMEMCTL_STATE_UNSUPPORTED;
 	m->awaiting_record = true;
 	if (!kmem_verify_check(m->id, m->reason, sizeof(m->reason)))
 		return;
@@ -202,7 +163,7 @@ static void mitigation_admit(struct kmem_mitigation *m)
 			 m->fix ? "livepatch" : "direct call", ret);
 		return;
 	}
-	m->state = STATE_OFF;
+	m->state = KMEMCTL_STATE_OFF;
 }
 
 static void mitigation_gate(struct kmem_mitigation *m)
@@ -210,13 +171,13 @@ static void mitigation_gate(struct kmem_mitigation *m)
 	char native[200];
 	const char *sym;
 
-	m->state = STATE_UNSUPPORTED;
+	m->state = KMEMCTL_STATE_UNSUPPORTED;
 	if (m->kconfig_missing) {
 		snprintf(m->reason, sizeof(m->reason), "unsupported: %s", m->kconfig_missing);
 		return;
 	}
 	if (m->native && m->native(native, sizeof(native))) {
-		m->state = STATE_NATIVE;
+		m->state = KMEMCTL_STATE_NATIVE;
 		snprintf(m->reason, sizeof(m->reason), "native: %s", native);
 		return;
 	}
@@ -245,13 +206,13 @@ static struct kmem_mitigation *to_mitigation(struct kobject *kobj)
  * transition until livepatch has switched every task, and one switched off
  * says when the patch's removal is still under way.
  */
-static enum kmem_state current_state(struct kmem_mitigation *m, char *reason, size_t len)
+static enum kmemctl_state current_state(struct kmem_mitigation *m, char *reason, size_t len)
 {
 	struct kmem_lp_status st;
 	const char *what;
 
 	strscpy(reason, m->reason, len);
-	if (!m->fix || (m->state != STATE_ON && m->state != STATE_OFF))
+	if (!m->fix || (m->state != KMEMCTL_STATE_ON && m->state != KMEMCTL_STATE_OFF))
 		return m->state;
 	kmem_livepatch_status(&st);
 	if (!st.busy || st.patching != m->on)
@@ -269,7 +230,7 @@ static enum kmem_state current_state(struct kmem_mitigation *m, char *reason, si
 	else
 		snprintf(reason, len, "%s%s under way for %llu ms", m->on ? "transition: " : "",
 			 what, st.busy_ms);
-	return m->on ? STATE_TRANSITION : STATE_OFF;
+	return m->on ? KMEMCTL_STATE_TRANSITION : KMEMCTL_STATE_OFF;
 }
 
 enum text_field { TEXT_STATE, TEXT_REASON, TEXT_MODE };
@@ -278,7 +239,7 @@ static ssize_t text_show(struct kobject *kobj, char *buf, enum text_field field)
 {
 	struct kmem_mitigation *m = to_mitigation(kobj);
 	char reason[sizeof(m->reason)];
-	enum kmem_state state;
+	enum kmemctl_state state;
 	ssize_t len;
 
 	mutex_lock(&m->lock);
@@ -313,9 +274,9 @@ static u64 trip_call_ms(struct kmem_mitigation *m)
 {
 	int i;
 
-	for (i = 0; m->params[i].key; i++)
-		if (!strcmp(m->params[i].key, TRIP_CALL_MS))
-			return m->values[i];
+	for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+		if (params[i].mitigation == m->id && !strcmp(params[i].key, "trip_call_ms"))
+			return param_values[i];
 	return 0;
 }
 
@@ -333,7 +294,7 @@ static int mitigation_switch(struct kmem_mitigation *m, bool on)
 		if (!try_module_get(THIS_MODULE))
 			ret = -ENODEV;
 		else
-			ret = m->direct->enable(m->values);
+			ret = m->direct->enable(param_values);
 		if (!ret)
 			direct_used = true;
 		else if (ret != -ENODEV)
@@ -345,9 +306,9 @@ static int mitigation_switch(struct kmem_mitigation *m, bool on)
 	} else if (on) {
 		ret = kmem_livepatch_get(m->id);
 		if (!ret)
-			m->fix->set(true, m->values);
+			m->fix->set(true, param_values);
 	} else {
-		m->fix->set(false, m->values);
+		m->fix->set(false, param_values);
 		kmem_livepatch_put(m->id);
 	}
 	if (ret && on)
@@ -363,11 +324,11 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 
 	if (on == m->on)
 		return 0;
-	if (m->state == STATE_UNSUPPORTED || m->state == STATE_NATIVE) {
+	if (m->state == KMEMCTL_STATE_UNSUPPORTED || m->state == KMEMCTL_STATE_NATIVE) {
 		pr_info("%s: mode on refused: %s\n", m->name, m->reason);
 		return -EOPNOTSUPP;
 	}
-	if (m->state == STATE_TRIPPED) {
+	if (m->state == KMEMCTL_STATE_TRIPPED) {
 		pr_info("%s: mode on refused: %s; write 1 to reset first\n", m->name, m->reason);
 		return -EBUSY;
 	}
@@ -378,7 +339,7 @@ static int mitigation_set(struct kmem_mitigation *m, bool on)
 	}
 	pr_info("%s: mode %s -> %s\n", m->name, mode_names[m->on], mode_names[on]);
 	m->on = on;
-	m->state = on ? STATE_ON : STATE_OFF;
+	m->state = on ? KMEMCTL_STATE_ON : KMEMCTL_STATE_OFF;
 	snprintf(m->reason, sizeof(m->reason), "%s: %s", state_names[m->state],
 		 on ? "enacted" : "supported on this kernel");
 	if (on)
@@ -412,7 +373,7 @@ void kmem_mitigation_trip(enum kmemctl_mitigation id, const struct kmem_trip *tr
 		goto out;
 	}
 	m->on = false;
-	m->state = STATE_TRIPPED;
+	m->state = KMEMCTL_STATE_TRIPPED;
 	strscpy(m->reason, trip->reason, sizeof(m->reason));
 out:
 	mutex_unlock(&m->lock);
@@ -423,9 +384,10 @@ bool kmem_mitigation_livepatched(enum kmemctl_mitigation id)
 	return mitigations[id].fix;
 }
 
+/* Also before kmem_mitigations_init(): verify.c parses the shipped records first. */
 const char *kmem_mitigation_name(enum kmemctl_mitigation id)
 {
-	return mitigations[id].name;
+	return mitigation_names[id];
 }
 
 static ssize_t mode_store(struct kobject *kobj, struct kobj_attribute *attr,
@@ -452,8 +414,10 @@ static ssize_t params_show(struct kobject *kobj, struct kobj_attribute *attr, ch
 	int i;
 
 	mutex_lock(&m->lock);
-	for (i = 0; m->params[i].key; i++)
-		len += sysfs_emit_at(buf, len, "%s=%llu\n", m->params[i].key, m->values[i]);
+	for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+		if (params[i].mitigation == m->id)
+			len += sysfs_emit_at(buf, len, "%s=%llu\n", params[i].key,
+					     param_values[i]);
 	mutex_unlock(&m->lock);
 	return len;
 }
@@ -470,16 +434,16 @@ static int param_parse(struct kmem_mitigation *m, char *token, u64 *values)
 		return -EINVAL;
 	}
 	*value++ = '\0';
-	for (i = 0; m->params[i].key; i++)
-		if (!strcmp(m->params[i].key, token))
+	for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+		if (params[i].mitigation == m->id && !strcmp(params[i].key, token))
 			break;
-	if (!m->params[i].key) {
+	if (i == KMEMCTL_PARAM_COUNT) {
 		pr_info("%s: params: unknown key \"%s\"\n", m->name, token);
 		return -EINVAL;
 	}
-	if (kstrtou64(value, 0, &v) || v < m->params[i].min || v > m->params[i].max) {
+	if (kstrtou64(value, 0, &v) || v < params[i].min || v > params[i].max) {
 		pr_info("%s: params: %s=\"%s\" is not a number in [%llu, %llu]\n", m->name,
-			token, value, m->params[i].min, m->params[i].max);
+			token, value, params[i].min, params[i].max);
 		return -EINVAL;
 	}
 	values[i] = v;
@@ -510,29 +474,31 @@ static void params_log(struct kmem_mitigation *m, const u64 *old)
 {
 	int i;
 
-	for (i = 0; m->params[i].key; i++)
-		if (old[i] != m->values[i])
-			pr_info("%s: params: %s %llu -> %llu\n", m->name, m->params[i].key,
-				old[i], m->values[i]);
+	for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+		if (params[i].mitigation == m->id && old[i] != param_values[i])
+			pr_info("%s: params: %s %llu -> %llu\n", m->name, params[i].key,
+				old[i], param_values[i]);
 }
 
 static ssize_t params_store(struct kobject *kobj, struct kobj_attribute *attr,
 			    const char *buf, size_t count)
 {
 	struct kmem_mitigation *m = to_mitigation(kobj);
-	u64 values[MAX_PARAMS], old[MAX_PARAMS];
+	u64 values[KMEMCTL_PARAM_COUNT], old[KMEMCTL_PARAM_COUNT];
 	char *text;
-	int ret;
+	int i, ret;
 
 	text = kstrndup(buf, count, GFP_KERNEL);
 	if (!text)
 		return -ENOMEM;
 	mutex_lock(&m->lock);
-	memcpy(values, m->values, sizeof(values));
+	memcpy(values, param_values, sizeof(values));
 	ret = params_parse(m, text, values);
 	if (!ret) {
-		memcpy(old, m->values, sizeof(old));
-		memcpy(m->values, values, sizeof(values));
+		memcpy(old, param_values, sizeof(old));
+		for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+			if (params[i].mitigation == m->id)
+				WRITE_ONCE(param_values[i], values[i]);
 		params_log(m, old);
 		kmem_breaker_set_limit(m->id, trip_call_ms(m));
 	}
@@ -553,7 +519,7 @@ static ssize_t stats_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 	if (trip_call_ms(m))
 		len += sysfs_emit_at(buf, len, "call_max_us %llu\n",
 				     div_u64(READ_ONCE(kmem_call_max[m->id]), NSEC_PER_USEC));
-	if (m->direct && m->direct->stats && m->state != STATE_UNSUPPORTED)
+	if (m->direct && m->direct->stats && m->state != KMEMCTL_STATE_UNSUPPORTED)
 		len = m->direct->stats(buf, len);
 	mutex_unlock(&m->lock);
 	return len;
@@ -570,9 +536,9 @@ static ssize_t reset_store(struct kobject *kobj, struct kobj_attribute *attr,
 		return -EINVAL;
 	}
 	mutex_lock(&m->lock);
-	if (m->state == STATE_TRIPPED) {
+	if (m->state == KMEMCTL_STATE_TRIPPED) {
 		pr_info("%s: reset after %s\n", m->name, m->reason);
-		m->state = STATE_OFF;
+		m->state = KMEMCTL_STATE_OFF;
 		snprintf(m->reason, sizeof(m->reason), "off: reset after a trip");
 		m->resets++;
 	}
@@ -616,8 +582,9 @@ static int mitigation_setup(struct kmem_mitigation *m)
 	int i;
 
 	mutex_init(&m->lock);
-	for (i = 0; m->params[i].key; i++)
-		m->values[i] = m->params[i].def;
+	for (i = 0; i < KMEMCTL_PARAM_COUNT; i++)
+		if (params[i].mitigation == m->id)
+			param_values[i] = params[i].def;
 	mitigation_gate(m);
 	pr_info("%s: %s\n", m->name, m->reason);
 	m->node = kmem_node_create(m->name, mitigations_kobj, m, &mitigation_group);
@@ -639,6 +606,7 @@ int kmem_mitigations_init(struct kobject *parent)
 		return -ENOMEM;
 	for (i = 0; i < KMEMCTL_MIT_COUNT; i++) {
 		mitigations[i].id = i;
+		mitigations[i].name = mitigation_names[i];
 		ret = mitigation_setup(&mitigations[i]);
 		if (ret)
 			goto err_mitigations;
@@ -677,7 +645,7 @@ void kmem_mitigations_regate(void)
 
 	for (m = mitigations; m < mitigations + KMEMCTL_MIT_COUNT; m++) {
 		mutex_lock(&m->lock);
-		if (m->state == STATE_UNSUPPORTED && m->awaiting_record) {
+		if (m->state == KMEMCTL_STATE_UNSUPPORTED && m->awaiting_record) {
 			strscpy(old, m->reason, sizeof(old));
 			mitigation_admit(m);
 			if (strcmp(old, m->reason))

@@ -24,6 +24,17 @@ static struct kmem_probe *const probes[KMEMCTL_PROBE_COUNT] = {
 	[KMEMCTL_PROBE_TLB_SHOOTDOWN] = &kmem_probe_tlb_shootdown,
 };
 
+/* In the order of enum kmemctl_probe, which the same list makes. */
+#define PROBE_NAME(e, id, second) id,
+static const char *const probe_names[] = {
+	KMEMCTL_PROBES(PROBE_NAME)
+};
+
+#define PROBE_SECOND(e, id, second) second,
+static const char *const probe_seconds[] = {
+	KMEMCTL_PROBES(PROBE_SECOND)
+};
+
 static struct kobject *probes_kobj;
 
 /* The same buckets as userspace lib/hist.c: 2^(b-1) < v <= 2^b. */
@@ -467,6 +478,8 @@ int kmem_probes_init(struct kobject *parent, bool enable)
 	if (!probes_kobj)
 		return -ENOMEM;
 	for (i = 0; i < KMEMCTL_PROBE_COUNT; i++) {
+		probes[i]->name = probe_names[i];
+		probes[i]->second = *probe_seconds[i] ? probe_seconds[i] : NULL;
 		ret = probe_setup(probes[i], enable);
 		if (ret)
 			goto err_probes;

@@ -9,7 +9,6 @@
 static const char *const reduce_symbols[] = { "kasan_quarantine_reduce", NULL };
 
 struct kmem_probe kmem_probe_kasan_reduce = {
-	.name = "kasan-reduce",
 	.id = KMEMCTL_PROBE_KASAN_REDUCE,
 #ifndef CONFIG_KASAN_GENERIC
 	.kconfig_missing = "CONFIG_KASAN_GENERIC is not set",

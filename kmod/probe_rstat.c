@@ -198,9 +198,7 @@ static const char *const rstat_symbols[] = {
 };
 
 struct kmem_probe kmem_probe_rstat_flush = {
-	.name = "rstat-flush",
 	.id = KMEMCTL_PROBE_RSTAT_FLUSH,
-	.second = "irqoff",
 	.symbols = rstat_symbols,
 	.enable = rstat_enable,
 	.disable = rstat_disable,

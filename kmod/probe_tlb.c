@@ -13,7 +13,6 @@
 static const char *const multi_symbols[] = { "native_flush_tlb_multi", NULL };
 
 struct kmem_probe kmem_probe_tlb_shootdown = {
-	.name = "tlb-shootdown",
 	.id = KMEMCTL_PROBE_TLB_SHOOTDOWN,
 	.symbols = multi_symbols,
 	.timed = "native_flush_tlb_multi",

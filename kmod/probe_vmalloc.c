@@ -88,7 +88,6 @@ static const char *const usercopy_symbols[] = {
 };
 
 struct kmem_probe kmem_probe_usercopy_vmalloc = {
-	.name = "usercopy-vmalloc",
 	.id = KMEMCTL_PROBE_USERCOPY_VMALLOC,
 #ifndef CONFIG_HARDENED_USERCOPY
 	.kconfig_missing = "CONFIG_HARDENED_USERCOPY is not set",
@@ -170,9 +169,7 @@ static const char *const purge_symbols[] = {
 };
 
 struct kmem_probe kmem_probe_vmap_purge = {
-	.name = "vmap-purge",
 	.id = KMEMCTL_PROBE_VMAP_PURGE,
-	.second = "flushes",
 	.symbols = purge_symbols,
 	.enable = purge_enable,
 	.disable = purge_disable,

@@ -88,83 +88,151 @@
 
 #define KMEMCTL_EVENT_RING 1024
 
+/*
+ * The interface's ids, params, states and event kinds, written once: the
+ * enums below, the module's sysfs tree, the agent's reading of it and of
+ * /dev/kmemctl, kmemd's checks of policies and kmemctl's bash completion
+ * all expand these lists (docs/kmod.md, Interface). An entry is only ever
+ * added at the end of its list, so numbers stay stable.
+ *
+ * KMEMCTL_MITIGATIONS(X): X(ENUM, "id") for each mitigations/<id>/.
+ */
+#define KMEMCTL_MITIGATIONS(X)					\
+	X(KASAN_FLUSH_BATCH, "kasan-flush-batch")		\
+	X(TLB_GEN, "tlb-gen")					\
+	X(RSTAT_YIELD, "rstat-yield")				\
+	X(USERCOPY_FASTPATH, "usercopy-fastpath")		\
+	X(KASAN_QUARANTINE, "kasan-quarantine")
+
+/*
+ * KMEMCTL_PARAMS(X): X(MITIGATION, PARAM, "key", default, min, max) for
+ * each key of mitigations/<id>/params, in the order the file lists them.
+ * The module refuses a write outside [min, max], kmemd a policy.
+ *   every_cpus	rstat-yield drops cgroup_rstat_lock every this many CPUs;
+ *		upstream's fix yields after every CPU, larger values trade
+ *		latency for throughput
+ *   batch_bytes, max_fraction	kasan-quarantine's largest reduction and
+ *		the share of RAM the quarantine may hold (1/max_fraction), at
+ *		upstream's defaults
+ *   trip_call_ms	on every mitigation with a replacement: the breaker
+ *		trips it when one call of its replacement runs longer,
+ *		counting only the time the call ran (docs/kmod.md, Breaker).
+ *		The defaults are far above what a healthy KASAN kernel under
+ *		emulation runs; usercopy's check is a lookup on every copy,
+ *		so its bound is lower.
+ */
+#define KMEMCTL_PARAMS(X)						\
+	X(KASAN_FLUSH_BATCH, TRIP_CALL_MS, "trip_call_ms", 5000, 1, 600000) \
+	X(RSTAT_YIELD, EVERY_CPUS, "every_cpus", 1, 1, 4096)		\
+	X(RSTAT_YIELD, TRIP_CALL_MS, "trip_call_ms", 5000, 1, 600000)	\
+	X(USERCOPY_FASTPATH, TRIP_CALL_MS, "trip_call_ms", 1000, 1, 600000) \
+	X(KASAN_QUARANTINE, BATCH_BYTES, "batch_bytes", 1048576, 4096,	\
+	  1073741824)							\
+	X(KASAN_QUARANTINE, MAX_FRACTION, "max_fraction", 32, 4, 4096)	\
+	X(KASAN_QUARANTINE, TRIP_CALL_MS, "trip_call_ms", 2000, 1, 600000)
+
+/*
+ * KMEMCTL_STATES(X): X(ENUM, "state") for what mitigations/<id>/state
+ * shows (above).
+ */
+#define KMEMCTL_STATES(X)					\
+	X(UNSUPPORTED, "unsupported")				\
+	X(NATIVE, "native")					\
+	X(OFF, "off")						\
+	X(ON, "on")						\
+	X(TRIPPED, "tripped")					\
+	X(TRANSITION, "transition")
+
+/*
+ * KMEMCTL_PROBES(X): X(ENUM, "id", "second") for each probes/<id>/;
+ * "second" names its secondary histogram (files <second>_hist and
+ * <second>_max, series "<id>-<second>" in reports), "" for none:
+ *   rstat-flush irqoff	longest irqs-off stretch (ns) within each flush
+ *   vmap-purge flushes	flush_tlb_kernel_range calls per purge
+ */
+#define KMEMCTL_PROBES(X)					\
+	X(RSTAT_FLUSH, "rstat-flush", "irqoff")			\
+	X(USERCOPY_VMALLOC, "usercopy-vmalloc", "")		\
+	X(VMAP_PURGE, "vmap-purge", "flushes")			\
+	X(KASAN_REDUCE, "kasan-reduce", "")			\
+	X(TLB_SHOOTDOWN, "tlb-shootdown", "")
+
+/*
+ * KMEMCTL_EVENTS(X): X(ENUM, type, SOURCE) for each record type on
+ * /dev/kmemctl; SOURCE: what its source field numbers (enum
+ * kmemctl_event_source).
+ *   THRESHOLD	a probe sample above its threshold_ns
+ *   TRIP	the breaker turned a mitigation off; flags: enum
+ *		kmemctl_trip_cause
+ *   SOFTLOCKUP	the soft-lockup watchdog fired; cpu is the stuck CPU
+ *   RCU_STALL	an RCU CPU stall was reported; cpu is the reporting CPU
+ *   LIVEPATCH_STALL	a livepatch transition has been under way for
+ *		longer than the module's livepatch_stall_ms; source: the
+ *		mitigation whose mode write started it; flags: 1 patching,
+ *		0 removing
+ */
+#define KMEMCTL_EVENTS(X)					\
+	X(THRESHOLD, 1, PROBE)					\
+	X(TRIP, 2, MITIGATION)					\
+	X(SOFTLOCKUP, 3, NONE)					\
+	X(RCU_STALL, 4, NONE)					\
+	X(LIVEPATCH_STALL, 5, MITIGATION)
+
+/*
+ * KMEMCTL_TRIP_CAUSES(X): X(ENUM, number, "name"), why the breaker
+ * tripped a mitigation: the flags of a KMEMCTL_EV_TRIP record, and the
+ * cause its reason names.
+ *   SLOW_CALL	a replacement ran longer than its trip_call_ms
+ *   LIVEPATCH_STALL	its transition stalled past livepatch_reverse_ms
+ *		and was reversed
+ */
+#define KMEMCTL_TRIP_CAUSES(X)					\
+	X(SOFTLOCKUP, 1, "soft lockup")				\
+	X(HARDLOCKUP, 2, "hard lockup")				\
+	X(RCU_STALL, 3, "RCU stall")				\
+	X(HUNG_TASK, 4, "hung task")				\
+	X(SLOW_CALL, 5, "slow call")				\
+	X(LIVEPATCH_STALL, 6, "livepatch stall")
+
+#define __KMEMCTL_MIT_ENUM(e, id) KMEMCTL_MIT_##e,
 enum kmemctl_mitigation {
-	KMEMCTL_MIT_KASAN_FLUSH_BATCH,	/* "kasan-flush-batch" */
-	KMEMCTL_MIT_TLB_GEN,		/* "tlb-gen" */
-	KMEMCTL_MIT_RSTAT_YIELD,	/* "rstat-yield" */
-	KMEMCTL_MIT_USERCOPY_FASTPATH,	/* "usercopy-fastpath" */
-	KMEMCTL_MIT_KASAN_QUARANTINE,	/* "kasan-quarantine" */
+	KMEMCTL_MITIGATIONS(__KMEMCTL_MIT_ENUM)
 	KMEMCTL_MIT_COUNT,
 };
 
-/*
- * Mitigation parameters (sysfs mitigations/<id>/params/<key>): default,
- * minimum, maximum. kmemd refuses a policy outside them.
- */
-#define KMEMCTL_RSTAT_EVERY_CPUS_DEF		1
-#define KMEMCTL_RSTAT_EVERY_CPUS_MIN		1
-#define KMEMCTL_RSTAT_EVERY_CPUS_MAX		4096
-#define KMEMCTL_QUARANTINE_BATCH_BYTES_DEF	1048576
-#define KMEMCTL_QUARANTINE_BATCH_BYTES_MIN	4096
-#define KMEMCTL_QUARANTINE_BATCH_BYTES_MAX	1073741824
-#define KMEMCTL_QUARANTINE_MAX_FRACTION_DEF	32
-#define KMEMCTL_QUARANTINE_MAX_FRACTION_MIN	4
-#define KMEMCTL_QUARANTINE_MAX_FRACTION_MAX	4096
-/*
- * trip_call_ms, on every mitigation with a replacement: the breaker trips
- * it when one call of its replacement runs longer, counting only the time
- * the call ran (docs/kmod.md, Breaker). The defaults are far above what a
- * healthy KASAN kernel under emulation runs; usercopy's check is a lookup
- * on every copy, so its bound is lower.
- */
-#define KMEMCTL_TRIP_CALL_MS_MIN		1
-#define KMEMCTL_TRIP_CALL_MS_MAX		600000
-#define KMEMCTL_FLUSH_BATCH_TRIP_CALL_MS_DEF	5000
-#define KMEMCTL_RSTAT_TRIP_CALL_MS_DEF		5000
-#define KMEMCTL_USERCOPY_TRIP_CALL_MS_DEF	1000
-#define KMEMCTL_QUARANTINE_TRIP_CALL_MS_DEF	2000
-
-/*
- * Why the breaker tripped a mitigation: the flags of a KMEMCTL_EV_TRIP
- * record, and the cause named in its reason.
- */
-enum kmemctl_trip_cause {
-	KMEMCTL_TRIP_SOFTLOCKUP = 1,	/* the soft-lockup watchdog fired */
-	KMEMCTL_TRIP_HARDLOCKUP = 2,	/* the hard-lockup (NMI) watchdog fired */
-	KMEMCTL_TRIP_RCU_STALL = 3,	/* an RCU CPU stall was reported */
-	KMEMCTL_TRIP_HUNG_TASK = 4,	/* the hung-task detector reported a task */
-	KMEMCTL_TRIP_SLOW_CALL = 5,	/* a replacement ran longer than trip_call_ms */
-	/* its transition stalled past livepatch_reverse_ms and was reversed */
-	KMEMCTL_TRIP_LIVEPATCH_STALL = 6,
+#define __KMEMCTL_PARAM_ENUM(mit, param, key, def, min, max) \
+	KMEMCTL_PARAM_##mit##_##param,
+enum kmemctl_param_id {
+	KMEMCTL_PARAMS(__KMEMCTL_PARAM_ENUM)
+	KMEMCTL_PARAM_COUNT,
 };
 
+#define __KMEMCTL_STATE_ENUM(e, name) KMEMCTL_STATE_##e,
+enum kmemctl_state {
+	KMEMCTL_STATES(__KMEMCTL_STATE_ENUM)
+	KMEMCTL_STATE_COUNT,
+};
+
+#define __KMEMCTL_PROBE_ENUM(e, id, second) KMEMCTL_PROBE_##e,
 enum kmemctl_probe {
-	KMEMCTL_PROBE_RSTAT_FLUSH,	/* "rstat-flush" */
-	KMEMCTL_PROBE_USERCOPY_VMALLOC,	/* "usercopy-vmalloc" */
-	KMEMCTL_PROBE_VMAP_PURGE,	/* "vmap-purge" */
-	KMEMCTL_PROBE_KASAN_REDUCE,	/* "kasan-reduce" */
-	KMEMCTL_PROBE_TLB_SHOOTDOWN,	/* "tlb-shootdown" */
+	KMEMCTL_PROBES(__KMEMCTL_PROBE_ENUM)
 	KMEMCTL_PROBE_COUNT,
 };
 
+enum kmemctl_event_source {
+	KMEMCTL_SOURCE_NONE,
+	KMEMCTL_SOURCE_MITIGATION,	/* enum kmemctl_mitigation */
+	KMEMCTL_SOURCE_PROBE,		/* enum kmemctl_probe */
+};
+
+#define __KMEMCTL_EV_ENUM(e, type, source) KMEMCTL_EV_##e = (type),
 enum kmemctl_event_type {
-	/* a probe sample above its threshold_ns; source: enum kmemctl_probe */
-	KMEMCTL_EV_THRESHOLD = 1,
-	/*
-	 * the breaker turned a mitigation off; source: enum
-	 * kmemctl_mitigation; flags: enum kmemctl_trip_cause
-	 */
-	KMEMCTL_EV_TRIP = 2,
-	/* the soft-lockup watchdog fired; cpu is the stuck CPU */
-	KMEMCTL_EV_SOFTLOCKUP = 3,
-	/* an RCU CPU stall was reported; cpu is the reporting CPU */
-	KMEMCTL_EV_RCU_STALL = 4,
-	/*
-	 * a livepatch transition has been under way for longer than the
-	 * module's livepatch_stall_ms; source: the mitigation whose mode
-	 * write started it; flags: 1 patching, 0 removing
-	 */
-	KMEMCTL_EV_LIVEPATCH_STALL = 5,
+	KMEMCTL_EVENTS(__KMEMCTL_EV_ENUM)
+};
+
+#define __KMEMCTL_TRIP_ENUM(e, n, name) KMEMCTL_TRIP_##e = (n),
+enum kmemctl_trip_cause {
+	KMEMCTL_TRIP_CAUSES(__KMEMCTL_TRIP_ENUM)
 };
 
 /*

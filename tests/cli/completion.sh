@@ -1,17 +1,20 @@
 #!/bin/bash
-# kmemctl's bash completion (cli/completion/kmemctl) with bash-completion's
-# own helpers: objects, verbs, options and names complete as a user types
-# them, and its mitigation and probe names are the module's
-# (kmod/uapi/kmemctl.h). Also: the man pages (kmemctl.8, kmemd.8,
-# kmem-agent.8) format without groff warnings.
-#   tests/cli/completion.sh SOURCE_DIR
+# kmemctl's bash completion, as the build makes it from
+# cli/completion/kmemctl.in, with bash-completion's own helpers: objects,
+# verbs, options and names complete as a user types them, and its
+# mitigation and probe names are the module's (the lists in
+# kmod/uapi/kmemctl.h). Also: the generator refuses a template without
+# its tokens, and the man pages (kmemctl.8, kmemd.8, kmem-agent.8) format
+# without groff warnings.
+#   tests/cli/completion.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 
-SRC=${1:?usage: completion.sh SOURCE_DIR}
+SRC=${1:?usage: completion.sh SOURCE_DIR BUILD_DIR}
+BUILD=${2:?usage: completion.sh SOURCE_DIR BUILD_DIR}
 # shellcheck source=/dev/null
 . /usr/share/bash-completion/bash_completion
-# shellcheck source=cli/completion/kmemctl
-. "$SRC/cli/completion/kmemctl"
+# shellcheck source=/dev/null
+. "$BUILD/cli/completion/kmemctl"
 
 failed=0
 # expect "LINE" "WORDS": completing at the end of LINE offers exactly WORDS
@@ -53,26 +56,49 @@ expect "kmemctl host " "help list reenroll revoke show"
 
 # the objects it offers are kmemctl's own (cli/kmemctl.c), in order
 objs=$(sed -n 's/^\t{ "\([a-z]*\)", do_.*/\1/p' "$SRC/cli/kmemctl.c" | xargs)
-comp=$(sed -n 's/.*local objects="\([^"]*\)".*/\1/p' "$SRC/cli/completion/kmemctl")
+comp=$(sed -n 's/.*local objects="\([^"]*\)".*/\1/p' "$SRC/cli/completion/kmemctl.in")
 [ -n "$objs" ] && [ "$objs" = "$comp" ] ||
 	{ echo "FAIL: completion objects '$comp', kmemctl's '$objs'" >&2; failed=1; }
 echo "ok: the objects are kmemctl's"
 
-# the names it offers are the module's
-names() {
-	sed -n "s|.*/\* \"\([a-z-]*\)\" \*/.*|\1|p" "$SRC/kmod/uapi/kmemctl.h" | grep "$1" | sort | xargs
+# the names it offers are the module's: the X(ENUM, "id", ...) entries of
+# its lists in the uapi header
+described() {
+	sed -n "/^#define $1(X)/,/^\$/s/.*X([A-Z_]*, \"\([a-z-]*\)\".*/\1/p" \
+		"$SRC/kmod/uapi/kmemctl.h" | sort | xargs
 }
-mits=$(sed -n 's/.*kasan-flush-batch tlb-gen[^"]*"/&/p' "$SRC/cli/completion/kmemctl" |
-	grep -o '"[a-z -]*"' | tr -d '"' | tr ' ' '\n' | sort | xargs)
-uapi_mits=$(sed -n '/^enum kmemctl_mitigation {/,/^};/s|.*/\* "\([a-z-]*\)" \*/.*|\1|p' \
-	"$SRC/kmod/uapi/kmemctl.h" | sort | xargs)
-[ "$mits" = "$uapi_mits" ] || { echo "FAIL: completion mitigations '$mits', module '$uapi_mits'" >&2; failed=1; }
-probes=$(grep -o 'compgen -W "rstat-flush [^"]*"' "$SRC/cli/completion/kmemctl" |
-	sed 's/compgen -W //' | tr -d '"' | tr ' ' '\n' | sort | xargs)
-uapi_probes=$(sed -n '/^enum kmemctl_probe {/,/^};/s|.*/\* "\([a-z-]*\)" \*/.*|\1|p' \
-	"$SRC/kmod/uapi/kmemctl.h" | sort | xargs)
-[ "$probes" = "$uapi_probes" ] || { echo "FAIL: completion probes '$probes', module '$uapi_probes'" >&2; failed=1; }
+offered() {
+	COMP_WORDS=(kmemctl "$1" show "")
+	COMP_CWORD=3
+	COMP_LINE="kmemctl $1 show "
+	COMP_POINT=${#COMP_LINE}
+	COMPREPLY=()
+	_kmemctl || true
+	printf '%s\n' "${COMPREPLY[@]}" | sort | xargs
+}
+for kind in mitigation:KMEMCTL_MITIGATIONS probe:KMEMCTL_PROBES; do
+	want=$(described "${kind#*:}")
+	got=$(offered "${kind%%:*}")
+	[ "$(echo "$want" | wc -w)" -ge 5 ] && [ "$got" = "$want" ] ||
+		{ echo "FAIL: completion's ${kind%%:*} ids '$got', the module's '$want'" >&2; failed=1; }
+done
 echo "ok: the module's mitigations and probes"
+
+# the generator: a template without a token, or none at all, is refused
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+grep -v '@PROBES@' "$SRC/cli/completion/kmemctl.in" >"$tmp/no-probes.in"
+if "$BUILD/cli/completion-gen" "$tmp/no-probes.in" "$tmp/out" 2>"$tmp/err" ||
+	! grep -q "the template lacks @PROBES@" "$tmp/err" || [ -e "$tmp/out" ]; then
+	echo "FAIL: a template without @PROBES@: $(cat "$tmp/err")" >&2
+	failed=1
+fi
+if "$BUILD/cli/completion-gen" "$tmp/missing.in" "$tmp/out" 2>"$tmp/err" ||
+	! grep -q "missing.in: No such file" "$tmp/err"; then
+	echo "FAIL: a missing template: $(cat "$tmp/err")" >&2
+	failed=1
+fi
+echo "ok: completion-gen refuses a bad template"
 
 for page in kmemctl.8 kmemd.8 kmem-agent.8; do
 	warnings=$(groff -man -ww -z "$SRC/docs/man/$page" 2>&1)

@@ -1,11 +1,17 @@
 #!/bin/sh
-# Every sysfs file reads; every mitigation and probe id is present with the
-# state this kernel should give it, and dmesg says the same reason.
+# Every sysfs file reads; the module's mitigations, probes, params with
+# their defaults and ranges, and states are exactly its interface's one
+# description (kmod/uapi/kmemctl.h, printed by ifdesc); every mitigation
+# and probe has the state this kernel should give it, and dmesg says the
+# same reason.
 . /tests/lib.sh
 
 K=/sys/kernel/kmemctl
-MITIGATIONS="kasan-flush-batch tlb-gen rstat-yield usercopy-fastpath kasan-quarantine"
-PROBES="rstat-flush usercopy-vmalloc vmap-purge kasan-reduce tlb-shootdown"
+ifdesc >/tmp/ifdesc || die "ifdesc failed"
+MITIGATIONS=$(awk '$1 == "mitigation" { print $2 }' /tmp/ifdesc | xargs)
+PROBES=$(awk '$1 == "probe" { print $2 }' /tmp/ifdesc | xargs)
+STATES=$(awk '$1 == "state" { print $2 }' /tmp/ifdesc | xargs)
+[ -n "$MITIGATIONS" ] && [ -n "$PROBES" ] && [ -n "$STATES" ] || die "ifdesc printed '$(cat /tmp/ifdesc)'"
 
 # hist text: "<power of two> <count>" lines with increasing bounds.
 check_hist() {
@@ -32,14 +38,19 @@ for f in $(find $K -type f); do
 done
 log "$n readable files read"
 
+# exactly the described ids, no more
+assert_eq "$(ls $K/mitigations | sort | xargs)" "$(echo $MITIGATIONS | tr ' ' '\n' | sort | xargs)" \
+	"mitigation directories"
+assert_eq "$(ls $K/probes | sort | xargs)" "$(echo $PROBES | tr ' ' '\n' | sort | xargs)" \
+	"probe directories"
+
 for id in $MITIGATIONS; do
 	d=$K/mitigations/$id
-	[ -d "$d" ] || die "mitigation '$id' missing"
 	state=$(read_file $d/state)
 	reason=$(read_file $d/reason)
-	case "$state" in
-	unsupported | native | off | on | tripped | transition) ;;
-	*) die "$id: bad state '$state'" ;;
+	case " $STATES " in
+	*" $state "*) ;;
+	*) die "$id: state '$state' is not one of '$STATES'" ;;
 	esac
 	case "$reason" in
 	"$state: "*) ;;
@@ -67,8 +78,12 @@ for id in $PROBES; do
 	check_hist $d/hist
 	log "$id: $reason"
 done
-check_hist $K/probes/rstat-flush/irqoff_hist
-check_hist $K/probes/vmap-purge/flushes_hist
+awk '$1 == "probe" && $3 != "-" { print $2, $3 }' /tmp/ifdesc | while read -r id second; do
+	check_hist $K/probes/$id/${second}_hist
+	read_file $K/probes/$id/${second}_max | grep -qx '[0-9][0-9]*' || die "$id: bad ${second}_max"
+done
+n=$(ls $K/probes/*/*_hist | grep -vc '/hist$')
+assert_eq "$n" "$(awk '$1 == "probe" && $3 != "-"' /tmp/ifdesc | wc -l)" "secondary histograms"
 
 # What this kernel should say, from its tests/vm/kernels/*.conf: entries
 # "id=state" or "id=state:prefix", prefix being how the reason goes on.
@@ -92,12 +107,24 @@ for pair in ${EXPECT_PROBES:-}; do
 	esac
 done
 
-# Every mitigation with a replacement has trip_call_ms, at its default.
-for pair in kasan-flush-batch=5000 rstat-yield=5000 usercopy-fastpath=1000 kasan-quarantine=2000; do
-	grep -qx "trip_call_ms=${pair#*=}" $K/mitigations/${pair%%=*}/params ||
-		die "${pair%%=*}: params lack trip_call_ms=${pair#*=}: $(cat $K/mitigations/${pair%%=*}/params)"
+# Each mitigation's params: the described keys in order, at their defaults;
+# a write at either end of a range is taken, one past it refused whole.
+for id in $MITIGATIONS; do
+	f=$K/mitigations/$id/params
+	assert_eq "$(cat $f | xargs)" \
+		"$(awk -v m=$id '$1 == "param" && $2 == m { print $3 "=" $4 }' /tmp/ifdesc | xargs)" \
+		"$id params"
+	awk -v m=$id '$1 == "param" && $2 == m { print $3, $4, $5, $6 }' /tmp/ifdesc |
+		while read -r key def min max; do
+			write_ok $f "$key=$max"
+			write_ok $f "$key=$min"
+			grep -qx "$key=$min" $f || die "$id: $key=$min not taken: $(cat $f)"
+			write_fails $f "$key=$((max + 1))" "Invalid argument"
+			[ "$min" = 0 ] || write_fails $f "$key=$((min - 1))" "Invalid argument"
+			grep -qx "$key=$min" $f || die "$id: a refused write changed $key: $(cat $f)"
+			write_ok $f "$key=$def"
+		done
 done
-assert_eq "$(cat $K/mitigations/tlb-gen/params)" "" "tlb-gen params"
 P=/sys/module/kmemctl/parameters
 assert_eq "$(cat $P/breaker) $(cat $P/breaker_window_s) $(cat $P/livepatch_reverse_ms)" \
 	"Y 600 60000" "breaker, breaker_window_s, livepatch_reverse_ms"
