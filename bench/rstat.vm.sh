@@ -1,8 +1,9 @@
 #!/bin/sh
 # Guest half of bench/rstat: memcg churn plus memory.stat and cpu.stat
-# reads with rstat-yield off and on, alternating, ROUNDS times; the hold of
+# reads with rstat-yield off and on, alternating, ROUNDS times, or, where
+# the kernel has upstream's fix (native), as the kernel runs; the hold of
 # cgroup_rstat_lock is measured by kmt_lockhold, outside kmemctl. One line
-# per run: RSTAT <possible> <mode> <reads> <elapsed_ns> <holds> <total_ns> <max_ns>
+# per run: RSTAT <possible> <off|on|native> <reads> <elapsed_ns> <holds> <total_ns> <max_ns>
 . /tests/lib.sh
 
 L=/sys/kernel/kmt_lockhold
@@ -14,7 +15,11 @@ GROUPS=${BENCH_GROUPS:-8}
 READS=${BENCH_READS:-50}
 
 load_mod kmemctl probes=0
-[ "$(cat $M/state)" = off ] || skip "rstat-yield: $(cat $M/reason)"
+case "$(cat $M/state)" in
+off) modes="off on" ;;
+native) modes=native ;;
+*) skip "rstat-yield: $(cat $M/reason)" ;;
+esac
 load_mod kmt_lockhold lock=0x$(awk '$3 == "cgroup_rstat_lock" { print $1 }' /proc/kallsyms)
 mkdir -p $G
 possible=$(($(cut -d- -f2 /sys/devices/system/cpu/possible) + 1))
@@ -28,16 +33,17 @@ unpatched() {
 }
 
 for r in $(seq "$ROUNDS"); do
-	for mode in off on; do
-		write_ok $M/mode $mode
-		if [ $mode = on ]; then wait_for 120 patched; else wait_for 120 unpatched; fi
+	for mode in $modes; do
+		if [ $mode != native ]; then
+			write_ok $M/mode $mode
+			if [ $mode = on ]; then wait_for 120 patched; else wait_for 120 unpatched; fi
+		fi
 		write_ok $L/reset 1
 		set -- $(cgchurn -g "$GROUPS" -i "$READS" $G | sed 's/[a-z_]*=//g')
 		echo "RSTAT $possible $mode $2 $3 $(cat $L/count) $(cat $L/total_ns) $(cat $L/max_ns)"
 	done
 done
-write_ok $M/mode off
-wait_for 120 unpatched
+[ "$modes" = native ] || { write_ok $M/mode off && wait_for 120 unpatched; }
 rmdir $G
 unload_mod kmt_lockhold
 unload_mod kmemctl

@@ -3,16 +3,20 @@
 #  1. dpkg-buildpackage builds kmemctl, kmem-agent, kmemd and kmemctl-dkms
 #     from a copy of the source tree; lintian finds no errors or warnings.
 #  2. apt installs them into a fresh Debian 12 root (debootstrap, with
-#     systemd, Debian's kernel and its headers). Checked there: each
-#     package's files, the users, group and directories, the units enabled
-#     but not started, and kmemctl.ko built by DKMS against the installed
-#     headers for the root's kernel.
+#     systemd, Debian's 6.1 kernel and, from bookworm-security, its 6.12
+#     kernel, each with its headers). Checked there: each package's files,
+#     the users, group and directories, the units enabled but not started,
+#     and kmemctl.ko built by DKMS against the installed headers for each
+#     of the root's kernels.
 #  3. The root boots in QEMU (TCG) from a disk, systemd as init, with a
-#     kmemd and agent configuration and certificates. A unit in the guest
+#     kmemd and agent configuration and certificates, once on each kernel
+#     (the disk as installed each time). A unit in the guest
 #     (tests/deploy/pkg-check) checks that kmemd.service and
 #     kmem-agent.service run under their hardening, that the agent loaded
-#     the DKMS module and reports to kmemd, and that a mitigation can be
-#     livepatched on from inside the unit's sandbox.
+#     the DKMS module and reports to kmemd, and that every mitigation this
+#     kernel supports can be enacted from inside the unit's sandbox: on 6.1
+#     rstat-yield (livepatched) and usercopy-fastpath, on 6.12
+#     usercopy-fastpath, where rstat-yield is native.
 # The root after debootstrap is cached in $XDG_CACHE_HOME/kmemctl/debroot,
 # keyed by what it holds; the packages come from the machine's apt mirror.
 #   tests/deploy/debian.sh SOURCE_DIR BUILD_DIR
@@ -23,6 +27,8 @@ BUILD=$(cd "${2:?usage: debian.sh SOURCE_DIR BUILD_DIR}" && pwd)
 KMEMCTL=$BUILD/cli/kmemctl
 SUITE=bookworm
 INCLUDE=systemd,systemd-sysv,dbus,udev,kmod,procps,initramfs-tools,linux-image-amd64,linux-headers-amd64,dkms,ca-certificates
+# the 6.12 LTS kernel Debian 12 fleets take, from the security suite
+SECURITY_KERNEL="linux-image-6.12-amd64 linux-headers-6.12-amd64"
 out=$BUILD/test-output/debian
 root=$out/root
 
@@ -37,11 +43,23 @@ for tool in dpkg-buildpackage lintian debootstrap mkfs.ext4 qemu-system-x86_64; 
 	command -v "$tool" >/dev/null || fail "no $tool: scripts/install-deps package vm"
 done
 
-unmount_root() {
+# mount_in DIR, unmount_in DIR: what apt and DKMS need in a chroot
+mount_in() {
+	mount -t proc proc "$1/proc"
+	mount -t sysfs sysfs "$1/sys"
+	mount --bind /dev "$1/dev"
+	mount --bind /dev/pts "$1/dev/pts"
+	cp /etc/resolv.conf "$1/etc/resolv.conf"
+}
+unmount_in() {
 	local m
 	for m in dev/pts dev proc sys; do
-		! mountpoint -q "$root/$m" 2>/dev/null || umount -l "$root/$m"
+		! mountpoint -q "$1/$m" 2>/dev/null || umount -l "$1/$m"
 	done
+}
+unmount_root() {
+	unmount_in "$root"
+	unmount_in "$out/bootstrap"
 }
 trap unmount_root EXIT
 unmount_root
@@ -82,29 +100,42 @@ echo "ok: lintian finds no errors or warnings"
 mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
 [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
 [ -n "$mirror" ] || fail "no Debian mirror in the machine's apt sources"
+security=$(sed -n 's/^URIs: *\(http[^ ]*debian-security\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
+	head -n 1)
+[ -n "$security" ] || security=$(awk '$1 == "deb" && $3 ~ /security/ { print $2; exit }' /etc/apt/sources.list)
+[ -n "$security" ] || fail "no Debian security mirror in the machine's apt sources"
 cache=${XDG_CACHE_HOME:-$HOME/.cache}/kmemctl/debroot
-key=$(echo "$SUITE $INCLUDE $mirror" | sha256sum | cut -c1-12)
+key=$(echo "$SUITE $INCLUDE $mirror $SECURITY_KERNEL $security" | sha256sum | cut -c1-12)
 base=$cache/$SUITE-$key.tar
 if [ ! -f "$base" ]; then
-	say "debootstrap $SUITE from $mirror (once; cached in $base)"
+	say "debootstrap $SUITE from $mirror, and $SECURITY_KERNEL (once; cached in $base)"
 	mkdir -p "$cache" "$out/bootstrap"
 	debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$out/bootstrap" "$mirror" \
 		>"$out/debootstrap.log" 2>&1 || { tail -20 "$out/debootstrap.log"; fail "debootstrap failed"; }
+	echo "deb $security $SUITE-security main" >"$out/bootstrap/etc/apt/sources.list.d/security.list"
+	mount_in "$out/bootstrap"
+	# shellcheck disable=SC2086 # a list of packages
+	{ chroot "$out/bootstrap" apt-get update &&
+		chroot "$out/bootstrap" env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends $SECURITY_KERNEL; } \
+		>"$out/kernel-6.12.log" 2>&1 || { tail -20 "$out/kernel-6.12.log"; fail "installing $SECURITY_KERNEL failed"; }
+	chroot "$out/bootstrap" apt-get clean
+	unmount_in "$out/bootstrap"
+	rm -f "$out/bootstrap/etc/resolv.conf"
 	tar --numeric-owner -C "$out/bootstrap" -cf "$base.tmp" .
 	mv "$base.tmp" "$base"
 	rm -rf --one-file-system "$out/bootstrap"
 fi
 mkdir -p "$root"
 tar --numeric-owner -xpf "$base" -C "$root"
-mount -t proc proc "$root/proc"
-mount -t sysfs sysfs "$root/sys"
-mount --bind /dev "$root/dev"
-mount --bind /dev/pts "$root/dev/pts"
-cp /etc/resolv.conf "$root/etc/resolv.conf"
-kver=$(ls "$root/lib/modules" | sort -V | tail -n 1)
-[ -d "$root/usr/src/linux-headers-$kver" ] || fail "the root has no headers for its kernel $kver"
+mount_in "$root"
+kvers=$(ls "$root/lib/modules" | sort -V | xargs)
+[[ "$kvers" =~ ^6\.1\.[^\ ]*\ 6\.12\.[^\ ]*$ ]] || fail "the root's kernels are '$kvers', not a 6.1 and a 6.12"
+for kver in $kvers; do
+	[ -d "$root/usr/src/linux-headers-$kver" ] || fail "the root has no headers for its kernel $kver"
+done
 
-say "apt-get install of the four packages into the root (kernel $kver)"
+say "apt-get install of the four packages into the root (kernels $kvers)"
 mkdir -p "$root/tmp/debs"
 cp "$out"/debs/*.deb "$root/tmp/debs/"
 chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -162,13 +193,20 @@ verify=$(in_root systemd-analyze verify --man=no kmemd.service kmem-agent.servic
 echo "ok: users kmemd and kmem-agent, group kmemctl, /var/lib/kmemd 0700; units enabled and verified"
 
 dkms_status=$(in_root dkms status kmemctl)
-grep -q "^kmemctl/$version, $kver, x86_64: installed" <<<"$dkms_status" ||
-	{ tail -30 "$out/apt-install.log"; fail "DKMS did not install kmemctl for $kver: $dkms_status"; }
-ko=$(in_root modinfo -k "$kver" -F filename kmemctl)
-[ "$ko" = "/lib/modules/$kver/updates/dkms/kmemctl.ko" ] || fail "modprobe would load $ko"
-[ "$(in_root modinfo -k "$kver" -F version kmemctl)" = "$version" ] || fail "kmemctl.ko's version"
-grep -q "^$kver " <<<"$(in_root modinfo -k "$kver" -F vermagic kmemctl)" || fail "kmemctl.ko's vermagic"
-echo "ok: DKMS built kmemctl.ko $version for $kver against /usr/src/linux-headers-$kver"
+for kver in $kvers; do
+	grep -q "^kmemctl/$version, $kver, x86_64: installed" <<<"$dkms_status" ||
+		{ tail -30 "$out/apt-install.log"; fail "DKMS did not install kmemctl for $kver: $dkms_status"; }
+	ko=$(in_root modinfo -k "$kver" -F filename kmemctl)
+	# compressed as the kernel's own modules are (6.12: xz)
+	case "${ko#"/lib/modules/$kver/updates/dkms/"}" in
+	kmemctl.ko | kmemctl.ko.xz | kmemctl.ko.zst | kmemctl.ko.gz) ;;
+	*) fail "$kver: modprobe would load $ko" ;;
+	esac
+	[ "$(in_root modinfo -k "$kver" -F version kmemctl)" = "$version" ] || fail "$kver: kmemctl.ko's version"
+	grep -q "^$kver " <<<"$(in_root modinfo -k "$kver" -F vermagic kmemctl)" ||
+		fail "$kver: kmemctl.ko's vermagic"
+	echo "ok: DKMS built kmemctl.ko $version for $kver against /usr/src/linux-headers-$kver"
+done
 
 # 3. configure the host as an operator would, then boot it
 say "configuring kmemd and the agent, and booting the root with systemd in QEMU"
@@ -223,18 +261,31 @@ unmount_root
 size=$(($(du -sm "$root" | cut -f1) + 1024))
 mkfs.ext4 -q -F -L kmemroot -d "$root" "$out/disk.img" "${size}M" >"$out/mkfs.log" 2>&1 ||
 	fail "mkfs.ext4 failed: $(cat "$out/mkfs.log")"
-vmlinuz=$root/boot/vmlinuz-$kver
-initrd=$root/boot/initrd.img-$kver
-[ -f "$vmlinuz" ] && [ -f "$initrd" ] || fail "the root has no kernel or initrd for $kver"
-# single-threaded TCG, as tests/vm/README.md says: livepatching under
-# multi-threaded TCG runs stale code
-timeout 900 qemu-system-x86_64 -accel tcg,thread=single -machine q35 -cpu max -smp 2 -m 2048 \
-	-kernel "$vmlinuz" -initrd "$initrd" \
-	-drive "file=$out/disk.img,format=raw,if=virtio" -nic none \
-	-append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=0" \
-	-display none -serial "file:$out/console.log" -no-reboot >"$out/qemu.log" 2>&1 ||
-	fail "QEMU failed or timed out: $(tail -5 "$out/qemu.log") (console: $out/console.log)"
-grep "^PKGCHECK" "$out/console.log" | sed 's/^PKGCHECK /   /' || true
-grep -q "^PKGCHECK PASS" "$out/console.log" ||
-	fail "the booted host's checks did not pass (console: $out/console.log)"
+# booted once per kernel, each time from the disk as installed (-snapshot)
+for kver in $kvers; do
+	vmlinuz=$root/boot/vmlinuz-$kver
+	initrd=$root/boot/initrd.img-$kver
+	console=$out/console-$kver.log
+	[ -f "$vmlinuz" ] && [ -f "$initrd" ] || fail "the root has no kernel or initrd for $kver"
+	say "booting $kver"
+	# single-threaded TCG, as tests/vm/README.md says: livepatching under
+	# multi-threaded TCG runs stale code
+	timeout 900 qemu-system-x86_64 -accel tcg,thread=single -machine q35 -cpu max -smp 2 -m 2048 \
+		-kernel "$vmlinuz" -initrd "$initrd" -snapshot \
+		-drive "file=$out/disk.img,format=raw,if=virtio" -nic none \
+		-append "root=/dev/vda rw console=ttyS0 panic=-1 quiet systemd.show_status=0" \
+		-display none -serial "file:$console" -no-reboot >"$out/qemu-$kver.log" 2>&1 ||
+		fail "QEMU failed or timed out on $kver: $(tail -5 "$out/qemu-$kver.log") (console: $console)"
+	grep "^PKGCHECK" "$console" | sed 's/^PKGCHECK /   /' || true
+	grep -q "^PKGCHECK PASS" "$console" ||
+		fail "the booted host's checks did not pass on $kver (console: $console)"
+	# what each series enacts: on 6.12 rstat-yield is upstream's (native)
+	case "$kver" in
+	6.1.*) want="rstat-yield usercopy-fastpath" ;;
+	*) want="usercopy-fastpath" ;;
+	esac
+	got=$(sed -n 's/^PKGCHECK ok: enacted \([a-z -]*\) from inside.*/\1/p' "$console")
+	[ "$got" = "$want" ] || fail "$kver: enacted '$got', expected '$want'"
+	echo "ok: $kver booted, enacted $got"
+done
 echo PASS
