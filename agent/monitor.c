@@ -46,7 +46,10 @@ static void trip_forget(struct agent *a, const char *id)
 
 	for (i = 0; i < a->ntripped; i++)
 		if (!strcmp(a->tripped[i], id)) {
-			strcpy(a->tripped[i], a->tripped[--a->ntripped]);
+			/* the last one moves into its place, unless it is the last */
+			if (i != --a->ntripped)
+				memcpy(a->tripped[i], a->tripped[a->ntripped],
+				       sizeof(a->tripped[i]));
 			return;
 		}
 }
