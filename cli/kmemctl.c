@@ -37,6 +37,9 @@ static const struct cmd objects[] = {
 	{ "host", do_host, "the fleet's hosts, as kmemd knows them" },
 	{ "rollout", do_rollout, "move a policy across the fleet in waves" },
 	{ "telemetry", do_telemetry, "probe latency: across the fleet, or live here" },
+	{ "audit", do_audit, "who changed or read what on kmemd" },
+	{ "operator", do_operator, "operator certificates: list, revoke" },
+	{ "whoami", do_whoami, "this certificate's name and role on kmemd" },
 	{ "help", do_help, "show this help" },
 	{ "version", do_version, "print the version" },
 };

@@ -51,6 +51,10 @@ int do_host(int argc, char **argv);
 int do_rollout(int argc, char **argv);
 int do_telemetry(int argc, char **argv);
 int do_build(int argc, char **argv);
+/* access.c: who may do what on kmemd, and who did. */
+int do_whoami(int argc, char **argv);
+int do_audit(int argc, char **argv);
+int do_operator(int argc, char **argv);
 /*
  * Write data to path ("-" or NULL: stdout) through a temporary file renamed
  * over it, so readers never see half of it.

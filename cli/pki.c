@@ -3,7 +3,8 @@
  * kmemctl pki: a fleet CA for small fleets.
  *   kmemctl pki init DIR [days N]
  *   kmemctl pki issue DIR ROLE NAME [ip ADDR]... [dns NAME]... [days N]
- * ROLE is host, admin or server. Files: DIR/ca.{crt,key}, DIR/NAME.{crt,key}.
+ * ROLE is host, observer, operator (or admin, its old name) or server.
+ * Files: DIR/ca.{crt,key}, DIR/NAME.{crt,key}.
  */
 #include <errno.h>
 #include <limits.h>
@@ -144,7 +145,9 @@ static int pki_issue_cmd(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	if (pki_role_from_name(argv[2], &subj.role) < 0) {
-		fprintf(stderr, "kmemctl pki issue: unknown role '%s'; one of: host admin server\n",
+		fprintf(stderr,
+			"kmemctl pki issue: unknown role '%s'; one of: host observer "
+			"operator server\n",
 			argv[2]);
 		return EXIT_USAGE;
 	}
@@ -173,7 +176,8 @@ int do_pki(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
 		{ "init", pki_init, "create the fleet CA in DIR" },
-		{ "issue", pki_issue_cmd, "issue a host, admin or server certificate" },
+		{ "issue", pki_issue_cmd,
+		  "issue a host, observer, operator or server certificate" },
 		{ NULL, NULL, NULL },
 	};
 

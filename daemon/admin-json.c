@@ -297,3 +297,42 @@ fail:
 	json_decref(verdicts);
 	return ret;
 }
+
+static int audit_row(void *arg, const struct store_audit_row *a)
+{
+	json_t *o = json_pack("{s:I, s:I, s:o, s:o, s:o, s:o}", "id", (json_int_t)a->id, "ts_ms",
+			      (json_int_t)a->ts_ms, "actor", json_text(a->actor), "action",
+			      json_text(a->action), "host", text_or_null(a->host), "detail",
+			      json_text(a->detail));
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_audit(struct store *st, const struct store_audit_query *q, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->audit_rows(st, q, audit_row, rows) : -ENOMEM, rows, out);
+}
+
+static int operator_row(void *arg, const struct store_operator *o)
+{
+	bool revoked = o->revoked_ms != STORE_NULL;
+	json_t *j = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "fingerprint",
+			      o->fingerprint, "name", text_or_null(o->name[0] ? o->name : NULL),
+			      "role", text_or_null(o->role[0] ? o->role : NULL), "not_after_ms",
+			      int_or_null(o->not_after_ms), "first_seen_ms",
+			      int_or_null(o->first_seen_ms), "last_seen_ms",
+			      int_or_null(o->last_seen_ms), "revoked_ms",
+			      int_or_null(o->revoked_ms), "revoked_by",
+			      text_or_null(revoked ? o->revoked_by : NULL));
+
+	return j && json_array_append_new(arg, j) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_operators(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->operators(st, operator_row, rows) : -ENOMEM, rows, out);
+}

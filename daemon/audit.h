@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The audit log of changes: who (the certificate's name; an enrolling
+ * The audit log of changes, and of reads of what says who may do what or
+ * who did (routes flagged ROUTE_AUDITED in router.c): who (the certificate's name; an enrolling
  * host's id), what (the route's action) and the detail its handler gives,
  * as a row in the store's audit table and a journal event with the
  * route's MESSAGE_ID and ACTOR=, ACTION=, DETAIL= (HOST_ID= for a host).
@@ -36,5 +37,11 @@ void audit_detail(struct http_request *req, const char *host, const char *fmt, .
 
 /* http.c: req is answered with code; a 2xx one writes its audit, if it has one, now. */
 void audit_answered(struct http_request *req, int code);
+
+/*
+ * GET /v1/audit: rows newest first, filtered by actor, action, host, time
+ * (from, to) and paged (before, limit; next_before names the next page).
+ */
+void handle_audit_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 
 #endif

@@ -18,6 +18,7 @@
 #include "engine-worker.h"
 #include "ingest-worker.h"
 #include "kmemd.h"
+#include "operators.h"
 #include "log.h"
 #include "macro.h"
 #include "names.h"
@@ -261,6 +262,7 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	t->k->revocations++;
+	operators_flush(t->k);
 	rollouts_tick(t->k);
 	arm(t->ev, t->k->cfg->rollout_tick_ms);
 }
@@ -415,6 +417,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	/* a pass under way ends and is heard */
 	engine_worker_free(k.engine);
 	rollouts_lease_end(&k);
+	operators_flush(&k);
 	/* those waiting for a series are answered before the listener goes */
 	series_worker_free(k.series);
 	server_free(srv);

@@ -115,6 +115,8 @@ struct kmemd {
 	 * It starts at 1: a new connection's 0 is never current.
 	 */
 	uint64_t revocations;
+	/* requests refused because their operator certificate is revoked */
+	uint64_t operators_refused;
 };
 
 struct event_base;

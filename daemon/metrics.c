@@ -123,6 +123,49 @@ static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, co
 	return k->store->ops->tally(k->store, which, tally_line, &t);
 }
 
+/* A certificate not seen for this long is no longer in use, whatever its expiry. */
+#define OPERATOR_IN_USE_MS (30LL * 86400 * 1000)
+
+struct expiry {
+	int64_t now_ms, earliest_ms;
+};
+
+static int operator_expiry(void *arg, const struct store_operator *o)
+{
+	struct expiry *e = arg;
+
+	if (o->revoked_ms == STORE_NULL && o->not_after_ms != STORE_NULL &&
+	    o->not_after_ms > e->now_ms && o->last_seen_ms != STORE_NULL &&
+	    o->last_seen_ms > e->now_ms - OPERATOR_IN_USE_MS &&
+	    (!e->earliest_ms || o->not_after_ms < e->earliest_ms))
+		e->earliest_ms = o->not_after_ms;
+	return 0;
+}
+
+/* Operator certificates: refusals of revoked ones here, and the next to expire of those in use. */
+static int operators(struct kmemd *k, struct evbuffer *b)
+{
+	struct expiry e = { .now_ms = kmemd_now_ms() };
+	int r = k->store->ops->operators(k->store, operator_expiry, &e);
+
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_operator_requests_refused_total Requests this kmemd "
+			    "refused because their operator certificate is revoked.\n"
+			    "# TYPE kmemd_operator_requests_refused_total counter\n"
+			    "kmemd_operator_requests_refused_total %llu\n",
+			    (unsigned long long)k->operators_refused);
+	if (r < 0 || !e.earliest_ms)
+		return r;
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_operator_certificate_expiry_timestamp_seconds When the "
+			    "first of the operator certificates in use (seen in 30 days, not "
+			    "revoked) expires.\n"
+			    "# TYPE kmemd_operator_certificate_expiry_timestamp_seconds gauge\n"
+			    "kmemd_operator_certificate_expiry_timestamp_seconds %lld\n",
+			    (long long)(e.earliest_ms / 1000));
+	return 0;
+}
+
 /* Connections by phase, and why kmemd closed some itself (daemon/conn.h). */
 static void connections(struct evbuffer *b)
 {
@@ -388,6 +431,8 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 		event_counters(b, st);
 		r = rollout_metrics(k, b);
 	}
+	if (r == 0)
+		r = operators(k, b);
 	if (r < 0) {
 		log_error("metrics: the store failed: %s", k->store->ops->error(k->store));
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");

@@ -8,69 +8,133 @@
 #include "kmemd.h"
 #include "macro.h"
 #include "message-ids.h"
+#include "operators.h"
 #include "router.h"
 #include "server.h"
 
+/*
+ * Observers read: every GET, and a rollout's plan (computed, not kept).
+ * What changes state is an operator's.
+ */
 static const struct route routes[] = {
 	{ HTTP_GET, "/v1/health", ROLE_ANY, 0, handle_health },
-	{ HTTP_GET, "/", ROLE_ADMIN, 0, handle_web_index },
-	{ HTTP_GET, "/static/", ROLE_ADMIN, ROUTE_PREFIX, handle_web_static },
+	{ HTTP_GET, "/", ROLE_OBSERVER, 0, handle_web_index },
+	{ HTTP_GET, "/static/", ROLE_OBSERVER, ROUTE_PREFIX, handle_web_static },
 	{ HTTP_POST, "/v1/agent/report", ROLE_HOST, ROUTE_INGEST, handle_report },
-	{ HTTP_GET, "/v1/policies", ROLE_ADMIN, 0, handle_policies_get },
-	{ HTTP_POST, "/v1/policies", ROLE_ADMIN, ROUTE_AUDITED, handle_policies_post, "policy.add",
-	  MID_POLICY_UPLOADED },
-	{ HTTP_POST, "/v1/assignments", ROLE_ADMIN, ROUTE_AUDITED, handle_assignments_post,
+	{ HTTP_GET, "/v1/policies", ROLE_OBSERVER, 0, handle_policies_get },
+	{ HTTP_POST, "/v1/policies", ROLE_OPERATOR, ROUTE_AUDITED, handle_policies_post,
+	  "policy.add", MID_POLICY_UPLOADED },
+	{ HTTP_POST, "/v1/assignments", ROLE_OPERATOR, ROUTE_AUDITED, handle_assignments_post,
 	  "policy.assign", MID_POLICY_ASSIGNED },
-	{ HTTP_GET, "/v1/hosts", ROLE_ADMIN, 0, handle_hosts_get },
-	{ HTTP_GET, "/v1/hosts/detail", ROLE_ADMIN, 0, handle_host_detail },
-	{ HTTP_GET, "/v1/fleet", ROLE_ADMIN, 0, handle_fleet_get },
-	{ HTTP_POST, "/v1/hosts/revoke", ROLE_ADMIN, ROUTE_AUDITED, handle_revoke_post,
+	{ HTTP_GET, "/v1/whoami", ROLE_OBSERVER, 0, handle_whoami },
+	{ HTTP_GET, "/v1/operators", ROLE_OBSERVER, ROUTE_AUDITED, handle_operators_get,
+	  "operator.list", MID_SENSITIVE_READ },
+	{ HTTP_POST, "/v1/operators/revoke", ROLE_OPERATOR, ROUTE_AUDITED, handle_operator_revoke,
+	  "operator.revoke", MID_OPERATOR_REVOKED },
+	{ HTTP_GET, "/v1/audit", ROLE_OBSERVER, ROUTE_AUDITED, handle_audit_get, "audit.read",
+	  MID_SENSITIVE_READ },
+	{ HTTP_GET, "/v1/hosts", ROLE_OBSERVER, 0, handle_hosts_get },
+	{ HTTP_GET, "/v1/hosts/detail", ROLE_OBSERVER, 0, handle_host_detail },
+	{ HTTP_GET, "/v1/fleet", ROLE_OBSERVER, 0, handle_fleet_get },
+	{ HTTP_POST, "/v1/hosts/revoke", ROLE_OPERATOR, ROUTE_AUDITED, handle_revoke_post,
 	  "host.revoke", MID_HOST_REVOKED },
-	{ HTTP_POST, "/v1/hosts/reenroll", ROLE_ADMIN, ROUTE_AUDITED, handle_reenroll_post,
+	{ HTTP_POST, "/v1/hosts/reenroll", ROLE_OPERATOR, ROUTE_AUDITED, handle_reenroll_post,
 	  "host.reenroll", MID_HOST_REENROLL },
-	{ HTTP_GET, "/v1/telemetry", ROLE_ADMIN, 0, handle_telemetry_get },
+	{ HTTP_GET, "/v1/telemetry", ROLE_OBSERVER, 0, handle_telemetry_get },
 	{ HTTP_POST, "/v1/enroll", ROLE_ANY, ROUTE_AUDITED, handle_enroll, "host.enroll",
 	  MID_HOST_ENROLLED },
-	{ HTTP_POST, "/v1/enroll/secrets", ROLE_ADMIN, ROUTE_AUDITED, handle_secret_post,
+	{ HTTP_POST, "/v1/enroll/secrets", ROLE_OPERATOR, ROUTE_AUDITED, handle_secret_post,
 	  "enroll.secret.add", MID_ENROLL_SECRET_ADDED },
-	{ HTTP_POST, "/v1/enroll/secrets/revoke", ROLE_ADMIN, ROUTE_AUDITED, handle_secret_revoke,
-	  "enroll.secret.revoke", MID_ENROLL_SECRET_REVOKED },
-	{ HTTP_GET, "/metrics", ROLE_ADMIN, 0, handle_metrics },
-	{ HTTP_POST, "/v1/rollouts", ROLE_ADMIN, ROUTE_AUDITED, handle_rollouts_post,
+	{ HTTP_POST, "/v1/enroll/secrets/revoke", ROLE_OPERATOR, ROUTE_AUDITED,
+	  handle_secret_revoke, "enroll.secret.revoke", MID_ENROLL_SECRET_REVOKED },
+	{ HTTP_GET, "/metrics", ROLE_OBSERVER, 0, handle_metrics },
+	{ HTTP_POST, "/v1/rollouts", ROLE_OPERATOR, ROUTE_AUDITED, handle_rollouts_post,
 	  "rollout.create", MID_ROLLOUT_ACTION },
-	{ HTTP_GET, "/v1/rollouts", ROLE_ADMIN, 0, handle_rollouts_get },
-	{ HTTP_POST, "/v1/rollouts/plan", ROLE_ADMIN, 0, handle_rollouts_plan },
-	{ HTTP_GET, "/v1/rollouts/status", ROLE_ADMIN, 0, handle_rollout_status },
-	{ HTTP_GET, "/v1/rollouts/series", ROLE_ADMIN, 0, handle_rollout_series },
-	{ HTTP_POST, "/v1/rollouts/action", ROLE_ADMIN, ROUTE_AUDITED, handle_rollout_action,
+	{ HTTP_GET, "/v1/rollouts", ROLE_OBSERVER, 0, handle_rollouts_get },
+	{ HTTP_POST, "/v1/rollouts/plan", ROLE_OBSERVER, 0, handle_rollouts_plan },
+	{ HTTP_GET, "/v1/rollouts/status", ROLE_OBSERVER, 0, handle_rollout_status },
+	{ HTTP_GET, "/v1/rollouts/series", ROLE_OBSERVER, 0, handle_rollout_series },
+	{ HTTP_POST, "/v1/rollouts/action", ROLE_OPERATOR, ROUTE_AUDITED, handle_rollout_action,
 	  "rollout.action", MID_ROLLOUT_ACTION },
 };
+
+static const char *const role_names[] = {
+	[ROLE_ANY] = "any",
+	[ROLE_HOST] = "host",
+	[ROLE_OBSERVER] = "observer",
+	[ROLE_OPERATOR] = "operator",
+};
+
+const char *router_role_name(enum route_role role)
+{
+	return role_names[role];
+}
 
 /*
  * With a separate admin CA, operators are whoever it vouches for and no
  * one else: the fleet CA, whose key kmemd keeps online for enrollment,
  * cannot make an operator, and the admin CA cannot make a host. Without
- * one, the OU ("host", "admin") of a fleet CA certificate says.
+ * one, the OU of a fleet CA certificate says.
  */
-static bool role_allows(STACK_OF(X509) * admin_cas, enum route_role role, struct http_request *req,
-			const struct tls_identity *id, int id_result)
+enum route_role router_role(STACK_OF(X509) * admin_cas, bool by_admin_ca,
+			    const struct tls_identity *id)
 {
-	bool by_admin_ca = admin_cas && conn_peer_anchored_in(req, admin_cas);
+	if (strcmp(id->ou, "host") == 0)
+		return admin_cas && by_admin_ca ? ROLE_ANY : ROLE_HOST;
+	if (admin_cas && !by_admin_ca)
+		return ROLE_ANY;
+	if (strcmp(id->ou, "observer") == 0)
+		return ROLE_OBSERVER;
+	if (strcmp(id->ou, "operator") == 0 || strcmp(id->ou, "admin") == 0)
+		return ROLE_OPERATOR;
+	return ROLE_ANY;
+}
 
-	switch (role) {
+static enum route_role caller_role(STACK_OF(X509) * admin_cas, struct http_request *req,
+				   const struct tls_identity *id, int id_result)
+{
+	if (id_result != 0)
+		return ROLE_ANY;
+	return router_role(admin_cas, admin_cas && conn_peer_anchored_in(req, admin_cas), id);
+}
+
+/* An operator does what an observer does; a host and an operator share nothing. */
+static bool role_allows(enum route_role need, enum route_role caller)
+{
+	switch (need) {
 	case ROLE_ANY:
 		return true;
 	case ROLE_HOST:
-		return id_result == 0 && !by_admin_ca && strcmp(id->ou, "host") == 0;
-	case ROLE_ADMIN:
-		return id_result == 0 && router_operator(admin_cas, by_admin_ca, id);
+		return caller == ROLE_HOST;
+	case ROLE_OBSERVER:
+		return caller == ROLE_OBSERVER || caller == ROLE_OPERATOR;
+	case ROLE_OPERATOR:
+		return caller == ROLE_OPERATOR;
 	}
 	return false;
 }
 
-bool router_operator(STACK_OF(X509) * admin_cas, bool by_admin_ca, const struct tls_identity *id)
+static const char *refusal(enum route_role need, enum route_role caller)
 {
-	return admin_cas ? by_admin_ca : strcmp(id->ou, "admin") == 0;
+	if (need == ROLE_OPERATOR && caller == ROLE_OBSERVER)
+		return "an observer certificate reads only: this route changes state and needs an "
+		       "operator";
+	if (need == ROLE_HOST)
+		return "this route is for hosts' certificates";
+	return caller == ROLE_HOST ? "a host certificate may not call this route" :
+				     "this certificate has no role kmemd knows (OU observer, "
+				     "operator or host, from the CA that makes them)";
+}
+
+/* The request being dispatched, for router_caller_role(): one at a time, on kmemd's loop. */
+static struct {
+	const struct http_request *req;
+	enum route_role role;
+} dispatching;
+
+enum route_role router_caller_role(const struct http_request *req)
+{
+	return dispatching.req == req ? dispatching.role : ROLE_ANY;
 }
 
 static bool route_matches(const struct route *r, const char *path)
@@ -98,6 +162,7 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 	const char *path = req->path;
 	enum http_method method = req->method;
 	const struct tls_identity *id = NULL;
+	enum route_role caller;
 	bool path_known = false;
 	int id_result;
 
@@ -118,12 +183,18 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
 			return;
 		}
-		if (!role_allows(admin_cas, r->role, req, id, id_result)) {
-			reply_text(req, 403, "Forbidden",
-				   "certificate role may not call this route");
+		caller = caller_role(admin_cas, req, id, id_result);
+		if (!role_allows(r->role, caller)) {
+			reply_text(req, 403, "Forbidden", refusal(r->role, caller));
 			return;
 		}
+		/* revoked operators are refused on every request, connected or not */
+		if (r->role >= ROLE_OBSERVER && !operators_admit(k, req, id, caller))
+			return;
+		dispatching.req = req;
+		dispatching.role = caller;
 		handle(r, req, k, id_result == 0 ? id : NULL);
+		dispatching.req = NULL;
 		return;
 	}
 	if (path_known) {
@@ -133,15 +204,30 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 	reply_text(req, HTTP_NOTFOUND, "Not Found", "no such route");
 }
 
+json_t *router_allowed(enum route_role role)
+{
+	json_t *a = json_array();
+	char line[128];
+
+	for (size_t i = 0; a && i < ARRAY_SIZE(routes); i++) {
+		const struct route *r = &routes[i];
+
+		if (r->role == ROLE_ANY || !role_allows(r->role, role))
+			continue;
+		snprintf(line, sizeof(line), "%s %s%s", http_method_str(r->method), r->path,
+			 r->flags & ROUTE_PREFIX ? "*" : "");
+		json_array_append_new(a, json_string(line));
+	}
+	return a;
+}
+
 void router_print(FILE *f)
 {
-	static const char *const roles[] = { "any", "host", "admin" };
-
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++) {
 		const struct route *r = &routes[i];
 
 		fprintf(f, "%s %s %s%s%s%s%s\n", http_method_str(r->method), r->path,
-			roles[r->role], r->flags & ROUTE_PREFIX ? " prefix" : "",
+			role_names[r->role], r->flags & ROUTE_PREFIX ? " prefix" : "",
 			r->flags & ROUTE_INGEST ? " ingest" : "",
 			r->flags & ROUTE_AUDITED ? " audited " : "",
 			r->flags & ROUTE_AUDITED ? r->action : "");

@@ -8,6 +8,7 @@
 #ifndef KMEMD_ROUTER_H
 #define KMEMD_ROUTER_H
 
+#include <jansson.h>
 #include <openssl/x509.h>
 #include <stdio.h>
 
@@ -16,10 +17,15 @@
 
 struct kmemd;
 
+/*
+ * What a route needs, and what a caller's certificate is (ROLE_ANY: none
+ * that kmemd takes). An operator may do whatever an observer may.
+ */
 enum route_role {
 	ROLE_ANY, /* no certificate needed (enrollment, health) */
 	ROLE_HOST, /* host certificate from the fleet CA */
-	ROLE_ADMIN, /* operator certificate */
+	ROLE_OBSERVER, /* operator certificate of either role: reads */
+	ROLE_OPERATOR, /* operator certificate with OU "operator" (or "admin"): changes */
 };
 
 enum route_flags {
@@ -27,7 +33,7 @@ enum route_flags {
 	ROUTE_PREFIX = 1 << 0,
 	/* agents' reports: stored by the ingest writer (report.c, ingest-worker.h) */
 	ROUTE_INGEST = 1 << 1,
-	/* changes state: its 2xx answer writes an audit row (audit.h) */
+	/* changes state, or reads what is audited: its 2xx answer writes an audit row (audit.h) */
 	ROUTE_AUDITED = 1 << 2,
 };
 
@@ -51,11 +57,21 @@ struct route {
 void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) * admin_cas);
 
 /*
- * Whether a verified client certificate, id, is an operator's: with
- * admin_cas, one they vouch for (by_admin_ca); without, the fleet CA's
- * with OU "admin".
+ * The role of a verified client certificate, id. With admin_cas, a
+ * certificate they vouch for (by_admin_ca) is an observer or operator by
+ * its OU, and nothing else is either; without, the fleet CA's OU says
+ * (host, observer, operator; "admin" is operator).
  */
-bool router_operator(STACK_OF(X509) * admin_cas, bool by_admin_ca, const struct tls_identity *id);
+enum route_role router_role(STACK_OF(X509) * admin_cas, bool by_admin_ca,
+			    const struct tls_identity *id);
+
+/* The caller's role while req is being handled (ROLE_ANY after). */
+enum route_role router_caller_role(const struct http_request *req);
+
+const char *router_role_name(enum route_role role);
+
+/* The routes role may call, as ["METHOD PATH", ...] (GET /v1/whoami). */
+json_t *router_allowed(enum route_role role);
 
 /* The route table, a route a line: method, path, role, flags, action (kmemd -r). */
 void router_print(FILE *f);

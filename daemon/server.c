@@ -55,8 +55,8 @@ static bool is_operator(SSL *ssl, const struct tls_identity *id, void *arg)
 {
 	struct server *s = arg;
 
-	return router_operator(s->admin_cas,
-			       s->admin_cas && tls_peer_anchored_in(ssl, s->admin_cas), id);
+	return router_role(s->admin_cas, s->admin_cas && tls_peer_anchored_in(ssl, s->admin_cas),
+			   id) >= ROLE_OBSERVER;
 }
 
 /* Some certificate is in both bundles. */

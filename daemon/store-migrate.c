@@ -23,9 +23,9 @@
  * rate buckets are not: they are of the kmemd that ran, and expire.
  */
 static const char *const tables[] = {
-	"hosts",    "states",	     "report_samples", "counters",	 "events",
-	"policies", "assignments",   "audit",	       "enroll_secrets", "rollups",
-	"rollouts", "rollout_hosts", "verdicts",       "names",		 "enrollments",
+	"hosts",       "states", "report_samples", "counters",	"events",   "policies",
+	"assignments", "audit",	 "enroll_secrets", "rollups",	"rollouts", "rollout_hosts",
+	"verdicts",    "names",	 "enrollments",	   "operators",
 };
 
 /* Tables whose ids PostgreSQL counts: its next id follows the copied ones. */

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmemd's PostgreSQL store, hosts and policies: hosts as their reports
- * left them, policy versions, assignments, audit, revocation, enrollment
+ * left them, policy versions, assignments, host revocation, enrollment
  * secrets and the names hosts brought in.
  *
  * The schema orders host ids, state ids and names as bytes (COLLATE "C"),
@@ -29,7 +29,6 @@ enum stmt {
 	ST_POLICIES,
 	ST_ASSIGN,
 	ST_ASSIGNMENTS,
-	ST_AUDIT,
 	ST_REVOKE,
 	ST_REVOKED,
 	ST_SECRET_ADD,
@@ -86,7 +85,6 @@ static const char *const sql[ST_N] = {
 		      " (SELECT 1 FROM policies WHERE name = $1 AND version = $2) RETURNING id",
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
 			   " ORDER BY id DESC",
-	[ST_AUDIT] = "INSERT INTO audit (ts_ms, actor, action, detail) VALUES ($1, $2, $3, $4)",
 	[ST_REVOKE] = "INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES ($1, $2, 1)"
 		      " ON CONFLICT (host_id) DO UPDATE SET revoked = 1",
 	[ST_REVOKED] = "SELECT revoked FROM hosts WHERE host_id = $1",
@@ -374,18 +372,6 @@ int pg_assignments(struct store *s, int (*cb)(void *arg, const struct store_assi
 	}
 	PQclear(res);
 	return r > 0 ? 0 : r;
-}
-
-int pg_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
-	     const char *detail)
-{
-	struct pg_args a = { 0 };
-
-	pg_int(&a, now_ms);
-	pg_text(&a, actor);
-	pg_text(&a, action);
-	pg_text(&a, detail);
-	return run_do(s, ST_AUDIT, &a);
 }
 
 int pg_revoke(struct store *s, const char *host_id, int64_t now_ms)

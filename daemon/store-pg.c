@@ -102,15 +102,21 @@ static const char *const migrations[] = {
 	"CREATE TABLE rate_buckets (key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL,"
 	" last_ms BIGINT NOT NULL);"
 	"CREATE INDEX rate_buckets_by_time ON rate_buckets (last_ms);",
+	/* SQLite's 13: audit rows' hosts, and operators' certificates */
+	"ALTER TABLE audit ADD COLUMN host TEXT COLLATE \"C\";"
+	"CREATE INDEX audit_by_time ON audit (ts_ms);"
+	"CREATE TABLE operators (fingerprint TEXT PRIMARY KEY, name TEXT COLLATE \"C\" NOT NULL"
+	" DEFAULT '', role TEXT NOT NULL DEFAULT '', not_after_ms BIGINT, first_seen_ms BIGINT,"
+	" last_seen_ms BIGINT, revoked_ms BIGINT, revoked_by TEXT);"
+	"CREATE INDEX operators_by_name ON operators (name);",
 };
 
 /* Any number, the same in every kmemd: the lock migrations take turns by ("kmemd"). */
 #define MIGRATE_LOCK "461195208036"
 
 static const struct pg_area *const areas[PG_AREAS] = {
-	[PG_INGEST] = &pg_ingest_area,
-	[PG_HOSTS] = &pg_hosts_area,
-	[PG_ROLLOUTS] = &pg_rollouts_area,
+	[PG_INGEST] = &pg_ingest_area, [PG_HOSTS] = &pg_hosts_area,
+	[PG_ACCESS] = &pg_access_area, [PG_ROLLOUTS] = &pg_rollouts_area,
 	[PG_UPKEEP] = &pg_upkeep_area,
 };
 
@@ -624,6 +630,12 @@ const struct store_ops store_pg_ops = {
 	.assign = pg_assign,
 	.assignments = pg_assignments,
 	.audit = pg_audit,
+	.audit_rows = pg_audit_rows,
+	.operator_seen = pg_operator_seen,
+	.operator_revoke = pg_operator_revoke,
+	.operator_revoke_name = pg_operator_revoke_name,
+	.operator_revoked = pg_operator_revoked,
+	.operators = pg_operators,
 	.revoke = pg_revoke,
 	.revoked = pg_revoked,
 	.samples = pg_samples,

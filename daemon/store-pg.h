@@ -22,7 +22,7 @@
 #include "store-rows.h"
 #include "store.h"
 
-enum pg_area_id { PG_INGEST, PG_HOSTS, PG_ROLLOUTS, PG_UPKEEP, PG_AREAS };
+enum pg_area_id { PG_INGEST, PG_HOSTS, PG_ACCESS, PG_ROLLOUTS, PG_UPKEEP, PG_AREAS };
 
 /* An area's statements, prepared on each connection when it opens. */
 struct pg_area {
@@ -31,7 +31,8 @@ struct pg_area {
 	unsigned n;
 };
 
-extern const struct pg_area pg_ingest_area, pg_hosts_area, pg_rollouts_area, pg_upkeep_area;
+extern const struct pg_area pg_ingest_area, pg_hosts_area, pg_access_area, pg_rollouts_area,
+	pg_upkeep_area;
 
 struct pg_store {
 	struct store base;
@@ -146,8 +147,6 @@ int pg_policies(struct store *s, int (*cb)(void *arg, const struct store_policy 
 int pg_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id);
 int pg_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
 		   void *arg);
-int pg_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
-	     const char *detail);
 int pg_revoke(struct store *s, const char *host_id, int64_t now_ms);
 int pg_revoked(struct store *s, const char *host_id);
 int pg_secret_add(struct store *s, const struct store_secret *sec, int64_t *id);
@@ -162,6 +161,18 @@ int pg_reenroll(struct store *s, const char *host);
 int pg_names(struct store *s, int (*cb)(void *arg, int kind, const char *name, const char *host),
 	     void *arg);
 int pg_name_add(struct store *s, int kind, const char *name, const char *host, int64_t now_ms);
+
+int pg_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
+	     const char *host, const char *detail);
+int pg_audit_rows(struct store *s, const struct store_audit_query *q,
+		  int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
+int pg_operator_seen(struct store *s, const struct store_operator *o, int64_t now_ms);
+int pg_operator_revoke(struct store *s, const struct store_operator *o, const char *by,
+		       int64_t now_ms);
+int pg_operator_revoke_name(struct store *s, const char *name, const char *by, int64_t now_ms,
+			    uint64_t *n);
+int pg_operator_revoked(struct store *s, const char *fingerprint);
+int pg_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg);
 
 int pg_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms);
 int pg_rollout_get(struct store *s, const char *name, struct store_rollout *r);

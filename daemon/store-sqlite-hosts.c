@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kmemd's SQLite store, hosts and policies: hosts as their reports left them, policy versions,
- * assignments, audit, revocation, enrollment secrets and the names hosts
+ * assignments, host revocation, enrollment secrets and the names hosts
  * brought in.
  */
 #include <jansson.h>
@@ -24,7 +24,6 @@ enum stmt {
 	ST_POLICIES,
 	ST_ASSIGN,
 	ST_ASSIGNMENTS,
-	ST_AUDIT,
 	ST_REVOKE,
 	ST_REVOKED,
 	ST_SECRET_ADD,
@@ -66,7 +65,6 @@ static const char *const sql[ST_N] = {
 		      " VALUES (?1, ?2, ?3, ?4)",
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
 			   " ORDER BY id DESC",
-	[ST_AUDIT] = "INSERT INTO audit (ts_ms, actor, action, detail) VALUES (?1, ?2, ?3, ?4)",
 	[ST_REVOKE] = "INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES (?1, ?2, 1)"
 		      " ON CONFLICT (host_id) DO UPDATE SET revoked = 1",
 	[ST_REVOKED] = "SELECT revoked FROM hosts WHERE host_id = ?1",
@@ -316,18 +314,6 @@ int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assi
 		r = cb(arg, &a);
 	}
 	return r > 0 ? 0 : r;
-}
-
-int sq_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
-	     const char *detail)
-{
-	sqlite3_stmt *st = write_stmt(s, ST_AUDIT);
-
-	sqlite3_bind_int64(st, 1, now_ms);
-	sqlite3_bind_text(st, 2, actor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 3, action, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 4, detail, -1, SQLITE_STATIC);
-	return written(s, step_done(st));
 }
 
 int sq_revoke(struct store *s, const char *host_id, int64_t now_ms)

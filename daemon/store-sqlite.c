@@ -139,6 +139,16 @@ static const char *const migrations[] = {
 	("CREATE TABLE rate_buckets (key TEXT PRIMARY KEY, tokens REAL NOT NULL,"
 	 " last_ms INTEGER NOT NULL) WITHOUT ROWID;"
 	 "CREATE INDEX rate_buckets_by_time ON rate_buckets (last_ms);"),
+	/*
+	 * 13: the host an audit row is about, for GET /v1/audit's filters, and
+	 * the operator certificates kmemd saw or revoked
+	 */
+	("ALTER TABLE audit ADD COLUMN host TEXT;"
+	 "CREATE INDEX audit_by_time ON audit (ts_ms);"
+	 "CREATE TABLE operators (fingerprint TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '',"
+	 " role TEXT NOT NULL DEFAULT '', not_after_ms INTEGER, first_seen_ms INTEGER,"
+	 " last_seen_ms INTEGER, revoked_ms INTEGER, revoked_by TEXT) WITHOUT ROWID;"
+	 "CREATE INDEX operators_by_name ON operators (name);"),
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -147,9 +157,8 @@ static int (*const migrate_c[ARRAY_SIZE(migrations)])(sqlite3 *db) = {
 };
 
 static const struct sq_area *const areas[SQ_AREAS] = {
-	[SQ_INGEST] = &sq_ingest_area,
-	[SQ_HOSTS] = &sq_hosts_area,
-	[SQ_ROLLOUTS] = &sq_rollouts_area,
+	[SQ_INGEST] = &sq_ingest_area, [SQ_HOSTS] = &sq_hosts_area,
+	[SQ_ACCESS] = &sq_access_area, [SQ_ROLLOUTS] = &sq_rollouts_area,
 	[SQ_UPKEEP] = &sq_upkeep_area,
 };
 
@@ -529,6 +538,12 @@ const struct store_ops store_sqlite_ops = {
 	.assign = sq_assign,
 	.assignments = sq_assignments,
 	.audit = sq_audit,
+	.audit_rows = sq_audit_rows,
+	.operator_seen = sq_operator_seen,
+	.operator_revoke = sq_operator_revoke,
+	.operator_revoke_name = sq_operator_revoke_name,
+	.operator_revoked = sq_operator_revoked,
+	.operators = sq_operators,
 	.revoke = sq_revoke,
 	.revoked = sq_revoked,
 	.samples = sq_samples,

@@ -4,7 +4,7 @@
  * holds the connection, the schema's migrations, batches and the statement
  * cache; each area of struct store_ops has a file of its own with its SQL
  * next to its functions: store-sqlite-ingest.c, store-sqlite-hosts.c,
- * store-sqlite-rollouts.c and store-sqlite-upkeep.c.
+ * store-sqlite-access.c, store-sqlite-rollouts.c and store-sqlite-upkeep.c.
  */
 #ifndef KMEMD_STORE_SQLITE_H
 #define KMEMD_STORE_SQLITE_H
@@ -18,7 +18,7 @@
 #include "store-rows.h"
 #include "store.h"
 
-enum sq_area_id { SQ_INGEST, SQ_HOSTS, SQ_ROLLOUTS, SQ_UPKEEP, SQ_AREAS };
+enum sq_area_id { SQ_INGEST, SQ_HOSTS, SQ_ACCESS, SQ_ROLLOUTS, SQ_UPKEEP, SQ_AREAS };
 
 /* An area's statements, prepared when the store opens. */
 struct sq_area {
@@ -36,7 +36,8 @@ struct sq_area {
 	unsigned n;
 };
 
-extern const struct sq_area sq_ingest_area, sq_hosts_area, sq_rollouts_area, sq_upkeep_area;
+extern const struct sq_area sq_ingest_area, sq_hosts_area, sq_access_area, sq_rollouts_area,
+	sq_upkeep_area;
 
 struct sq_turn;
 
@@ -151,8 +152,6 @@ int sq_policies(struct store *s, int (*cb)(void *arg, const struct store_policy 
 int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id);
 int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
 		   void *arg);
-int sq_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
-	     const char *detail);
 int sq_revoke(struct store *s, const char *host_id, int64_t now_ms);
 int sq_revoked(struct store *s, const char *host_id);
 int sq_secret_add(struct store *s, const struct store_secret *sec, int64_t *id);
@@ -167,6 +166,18 @@ int sq_reenroll(struct store *s, const char *host);
 int sq_names(struct store *s, int (*cb)(void *arg, int kind, const char *name, const char *host),
 	     void *arg);
 int sq_name_add(struct store *s, int kind, const char *name, const char *host, int64_t now_ms);
+
+int sq_audit(struct store *s, int64_t now_ms, const char *actor, const char *action,
+	     const char *host, const char *detail);
+int sq_audit_rows(struct store *s, const struct store_audit_query *q,
+		  int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
+int sq_operator_seen(struct store *s, const struct store_operator *o, int64_t now_ms);
+int sq_operator_revoke(struct store *s, const struct store_operator *o, const char *by,
+		       int64_t now_ms);
+int sq_operator_revoke_name(struct store *s, const char *name, const char *by, int64_t now_ms,
+			    uint64_t *n);
+int sq_operator_revoked(struct store *s, const char *fingerprint);
+int sq_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg);
 
 int sq_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms);
 int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r);

@@ -96,6 +96,30 @@ struct store_secret {
 	char host_pattern[128]; /* fnmatch(3) of host ids it may enroll; "": any */
 };
 
+/* An operator's certificate as kmemd saw it, or as an operator revoked it. */
+struct store_operator {
+	char fingerprint[65]; /* SHA-256 of the DER, hex: the key */
+	char name[65]; /* its CN; "" when revoked by fingerprint before it was seen */
+	char role[16]; /* "observer", "operator"; "" likewise */
+	int64_t not_after_ms; /* STORE_NULL: not known */
+	int64_t first_seen_ms, last_seen_ms; /* STORE_NULL: never seen */
+	int64_t revoked_ms; /* STORE_NULL: not revoked */
+	char revoked_by[65];
+};
+
+/* Which audit rows, newest first. */
+struct store_audit_query {
+	const char *actor, *action, *host; /* NULL: any */
+	int64_t from_ms, to_ms; /* [from_ms, to_ms); STORE_NULL: open */
+	int64_t before_id; /* only rows with a smaller id, for the next page; 0: from the newest */
+	unsigned limit;
+};
+
+struct store_audit_row {
+	int64_t id, ts_ms;
+	const char *actor, *action, *host, *detail; /* host: NULL when it was about none */
+};
+
 /* A rollout (docs/rollouts.md) as kept: its document and where it stands. */
 struct store_rollout {
 	char name[STORE_ID_MAX];
@@ -289,7 +313,7 @@ struct store_ops {
 	int (*host_rows)(struct store *s, const char *host, int64_t from_ms, int64_t to_ms,
 			 const struct store_host_rows *cb, void *arg);
 
-	/* Hosts and policies: assignments, secrets, enrollment, names, revocation, audit. */
+	/* Hosts and policies: assignments, secrets, enrollment, names, revocation. */
 	/* One host and its states; -ENOENT. */
 	int (*host)(struct store *s, const char *host_id, const struct store_host_cb *cb,
 		    void *arg);
@@ -314,8 +338,6 @@ struct store_ops {
 	/* Assignments newest first, until cb returns non-zero. */
 	int (*assignments)(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),
 			   void *arg);
-	int (*audit)(struct store *s, int64_t now_ms, const char *actor, const char *action,
-		     const char *detail);
 	/* A revoked host id is refused from then on, known yet or not. */
 	int (*revoke)(struct store *s, const char *host_id, int64_t now_ms);
 	/* 1 revoked, 0 not, or a negative errno. */
@@ -348,6 +370,30 @@ struct store_ops {
 		     int (*cb)(void *arg, int kind, const char *name, const char *host), void *arg);
 	int (*name_add)(struct store *s, int kind, const char *name, const char *host,
 			int64_t now_ms);
+
+	/* Access: the audit log and operators' certificates. */
+	/* An audit row; host (NULL: none) is the host the change was about. */
+	int (*audit)(struct store *s, int64_t now_ms, const char *actor, const char *action,
+		     const char *host, const char *detail);
+	/* The rows q selects, newest first, until cb returns non-zero. */
+	int (*audit_rows)(struct store *s, const struct store_audit_query *q,
+			  int (*cb)(void *arg, const struct store_audit_row *row), void *arg);
+	/* o (name, role, not_after_ms) is in use now: kept, first and last seen. */
+	int (*operator_seen)(struct store *s, const struct store_operator *o, int64_t now_ms);
+	/*
+	 * o->fingerprint revoked by by, seen before or not (o's name, role
+	 * and expiry kept when it was not): 1, or 0 when it was already.
+	 */
+	int (*operator_revoke)(struct store *s, const struct store_operator *o, const char *by,
+			       int64_t now_ms);
+	/* Every certificate seen with CN name revoked by by; *n: how many were not yet. */
+	int (*operator_revoke_name)(struct store *s, const char *name, const char *by,
+				    int64_t now_ms, uint64_t *n);
+	/* 1 revoked, 0 not, or a negative errno. */
+	int (*operator_revoked)(struct store *s, const char *fingerprint);
+	/* Every certificate seen or revoked, by name, then first seen. */
+	int (*operators)(struct store *s, int (*cb)(void *arg, const struct store_operator *o),
+			 void *arg);
 
 	/* Rollouts: their documents, states, members and verdicts. */
 	/* A new rollout, pending; -EEXIST when the name is taken. */

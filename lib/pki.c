@@ -15,7 +15,8 @@
 
 static const char *const role_names[] = {
 	[PKI_ROLE_HOST] = "host",
-	[PKI_ROLE_ADMIN] = "admin",
+	[PKI_ROLE_OBSERVER] = "observer",
+	[PKI_ROLE_OPERATOR] = "operator",
 	[PKI_ROLE_SERVER] = "server",
 };
 
@@ -26,6 +27,10 @@ const char *pki_role_name(enum pki_role role)
 
 int pki_role_from_name(const char *s, enum pki_role *role)
 {
+	if (strcmp(s, "admin") == 0) {
+		*role = PKI_ROLE_OPERATOR;
+		return 0;
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(role_names); i++) {
 		if (strcmp(s, role_names[i]) == 0) {
 			*role = (enum pki_role)i;

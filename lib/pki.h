@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Keys and X.509 certificates for the fleet PKI: the fleet CA, kmemd's
- * server certificate, host and admin client certificates.
+ * server certificate, host and operator client certificates.
  *
  * Host keys are Ed25519: kmemd keeps every connected host's parsed
  * certificate, and an Ed25519 key is a fraction of a P-256 one in memory.
- * The CA, server and admin keys are ECDSA P-256 because browsers (the
- * dashboard with an admin client certificate) do not accept Ed25519 in TLS.
- * Identity lives in the subject:
- * CN is the host id or the operator's name, OU the role ("host", "admin",
- * "server"); kmemd authorizes on the OU, and only certificates its own CA
+ * The CA, server and operator keys are ECDSA P-256 because browsers (the
+ * dashboard with an operator's client certificate) do not accept Ed25519
+ * in TLS. Identity lives in the subject: CN is the host id or the
+ * operator's name, OU the role ("host", "observer", "operator",
+ * "server"); kmemd authorizes on the OU, and only certificates its own CAs
  * signed reach that check.
  */
 #ifndef KMEMCTL_PKI_H
@@ -21,7 +21,8 @@
 
 enum pki_role {
 	PKI_ROLE_HOST,
-	PKI_ROLE_ADMIN,
+	PKI_ROLE_OBSERVER, /* reads the admin API, the dashboard and /metrics */
+	PKI_ROLE_OPERATOR, /* also changes things */
 	PKI_ROLE_SERVER,
 };
 
@@ -35,6 +36,7 @@ struct pki_subject {
 };
 
 const char *pki_role_name(enum pki_role role);
+/* "admin", the operator's OU before observers existed, is read as operator. */
 int pki_role_from_name(const char *s, enum pki_role *role);
 
 /* A new key for a certificate of role; the CA's is PKI_ROLE_SERVER's kind. */

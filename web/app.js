@@ -321,6 +321,39 @@ async function host(id) {
   ];
 }
 
+// The audit log, newest first, filtered as the hash's query says
+// (#/audit?actor=ops). Reading it is itself audited, so the page is read
+// when opened, not on every refresh.
+async function audit(params) {
+  const q = new URLSearchParams();
+  for (const k of ['actor', 'action', 'host'])
+    if (params.get(k))
+      q.set(k, params.get(k));
+  q.set('limit', '100');
+  const a = await api(`/v1/audit?${q}`);
+  const filter = k => v => v ? el('a', { href: `#/audit?${new URLSearchParams({ [k]: v })}` }, v) : '-';
+  return [
+    el('h2', {}, 'Audit log'),
+    el('p', {}, 'Every change made through kmemd, and every read of this log and of the operator ',
+      'certificates, with the certificate that made it. Select a name to see only its rows; ',
+      el('a', { href: '#/audit' }, 'all rows'), '.'),
+    table(`${a.entries.length} rows, newest first${a.next_before == null ? '' : ' (older ones: kmemctl audit list)'}`,
+      ['When', 'Actor', 'Action', 'Host', 'Detail'],
+      a.entries.map(e => [fmt.time(e.ts_ms), filter('actor')(e.actor), filter('action')(e.action),
+        filter('host')(e.host), e.detail]), { id: 'audit' }),
+  ];
+}
+
+// Who the browser's certificate is, and what its role lets it do, in the header.
+async function whoami() {
+  const w = await api('/v1/whoami');
+  const p = document.getElementById('whoami');
+  p.replaceChildren(el('span', { 'data-k': 'name' }, w.name), ' · ',
+    el('span', { 'data-k': 'role', class: `role-${w.role}` }, w.role),
+    w.may_change ? '' : ' (reads only)');
+  p.title = `certificate ${w.fingerprint.slice(0, 16)}, expires ${fmt.time(w.not_after_ms)}`;
+}
+
 async function render() {
   const main = document.getElementById('main');
   const [route, query] = (location.hash.replace(/^#/, '') || '/').split('?');
@@ -331,6 +364,8 @@ async function render() {
       page = await rollouts();
     else if (route.startsWith('/rollouts/'))
       page = await rollout(decodeURIComponent(route.slice('/rollouts/'.length)));
+    else if (route === '/audit')
+      page = await audit(params);
     else if (route.startsWith('/hosts/'))
       page = await host(decodeURIComponent(route.slice('/hosts/'.length)));
     else
@@ -349,9 +384,12 @@ async function render() {
 }
 
 window.addEventListener('hashchange', () => { window.scrollTo(0, 0); render(); });
+whoami().catch(e => { document.getElementById('whoami').textContent = `kmemd did not say who you are: ${e.message}`; });
 render();
-// not while hidden, nor while the operator types a search
+// not while hidden, nor while the operator types a search, nor the audit
+// log, whose every read is a row of it
 setInterval(() => {
-  if (!document.hidden && !(document.activeElement instanceof HTMLInputElement))
+  if (!document.hidden && !(document.activeElement instanceof HTMLInputElement) &&
+      !location.hash.startsWith('#/audit'))
     render();
 }, REFRESH_MS);

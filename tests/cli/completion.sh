@@ -53,6 +53,12 @@ expect "kmemctl sec" "secret"
 expect "kmemctl secret " "create help revoke"
 expect "kmemctl secret create --e" "--expires"
 expect "kmemctl host " "help list reenroll revoke show"
+expect "kmemctl op" "operator"
+expect "kmemctl operator " "help list revoke"
+expect "kmemctl operator revoke --" "--cert --fingerprint"
+expect "kmemctl audit list --s" "--since"
+expect "kmemctl pki issue pki o" "observer operator"
+expect "kmemctl wh" "whoami"
 
 # the objects it offers are kmemctl's own (cli/kmemctl.c), in order
 objs=$(sed -n 's/^\t{ "\([a-z]*\)", do_.*/\1/p' "$SRC/cli/kmemctl.c" | xargs)

@@ -28,6 +28,9 @@ pki_hosts h1 h2 h3 h4
 mkdir other
 $KMEMCTL pki init other >/dev/null
 $KMEMCTL pki issue other admin stranger >/dev/null
+# an observer, and an operator to revoke
+$KMEMCTL pki issue pki observer viewer >/dev/null
+$KMEMCTL pki issue pki operator leaver >/dev/null
 kmemd_conf >kmemd.conf
 cat >>kmemd.conf <<CONF
 [rollout]
@@ -92,6 +95,7 @@ normalize() {
 		-e 's/\b[0-9a-f]\{16\}\b/KEYID/g' \
 		-e 's/\(ended the connection in TLS\): .*/\1: REASON/' \
 		-e 's/expected [0-9.e+-]\+ canary/expected N canary/g' \
+		-e 's/\b[0-9a-f]\{64\}\b/FINGERPRINT/g' -e 's/in [0-9]\+ \(days\|hours\)/in N \1/g' \
 		-e 's/[0-9.e+-]\+ needed to detect/N needed to detect/g'
 }
 
@@ -232,6 +236,25 @@ run host-revoke host revoke h4
 run host-revoke-bad host revoke 'h 4'
 run host-reenroll host reenroll h3
 run host-reenroll-bad host reenroll
+
+# who may do what, and who did
+AS_VIEWER=(--cert "$work/pki/viewer.crt" --key "$work/pki/viewer.key")
+AS_LEAVER=(--cert "$work/pki/leaver.crt" --key "$work/pki/leaver.key")
+run whoami whoami
+run whoami-observer "${AS_VIEWER[@]}" whoami
+run whoami-json -j "${AS_VIEWER[@]}" whoami
+run observer-refused "${AS_VIEWER[@]}" host revoke h3
+run pki-issue-bad pki issue pki viewer someone
+run audit-list audit list --action host.revoke
+run audit-list-json -j audit list --host h3 --limit 5
+run audit-list-bad audit list --since soon
+run audit-list-option audit list --acter ops
+"$KMEMCTL" "${AS_LEAVER[@]}" whoami >/dev/null
+run operator-revoke operator revoke leaver
+run operator-revoke-unknown operator revoke nobody
+run operator-revoke-usage operator revoke
+run operator-revoked "${AS_LEAVER[@]}" whoami
+run operator-list operator list
 
 [ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
 echo PASS

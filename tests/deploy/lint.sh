@@ -20,7 +20,7 @@ fail() {
 
 cd "$work"
 "$BUILD/cli/kmemctl" pki init pki >/dev/null
-"$BUILD/cli/kmemctl" pki issue pki admin prometheus >/dev/null
+"$BUILD/cli/kmemctl" pki issue pki observer prometheus >/dev/null
 sed "s|/etc/prometheus/kmemctl/|$work/pki/|" "$SRC/deploy/prometheus/kmemd.yml" >kmemd.yml
 promtool check config kmemd.yml >promtool.txt 2>&1 || fail "promtool: $(cat promtool.txt)"
 echo "ok: deploy/prometheus/kmemd.yml passes promtool check config"

@@ -1,8 +1,10 @@
 #!/bin/bash
-# Every route kmemd's table flags as changing state (kmemd -r: "audited")
-# writes exactly one audit row, with its action and the caller as actor,
-# when it answers 2xx, and none when it refuses. The routes come from the
-# binary, so a new audited route without a case here fails this test.
+# Every route kmemd's table flags as audited (kmemd -r: "audited": every
+# change, and the reads of who may do what or who did) writes exactly one
+# audit row, with its action and the caller as actor, when it answers 2xx,
+# and none when it refuses. The routes come from the binary, so a new
+# audited route without a case here fails this test. Then GET /v1/audit
+# and kmemctl audit list give back the rows the test made, by each filter.
 set -euo pipefail
 
 BUILD=${1:?usage: audit.sh BUILD_DIR SOURCE_DIR}
@@ -53,10 +55,11 @@ call() {
 declare -A action
 while read -r method path rest; do
 	[[ " $rest " == *" audited "* ]] || continue
-	[ "$method" = POST ] || fail "$method $path is audited: only POST changes state"
+	[ "$method" = POST ] || [[ "$path" == /v1/audit || "$path" == /v1/operators ]] ||
+		fail "$method $path is audited: only POST changes state, and only the audit log and operators are sensitive reads"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 9 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 12 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -106,6 +109,17 @@ call /v1/rollouts/action 400 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 call /v1/rollouts/action 200 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"abort"}'
 
+# operators, and the sensitive reads
+$KMEMCTL pki issue pki operator carol >/dev/null
+api carol GET /v1/whoami >/dev/null
+call /v1/operators 200 ops api ops GET /v1/operators
+call /v1/operators/revoke 404 ops api ops POST /v1/operators/revoke "${JS[@]}" \
+	--data '{"name":"dave"}'
+call /v1/operators/revoke 200 ops api ops POST /v1/operators/revoke "${JS[@]}" \
+	--data '{"name":"carol"}'
+call /v1/audit 400 ops api ops GET '/v1/audit?limit=0'
+call /v1/audit 200 ops api ops GET '/v1/audit?limit=1'
+
 for path in "${!action[@]}"; do
 	[[ " ${done_paths[*]} " == *" $path "* ]] ||
 		fail "audited route $path has no case here: add one that changes state through it"
@@ -114,8 +128,45 @@ echo "ok: each of the ${#action[@]} audited routes writes one audit row on 2xx, 
 
 # what only reads writes nothing
 before=$(rows)
-for path in /v1/hosts /v1/policies /v1/rollouts /metrics; do
+for path in /v1/hosts /v1/policies /v1/rollouts /metrics /v1/whoami; do
 	api ops GET $path >/dev/null
 done
 [ "$(rows)" = "$before" ] || fail "a read wrote an audit row: $(last)"
 echo "ok: reads write no audit row"
+
+# the log through the API, by each filter, against the rows this test made
+AL=(--server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key)
+audit_json() { # kmemctl audit list ARGS: "actor action host" a row, newest first
+	$KMEMCTL -j "${AL[@]}" audit list "$@" | python3 -c 'import json, sys
+for e in json.load(sys.stdin)["entries"]:
+    print(e["actor"], e["action"], e["host"] or "-")'
+}
+[ "$(audit_json --action host.revoke)" = "ops host.revoke h1" ] ||
+	fail "audit list --action host.revoke: $(audit_json --action host.revoke)"
+[ "$(audit_json --host db-1)" = "$(printf 'ops host.reenroll db-1\ndb-1 host.enroll db-1')" ] ||
+	fail "audit list --host db-1: $(audit_json --host db-1)"
+[ "$(audit_json --actor db-1)" = "db-1 host.enroll db-1" ] ||
+	fail "audit list --actor db-1: $(audit_json --actor db-1)"
+[ "$(audit_json --actor ops --action rollout.action)" = "ops rollout.action -" ] ||
+	fail "audit list --actor ops --action rollout.action"
+total=$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')
+[ "$(audit_json --since 1h | wc -l)" = "$total" ] || fail "audit list --since 1h is not every row"
+[ -z "$(audit_json --until 1h)" ] || fail "audit list --until 1h: $(audit_json --until 1h)"
+# pages: two at a time, each below the last, down to the first row
+total=$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')
+seen=0 before=
+while :; do
+	page=$(api ops GET "/v1/audit?limit=2${before:+&before=$before}" | head -1)
+	n=$(python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])["entries"]))' "$page")
+	seen=$((seen + n))
+	before=$(python3 -c 'import json, sys; n = json.loads(sys.argv[1])["next_before"]; print("" if n is None else n)' "$page")
+	[ -n "$before" ] || break
+done
+# each page read is itself a row, newer than the ones paged through
+[ "$seen" -ge "$total" ] || fail "paging gave $seen rows of $total"
+for bad in 'limit=1001' 'from=yesterday' 'host=a%20b' 'before=-1' 'actor=%01' 'surprise=1&limit=x'; do
+	expect 400 'limit 1 to 1000' "GET /v1/audit?$bad is refused" ops GET "/v1/audit?$bad"
+done
+$KMEMCTL "${AL[@]}" audit list --since tomorrow 2>err.out && fail "--since tomorrow was taken"
+grep -q "want a duration" err.out || fail "audit list --since tomorrow: $(cat err.out)"
+echo "ok: GET /v1/audit and kmemctl audit list filter by actor, action, host and time, and page"

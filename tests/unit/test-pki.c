@@ -45,11 +45,30 @@ static void csr_round_trip(enum pki_role role, int key_type)
 	EVP_PKEY_free(key);
 }
 
+/* Roles by name; "admin", the operator's OU before observers, reads as operator. */
+static void test_role_names(void **state)
+{
+	static const char *const bad[] = { "", "Operator", "admins", "observer ", "ca" };
+	enum pki_role r;
+
+	(void)state;
+	for (int i = PKI_ROLE_HOST; i <= PKI_ROLE_SERVER; i++) {
+		assert_int_equal(pki_role_from_name(pki_role_name((enum pki_role)i), &r), 0);
+		assert_int_equal(r, i);
+	}
+	assert_int_equal(pki_role_from_name("admin", &r), 0);
+	assert_int_equal(r, PKI_ROLE_OPERATOR);
+	assert_string_equal(pki_role_name(PKI_ROLE_OBSERVER), "observer");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(pki_role_from_name(bad[i], &r), -EINVAL);
+}
+
 static void test_csr(void **state)
 {
 	(void)state;
 	csr_round_trip(PKI_ROLE_HOST, EVP_PKEY_ED25519);
-	csr_round_trip(PKI_ROLE_ADMIN, EVP_PKEY_EC);
+	csr_round_trip(PKI_ROLE_OPERATOR, EVP_PKEY_EC);
+	csr_round_trip(PKI_ROLE_OBSERVER, EVP_PKEY_EC);
 }
 
 /* A CSR whose CN is the given ASN.1 string, signed by a new host key, as PEM. */
@@ -117,6 +136,7 @@ static void test_csr_cn_types(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_role_names),
 		cmocka_unit_test(test_csr),
 		cmocka_unit_test(test_csr_cn_types),
 	};

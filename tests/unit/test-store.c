@@ -248,7 +248,144 @@ static void test_policies(void **state)
 	/* an assignment of a policy version that does not exist */
 	a.version = 9;
 	assert_int_equal(s->ops->assign(s, &a, 3, &id2), -ENOENT);
-	assert_int_equal(s->ops->audit(s, 4, "ops", "policy.add", "base/3"), 0);
+	s->ops->close(s);
+}
+
+static int64_t count_rows(const char *q);
+
+static int audit_cb(void *arg, const struct store_audit_row *a)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%s%lld:%s:%s:%s:%s", n ? " " : "", (long long)a->ts_ms,
+		 a->actor, a->action, a->host ?: "-", a->detail);
+	return 0;
+}
+
+/* The rows q selects, newest first, as "ts:actor:action:host:detail ..." */
+static const char *audit_of(struct store *s, const struct store_audit_query *q)
+{
+	static char out[512];
+
+	out[0] = '\0';
+	assert_int_equal(s->ops->audit_rows(s, q, audit_cb, out), 0);
+	return out;
+}
+
+static void test_audit(void **state)
+{
+	struct store_audit_query q = { .from_ms = STORE_NULL, .to_ms = STORE_NULL, .limit = 10 };
+	struct store *s = open_store();
+	int64_t id = 0;
+
+	(void)state;
+	assert_int_equal(s->ops->audit(s, 10, "ops", "policy.add", NULL, "base/3"), 0);
+	assert_int_equal(s->ops->audit(s, 20, "ops", "host.revoke", "web-1", "web-1"), 0);
+	assert_int_equal(s->ops->audit(s, 30, "bob", "host.revoke", "web-2", "web-2"), 0);
+	assert_int_equal(s->ops->audit(s, 40, "web-3", "host.enroll", "web-3", "web-3 with 1"), 0);
+	assert_string_equal(
+		audit_of(s, &q),
+		"40:web-3:host.enroll:web-3:web-3 with 1 30:bob:host.revoke:web-2:web-2 "
+		"20:ops:host.revoke:web-1:web-1 10:ops:policy.add:-:base/3");
+	q.actor = "ops";
+	assert_string_equal(audit_of(s, &q),
+			    "20:ops:host.revoke:web-1:web-1 10:ops:policy.add:-:base/3");
+	q.actor = NULL;
+	q.action = "host.revoke";
+	q.host = "web-2";
+	assert_string_equal(audit_of(s, &q), "30:bob:host.revoke:web-2:web-2");
+	q.action = q.host = NULL;
+	q.from_ms = 20;
+	q.to_ms = 40;
+	assert_string_equal(audit_of(s, &q),
+			    "30:bob:host.revoke:web-2:web-2 20:ops:host.revoke:web-1:web-1");
+	q.host = "nowhere";
+	assert_string_equal(audit_of(s, &q), "");
+	/* pages: two rows, then the rows below the last one's id */
+	q = (struct store_audit_query){ .from_ms = STORE_NULL, .to_ms = STORE_NULL, .limit = 2 };
+	assert_string_equal(
+		audit_of(s, &q),
+		"40:web-3:host.enroll:web-3:web-3 with 1 30:bob:host.revoke:web-2:web-2");
+	assert_int_equal(count_rows("SELECT count(*) FROM audit"), 4);
+	id = count_rows("SELECT id FROM audit WHERE ts_ms = 30");
+	q.before_id = id;
+	assert_string_equal(audit_of(s, &q),
+			    "20:ops:host.revoke:web-1:web-1 10:ops:policy.add:-:base/3");
+	s->ops->close(s);
+}
+
+static int operator_cb(void *arg, const struct store_operator *o)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%s%.4s:%s:%s:%lld:%lld:%lld:%lld:%s", n ? " " : "",
+		 o->fingerprint, o->name, o->role, (long long)o->not_after_ms,
+		 (long long)o->first_seen_ms, (long long)o->last_seen_ms,
+		 o->revoked_ms == STORE_NULL ? -1LL : (long long)o->revoked_ms, o->revoked_by);
+	return 0;
+}
+
+static const char *operators_of(struct store *s)
+{
+	static char out[512];
+
+	out[0] = '\0';
+	assert_int_equal(s->ops->operators(s, operator_cb, out), 0);
+	return out;
+}
+
+static void test_operators(void **state)
+{
+	struct store_operator a1 = { .fingerprint = "a1a1",
+				     .name = "alice",
+				     .role = "operator",
+				     .not_after_ms = 9000 },
+			      a2 = { .fingerprint = "a2a2",
+				     .name = "alice",
+				     .role = "observer",
+				     .not_after_ms = 9500 },
+			      p = { .fingerprint = "b0b0",
+				    .name = "prom",
+				    .role = "observer",
+				    .not_after_ms = 8000 },
+			      unseen = { .fingerprint = "c0c0", .not_after_ms = STORE_NULL };
+	struct store *s = open_store();
+	uint64_t n;
+
+	(void)state;
+	assert_int_equal(s->ops->operator_seen(s, &a1, 100), 0);
+	assert_int_equal(s->ops->operator_seen(s, &a1, 150), 0);
+	assert_int_equal(s->ops->operator_seen(s, &a2, 200), 0);
+	assert_int_equal(s->ops->operator_seen(s, &p, 120), 0);
+	assert_string_equal(operators_of(s), "a1a1:alice:operator:9000:100:150:-1: "
+					     "a2a2:alice:observer:9500:200:200:-1: "
+					     "b0b0:prom:observer:8000:120:120:-1:");
+	assert_int_equal(s->ops->operator_revoked(s, "a1a1"), 0);
+	assert_int_equal(s->ops->operator_revoked(s, "ffff"), 0);
+	/* by name: every certificate of it seen, once */
+	assert_int_equal(s->ops->operator_revoke_name(s, "alice", "ops", 300, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(s->ops->operator_revoke_name(s, "alice", "ops", 310, &n), 0);
+	assert_int_equal(n, 0);
+	assert_int_equal(s->ops->operator_revoke_name(s, "nobody", "ops", 310, &n), -ENOENT);
+	assert_int_equal(s->ops->operator_revoked(s, "a1a1"), 1);
+	assert_int_equal(s->ops->operator_revoked(s, "a2a2"), 1);
+	assert_int_equal(s->ops->operator_revoked(s, "b0b0"), 0);
+	/* by fingerprint, seen or not; again is no change */
+	assert_int_equal(s->ops->operator_revoke(s, &unseen, "ops", 400), 1);
+	assert_int_equal(s->ops->operator_revoke(s, &unseen, "ops", 410), 0);
+	assert_int_equal(s->ops->operator_revoke(s, &p, "bob", 420), 1);
+	assert_int_equal(s->ops->operator_revoked(s, "c0c0"), 1);
+	/* seen again after it was revoked: still revoked */
+	assert_int_equal(s->ops->operator_seen(s, &p, 500), 0);
+	assert_int_equal(s->ops->operator_revoked(s, "b0b0"), 1);
+	assert_string_equal(operators_of(s), "c0c0:::-9223372036854775808:-9223372036854775808:"
+					     "-9223372036854775808:400:ops "
+					     "a1a1:alice:operator:9000:100:150:300:ops "
+					     "a2a2:alice:observer:9500:200:200:300:ops "
+					     "b0b0:prom:observer:8000:120:500:420:bob");
 	s->ops->close(s);
 }
 
@@ -835,6 +972,7 @@ static void test_migrate_samples(void **state)
 			db,
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
+			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DELETE FROM schema_version WHERE version >= 7;"
 			"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			" start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -850,7 +988,7 @@ static void test_migrate_samples(void **state)
 	sqlite3_close(db);
 	s = open_store();
 	/* through migration 7's JSON and migration 8 */
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 12);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 13);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
@@ -882,6 +1020,7 @@ static void test_migrate_json(void **state)
 			db,
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
+			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -902,7 +1041,7 @@ static void test_migrate_json(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 12);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 13);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
 				    " WHERE typeof(probes) = 'blob'"),
@@ -1669,6 +1808,8 @@ int main(void)
 	const struct CMUnitTest both[] = {
 		cmocka_unit_test(test_reports),
 		cmocka_unit_test(test_policies),
+		cmocka_unit_test(test_audit),
+		cmocka_unit_test(test_operators),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_enrollments),
 		cmocka_unit_test(test_names),

@@ -6,8 +6,9 @@
 # grows. Two rollouts run for real: "good" passes both waves, "bad"
 # (usercopy-fastpath on; its hosts lock up and slow down) fails its first
 # wave on a gate and is rolled back. tests/web/dashboard.js then loads
-# every page with the operator's certificate, compares what they show with
-# the API and saves screenshots in $BUILD/test-output/web.
+# every page with the operator's certificate (and the fleet with an
+# observer's), compares what they show with the API and saves screenshots
+# in $BUILD/test-output/web.
 set -euo pipefail
 
 BUILD=${1:?usage: browser.sh BUILD_DIR SOURCE_DIR}
@@ -32,6 +33,7 @@ mkdir -p "$OUT"
 mapfile -t hosts < <(seq -f 'h%02g' $N)
 pki_fleet
 pki_hosts "${hosts[@]}"
+$KMEMCTL pki issue pki observer viewer >/dev/null
 "$BUILD/tests/web/seed-store" kmemd.sqlite $FLEET
 kmemd_conf >kmemd.conf
 printf '[rollout]\ntick = 500ms\n' >>kmemd.conf
@@ -114,6 +116,7 @@ wait_for 90 in_state bad rolled-back || fail "bad was not rolled back: $(db "SEL
 echo "ok: rollout good is done, bad failed $(db "SELECT gate FROM verdicts WHERE verdict = 'fail'") and is rolled back"
 
 URL=$URL CA=pki/ca.crt CERT=pki/ops.crt KEY=pki/ops.key OUT=$OUT FLEET=$((FLEET + N)) \
+	VIEWER_CERT=pki/viewer.crt VIEWER_KEY=pki/viewer.key \
 	CHROMIUM=$CHROMIUM node "$SRC/tests/web/dashboard.js" || fail "the dashboard's checks failed"
 ls "$OUT"/*.png
 echo PASS

@@ -183,6 +183,45 @@ async function main() {
   await page.waitForFunction(n => document.querySelectorAll('#rollouts tbody tr').length === n + 1, before, { timeout: 12000 });
   check(await stays(), 'a new rollout appears within one refresh, without reloading the page');
 
+  // who the browser is, and the audit log (opened, not refreshed: each read of it is a row)
+  await open('#/');
+  await page.waitForFunction(() => document.querySelector('#whoami [data-k="role"]'));
+  check(await text('#whoami [data-k="name"]') === 'ops' && await text('#whoami [data-k="role"]') === 'operator',
+    'the header names the operator and its role', await text('#whoami'));
+  const created = (await api('/v1/audit?action=rollout.create&limit=1000')).entries;
+  await open('#/audit?action=rollout.create');
+  check(await count('#audit tbody tr') === created.length && created.length >= 3,
+    `the audit page filtered by action lists its ${created.length} rows`);
+  check(await text('#audit tbody tr td:nth-child(2)') === 'ops' &&
+    await text('#audit tbody tr td:nth-child(3)') === 'rollout.create', 'an audit row shows its actor and action');
+  await page.locator('#audit tbody tr td:nth-child(2) a').first().click();
+  await page.waitForFunction(() => location.hash === '#/audit?actor=ops' && Number(document.body.dataset.rendered) >= 2);
+  const byOps = (await api('/v1/audit?actor=ops&limit=1000')).entries;
+  const shown = await page.locator('#audit tbody tr td:nth-child(2)').allTextContents();
+  check(shown.length > 0 && shown.every(a => a === 'ops') && shown.length <= byOps.length,
+    `selecting an actor shows only that actor's rows (${shown.length})`);
+  await shot('audit');
+
+  // an observer's browser: the same pages, reads only, and kmemd refuses its changes
+  const viewer = await operatorPage(env('VIEWER_CERT'), env('VIEWER_KEY'));
+  await viewer.page.goto(`${URL}/#/`);
+  await viewer.page.waitForFunction(() => Number(document.body.dataset.rendered) >= 1 &&
+    document.querySelector('#whoami [data-k="role"]'));
+  const vtext = async sel => (await viewer.page.locator(sel).first().textContent()).trim();
+  check(await vtext('#whoami [data-k="role"]') === 'observer' && (await vtext('#whoami')).includes('reads only'),
+    'an observer is shown as one, reading only', await vtext('#whoami'));
+  check(await viewer.page.locator('#hosts tbody tr').count() > 0, 'an observer sees the fleet');
+  const refused = await viewer.page.evaluate(async () => {
+    const r = await fetch('/v1/hosts/revoke', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ host: 'h01' }),
+    });
+    return [r.status, await r.text()];
+  });
+  check(refused[0] === 403 && refused[1].includes('reads only'), 'kmemd refuses an observer\'s change (403)', refused);
+  await viewer.page.screenshot({ path: path.join(OUT, 'observer.png'), fullPage: true });
+  check(viewer.errors.length === 0, 'no errors in the observer\'s console', viewer.errors);
+  await viewer.browser.close();
+
   check(errors.length === 0, 'no errors in the console (scripts, CSP)', errors);
   await browser.close();
   if (failures)

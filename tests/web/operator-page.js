@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 // A page of Debian's Chromium (playwright-core) that reaches kmemd as an
 // operator: for tests/web/dashboard.js and bench/dashboard-load.js. From
-// the environment: URL, CERT and KEY (the operator's), CHROMIUM. The
-// page's errors are gathered in errors.
+// the environment: URL, CERT and KEY (the operator's), CHROMIUM; another
+// certificate and key (an observer's) may be given. The page's errors are
+// gathered in errors.
 'use strict';
 
 const { chromium } = require('playwright-core');
@@ -13,13 +14,13 @@ function env(name) {
   return process.env[name];
 }
 
-async function operatorPage() {
+async function operatorPage(cert = env('CERT'), key = env('KEY')) {
   const browser = await chromium.launch({ executablePath: env('CHROMIUM'), args: ['--no-sandbox'] });
   // kmemd's CA is not the browser's: the client certificate proxy checks nothing
   const ctx = await browser.newContext({
     ignoreHTTPSErrors: true,
     viewport: { width: 1280, height: 900 },
-    clientCertificates: [{ origin: env('URL'), certPath: env('CERT'), keyPath: env('KEY') }],
+    clientCertificates: [{ origin: env('URL'), certPath: cert, keyPath: key }],
   });
   const page = await ctx.newPage();
   const errors = [];
