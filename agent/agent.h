@@ -19,6 +19,7 @@ struct agent_config {
 	uint64_t guard_window_ms;
 	uint64_t collector_timeout_ms;
 	char *cert, *key, *ca;
+	bool renew; /* renew the host certificate from kmemd before it expires */
 	char *keys_dir; /* pinned policy keys */
 	char *policy_file; /* a signed bundle on disk, NULL: none */
 	char *module; /* kmemctl.ko to load: a name or a path; "": none */

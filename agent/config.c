@@ -35,6 +35,7 @@ const struct ini_option agent_options[] = {
 	OPT("tls", "cert", INI_PATH, cert),
 	OPT("tls", "key", INI_PATH, key),
 	OPT("tls", "ca", INI_PATH, ca),
+	OPT("tls", "renew", INI_BOOL, renew),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
 	OPT("policy", "file", INI_PATH, policy_file),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),
@@ -82,6 +83,7 @@ void agent_config_defaults(struct agent_config *c)
 		.guard_window_ms = 600000,
 		.collector_timeout_ms = 2000,
 		.log_level = LOG_INFO,
+		.renew = true,
 	};
 	c->state_dir = strdup("/var/lib/kmem-agent");
 	c->keys_dir = strdup("/etc/kmemctl/keys");

@@ -36,6 +36,7 @@
 #include "evloop.h"
 #include "exit-codes.h"
 #include "kernel.h"
+#include "hostcert.h"
 #include "log.h"
 #include "macro.h"
 #include "module.h"
@@ -108,7 +109,7 @@ static void on_result(struct agent *a, const struct privsep_result *res)
 		event_base_loopexit(a->base, NULL);
 }
 
-/* What the network child says: kmemd's results, and its signed policies. */
+/* What the network child says: kmemd's results, its signed policies, a renewed certificate. */
 void on_network(evutil_socket_t fd, short what, void *arg)
 {
 	struct agent *a = arg;
@@ -138,6 +139,10 @@ void on_network(evutil_socket_t fd, short what, void *arg)
 		if (type == PRIVSEP_RESULT) {
 			memcpy(&res, a->buf, sizeof(res));
 			on_result(a, &res);
+		} else if (type == PRIVSEP_CERT) {
+			if (hostcert_keep(a->cfg, a->buf, (size_t)n) == 0)
+				log_notice("the renewed host certificate is kept in '%s'",
+					   a->cfg->cert);
 		} else {
 			run_policy(a, a->buf, (size_t)n, "kmemd");
 		}

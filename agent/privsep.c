@@ -30,6 +30,7 @@ static const struct {
 	[PRIVSEP_RESULT] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT),
 			     sizeof(struct privsep_result), sizeof(struct privsep_result) },
 	[PRIVSEP_POLICY] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT), 1, PRIVSEP_MAX_POLICY },
+	[PRIVSEP_CERT] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT), 4, PRIVSEP_MAX_CERT },
 	[PRIVSEP_STATE] = { SIDE(PRIVSEP_PARENT), SIDE(PRIVSEP_CONTROL),
 			    sizeof(struct privsep_state), sizeof(struct privsep_state) },
 	[PRIVSEP_REQUEST] = { SIDE(PRIVSEP_CONTROL), SIDE(PRIVSEP_PARENT),

@@ -9,9 +9,12 @@
  * have been cut; type, direction and length must match the table.
  *
  * The parent gives the child encoded Reports to send; the child gives the
- * parent only what kmemd said: results, and SignedPolicy bundles, which the
- * parent verifies against its pinned keys itself. Nothing the child sends
- * can make the parent do more than a valid signed policy could.
+ * parent only what kmemd said: results, SignedPolicy bundles, which the
+ * parent verifies against its pinned keys itself, and the host's renewed
+ * key and certificate, which the parent checks against the fleet CA and
+ * the host id before it keeps them. Nothing the child sends can make the
+ * parent do more than a valid signed policy could, or hold a certificate
+ * the child could not already use.
  */
 #ifndef KMEM_AGENT_PRIVSEP_H
 #define KMEM_AGENT_PRIVSEP_H
@@ -40,6 +43,7 @@ enum privsep_type {
 	PRIVSEP_STATE, /* parent -> control: struct privsep_state */
 	PRIVSEP_REQUEST, /* control -> parent: struct privsep_request */
 	PRIVSEP_REPLY, /* parent -> control: struct privsep_reply */
+	PRIVSEP_CERT, /* network -> parent: a renewed key and certificate, PEM, NUL after each */
 	PRIVSEP_TYPES,
 };
 
@@ -99,6 +103,8 @@ struct privsep_hdr {
  */
 #define PRIVSEP_MAX_PAYLOAD REPORT_MAX_SIZE
 #define PRIVSEP_MAX_POLICY (64U << 10)
+/* A host key and its certificate in PEM: about 1 KiB; a CA chain is not sent. */
+#define PRIVSEP_MAX_CERT (16U << 10)
 
 /* Who may send on a channel end: the peer's pid and uid, and which process it is. */
 struct privsep_peer {

@@ -6,6 +6,13 @@
  * kmemd acknowledges them, sends them oldest first, backs off with jitter
  * while kmemd is away, and passes back to the parent only kmemd's answers:
  * results and signed policies, which the parent verifies itself.
+ *
+ * It also renews the host certificate before it expires: once two thirds
+ * of its lifetime have passed, between two reports, it makes a new key
+ * and asks kmemd for a certificate for it with the current one (POST
+ * /v1/agent/renew), uses it for its next connection, and gives key and
+ * certificate to the parent, which checks them and keeps them in the
+ * configured files ([tls] cert, key) for the next start.
  */
 #include <errno.h>
 #include <event2/event.h>
@@ -15,9 +22,13 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <openssl/pem.h>
+#include <time.h>
+
 #include "evloop.h"
 #include "log.h"
 #include "macro.h"
+#include "pki.h"
 #include "privsep.h"
 #include "sandbox.h"
 #include "session.h"
@@ -26,6 +37,8 @@
 
 #define BACKOFF_MIN_MS 1000
 #define BACKOFF_MAX_MS 60000
+/* A renewal kmemd did not give: asked again after this long. */
+#define RENEW_RETRY_S 60
 
 struct session {
 	const struct agent_config *cfg;
@@ -39,6 +52,8 @@ struct session {
 	uint64_t in_flight_seq;
 	unsigned int failures;
 	uint8_t *buf; /* PRIVSEP_MAX_PAYLOAD */
+	EVP_PKEY *renew_key; /* the new key while its certificate is asked for */
+	time_t renew_after; /* no renewal before this, after one kmemd did not give */
 };
 
 static void tell_parent(struct session *s, const struct privsep_result *res)
@@ -50,6 +65,7 @@ static void tell_parent(struct session *s, const struct privsep_result *res)
 }
 
 static void pump(struct session *s);
+static bool renew(struct session *s);
 
 static void on_retry(evutil_socket_t fd, short what, void *arg)
 {
@@ -128,10 +144,108 @@ static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, 
 	tell_parent(s, &out);
 	if (s->once)
 		return;
-	if (res == UPLINK_ACKED)
-		pump(s);
-	else
+	if (res != UPLINK_ACKED)
 		back_off(s);
+	else if (!renew(s))
+		pump(s);
+}
+
+/* key and cert, PEM each with its NUL, to the parent to keep. */
+static void keep(struct session *s, EVP_PKEY *key, const char *cert_pem)
+{
+	_cleanup_free_ char *key_pem = NULL;
+	_cleanup_free_ uint8_t *msg = NULL;
+	size_t kl, cl = strlen(cert_pem) + 1;
+	int r = pki_key_pem(key, &key_pem);
+
+	if (r == 0) {
+		kl = strlen(key_pem) + 1;
+		msg = malloc(kl + cl);
+		r = msg ? 0 : -ENOMEM;
+	}
+	if (r == 0) {
+		memcpy(msg, key_pem, kl);
+		memcpy(msg + kl, cert_pem, cl);
+		r = privsep_send(s->fd, PRIVSEP_CERT, msg, kl + cl);
+		explicit_bzero(msg, kl + cl);
+	}
+	if (key_pem)
+		explicit_bzero(key_pem, strlen(key_pem));
+	if (r < 0)
+		log_error_errno(r, "giving the renewed certificate to the parent failed: %m");
+}
+
+static void on_renewed(enum uplink_result res, const Kmemctl__V1__EnrollReply *er, void *arg)
+{
+	struct session *s = arg;
+	X509 *x = NULL;
+	BIO *b;
+
+	if (res == UPLINK_ACKED && er->cert_pem) {
+		b = BIO_new_mem_buf(er->cert_pem, -1);
+		x = b ? PEM_read_bio_X509(b, NULL, NULL, NULL) : NULL;
+		BIO_free(b);
+	}
+	if (x && uplink_use_cert(s->up, x, s->renew_key) == 0) {
+		log_notice("the host certificate is renewed: new connections use the new one");
+		keep(s, s->renew_key, er->cert_pem);
+	} else {
+		log_warning("kmemd did not renew the host certificate (%s): asking again in %d s",
+			    res == UPLINK_UNREACHABLE ? "no answer" :
+			    er && er->reason	      ? er->reason :
+							"no certificate for the new key",
+			    RENEW_RETRY_S);
+		s->renew_after = time(NULL) + RENEW_RETRY_S;
+	}
+	X509_free(x);
+	EVP_PKEY_free(s->renew_key);
+	s->renew_key = NULL;
+	pump(s);
+}
+
+/*
+ * Asks for a certificate for a new key when two thirds of the current
+ * one's lifetime have passed: true while that is under way (the next
+ * report waits for it).
+ */
+static bool renew(struct session *s)
+{
+	Kmemctl__V1__EnrollRequest er = KMEMCTL__V1__ENROLL_REQUEST__INIT;
+	_cleanup_free_ uint8_t *body = NULL;
+	_cleanup_free_ char *csr = NULL;
+	time_t nb, na, now = time(NULL);
+	char cn[65];
+	size_t len;
+	int r;
+
+	uplink_cert(s->up, &nb, &na, cn);
+	if (!s->cfg->renew || now < s->renew_after || !na || na <= nb ||
+	    now < nb + (na - nb) / 3 * 2)
+		return false;
+	r = pki_keygen(PKI_ROLE_HOST, &s->renew_key);
+	if (r == 0)
+		r = pki_make_csr(s->renew_key, cn, &csr);
+	if (r == 0) {
+		er.host_id = cn;
+		er.csr_pem = csr;
+		len = kmemctl__v1__enroll_request__get_packed_size(&er);
+		body = malloc(len);
+		r = body ? 0 : -ENOMEM;
+	}
+	if (r == 0) {
+		kmemctl__v1__enroll_request__pack(&er, body);
+		r = uplink_renew(s->up, body, len, on_renewed);
+	}
+	if (r == 0) {
+		log_notice("the host certificate expires in %lld s: asking kmemd for a new one",
+			   (long long)(na - now));
+		return true;
+	}
+	log_error_errno(r, "asking for a renewed host certificate failed: %m");
+	EVP_PKEY_free(s->renew_key);
+	s->renew_key = NULL;
+	s->renew_after = now + RENEW_RETRY_S;
+	return false;
 }
 
 /* Sends the oldest spooled report unless one is in flight or a retry waits. */
@@ -290,6 +404,7 @@ int session_main(const struct agent_config *cfg, int fd, const struct privsep_pe
 	if (s.retry)
 		event_free(s.retry);
 	uplink_free(s.up);
+	EVP_PKEY_free(s.renew_key);
 	if (s.spooling)
 		spool_close(&s.spool);
 	if (s.base)

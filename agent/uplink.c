@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "evloop.h"
+#include "hostcert.h"
 #include "hostport.h"
 #include "log.h"
 #include "macro.h"
@@ -35,8 +36,10 @@ struct uplink {
 	unsigned reply_s;
 	struct evhttp_connection *conn;
 	struct evhttp_request *req; /* in flight */
+	bool renewing; /* it is a renewal, for renewed */
 	struct event *deadline;
 	uplink_done done;
+	uplink_renewed renewed;
 	void *arg;
 };
 
@@ -60,7 +63,10 @@ static void finish(struct uplink *u, enum uplink_result res, const Kmemctl__V1__
 {
 	u->req = NULL;
 	evtimer_del(u->deadline);
-	u->done(res, rr, u->arg);
+	if (u->renewing)
+		u->renewed(res, NULL, u->arg);
+	else
+		u->done(res, rr, u->arg);
 }
 
 static void free_conn(evutil_socket_t fd, short what, void *arg)
@@ -129,6 +135,7 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 {
 	struct tls_config tc = { cfg->cert, cfg->key, cfg->ca, TLS_CLIENT_NONE };
 	struct uplink *u = calloc(1, sizeof(*u));
+	_cleanup_free_ char *prev = NULL;
 	char err[256], name[256];
 	int r;
 
@@ -141,6 +148,15 @@ int uplink_new(struct event_base *base, const struct agent_config *cfg, uplink_d
 				       cfg->server ? cfg->server : "(unset)");
 	}
 	r = tls_client_ctx(&tc, &u->ctx);
+	/* stopped between a renewed key and its certificate: the certificate's key is the old */
+	if (r < 0 && cfg->key && (prev = hostcert_prev(cfg->key))) {
+		tc.key = prev;
+		r = tls_client_ctx(&tc, &u->ctx);
+		if (r == 0)
+			log_warning("the host key does not match the certificate: using '%s', the "
+				    "key before a renewal that did not finish",
+				    prev);
+	}
 	if (r < 0) {
 		free(u);
 		return log_error_errno(r, "TLS setup with cert '%s', key '%s', ca '%s' failed: %s",
@@ -205,6 +221,23 @@ static int connect_kmemd(struct uplink *u)
 	return 0;
 }
 
+static void on_renew_reply(struct uplink *u, struct evhttp_request *req, struct evbuffer *in,
+			   size_t len)
+{
+	Kmemctl__V1__EnrollReply *er =
+		kmemctl__v1__enroll_reply__unpack(NULL, len, evbuffer_pullup(in, -1));
+	enum uplink_result res = er && er->status == KMEMCTL__V1__STATUS__STATUS_OK &&
+						 evhttp_request_get_response_code(req) == 200 ?
+					 UPLINK_ACKED :
+					 UPLINK_REFUSED;
+
+	u->req = NULL;
+	evtimer_del(u->deadline);
+	u->renewed(res, er, u->arg);
+	if (er)
+		kmemctl__v1__enroll_reply__free_unpacked(er, NULL);
+}
+
 static void on_reply(struct evhttp_request *req, void *arg)
 {
 	struct uplink *u = arg;
@@ -230,6 +263,10 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	}
 	in = evhttp_request_get_input_buffer(req);
 	len = evbuffer_get_length(in);
+	if (u->renewing) {
+		on_renew_reply(u, req, in, len);
+		return;
+	}
 	rr = kmemctl__v1__report_reply__unpack(NULL, len, evbuffer_pullup(in, -1));
 	if (!rr) {
 		log_warning("kmemd answered %d without a report reply",
@@ -241,7 +278,7 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	kmemctl__v1__report_reply__free_unpacked(rr, NULL);
 }
 
-int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
+static int post(struct uplink *u, const char *path, const uint8_t *buf, size_t len)
 {
 	struct evhttp_request *req;
 	struct evkeyvalq *h;
@@ -266,10 +303,59 @@ int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
 	evhttp_add_header(h, "Host", hostport);
 	evhttp_add_header(h, "Content-Type", "application/x-protobuf");
 	evbuffer_add(evhttp_request_get_output_buffer(req), buf, len);
-	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, "/v1/agent/report") < 0)
+	if (evhttp_make_request(u->conn, req, EVHTTP_REQ_POST, path) < 0)
 		return -EIO;
 	http_one_record(u->conn);
 	u->req = req;
 	evtimer_add(u->deadline, &(struct timeval){ .tv_sec = u->reply_s });
+	return 0;
+}
+
+int uplink_send(struct uplink *u, const uint8_t *buf, size_t len)
+{
+	int r = u->req ? -EBUSY : 0;
+
+	if (r == 0) {
+		u->renewing = false;
+		r = post(u, "/v1/agent/report", buf, len);
+	}
+	return r;
+}
+
+int uplink_renew(struct uplink *u, const uint8_t *buf, size_t len, uplink_renewed done)
+{
+	int r = u->req ? -EBUSY : 0;
+
+	if (r == 0) {
+		u->renewing = true;
+		u->renewed = done;
+		r = post(u, "/v1/agent/renew", buf, len);
+	}
+	return r;
+}
+
+void uplink_cert(struct uplink *u, time_t *not_before, time_t *not_after, char cn[65])
+{
+	X509 *c = SSL_CTX_get0_certificate(u->ctx);
+	struct tm tm;
+
+	*not_before = *not_after = 0;
+	cert_name(u->ctx, cn, 65);
+	if (c && ASN1_TIME_to_tm(X509_get0_notBefore(c), &tm))
+		*not_before = timegm(&tm);
+	if (c && ASN1_TIME_to_tm(X509_get0_notAfter(c), &tm))
+		*not_after = timegm(&tm);
+}
+
+int uplink_use_cert(struct uplink *u, X509 *cert, EVP_PKEY *key)
+{
+	if (SSL_CTX_use_certificate(u->ctx, cert) != 1 ||
+	    SSL_CTX_use_PrivateKey(u->ctx, key) != 1 || SSL_CTX_check_private_key(u->ctx) != 1) {
+		ERR_clear_error();
+		return -EINVAL;
+	}
+	/* the open connection holds the old certificate: the next one shows the new */
+	if (!u->req)
+		drop_conn(u);
 	return 0;
 }

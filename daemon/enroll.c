@@ -272,6 +272,76 @@ void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_i
 	reply_message(req, HTTP_OK, "OK", &rr.base);
 }
 
+/* Renewals a host may ask for in a minute: a retry or two, not a loop of signing. */
+#define RENEW_RATE 2
+
+/*
+ * POST /v1/agent/renew: a host's certificate for a new key, asked with its
+ * current one before it expires (agent/session.c). The certificate stands
+ * for the secret: the CSR must be for the host's own id, which must not be
+ * revoked.
+ */
+void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
+	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = NULL;
+	_cleanup_free_ char *pem = NULL, *ca_pem = NULL;
+	const uint64_t rate = RENEW_RATE;
+	char bucket[96], until[32];
+	const char *keys[] = { bucket };
+	struct tm tm;
+	int r;
+
+	if (!k->cfg->ca_key) {
+		enroll_refuse(req, 503, "Service Unavailable",
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
+			      "renewal is off: kmemd has no CA key ([ca] key)");
+		return;
+	}
+	er = (Kmemctl__V1__EnrollRequest *)request_message(
+		req, &kmemctl__v1__enroll_request__descriptor);
+	if (!er || !renew_request_valid(er)) {
+		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
+			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
+			      "want an EnrollRequest with the host id and a CSR");
+		return;
+	}
+	if (strcmp(er->host_id, peer->cn)) {
+		enroll_refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_WRONG_HOST,
+			      "a host renews its own certificate only");
+		return;
+	}
+	snprintf(bucket, sizeof(bucket), "renew %s", peer->cn);
+	r = k->store->ops->revoked(k->store, peer->cn);
+	if (r == 0)
+		r = k->store->ops->rate_take(k->store, keys, &rate, 1, kmemd_now_ms()) ? 0 : -EBUSY;
+	if (r != 0) {
+		enroll_refuse(req,
+			      r == 1	  ? 403 :
+			      r == -EBUSY ? 429 :
+					    HTTP_INTERNAL,
+			      r == 1	  ? "Forbidden" :
+			      r == -EBUSY ? "Too Many Requests" :
+					    "Internal Server Error",
+			      r == 1 ? KMEMCTL__V1__STATUS__STATUS_REVOKED :
+				       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
+			      r == 1	  ? "this host id is revoked" :
+			      r == -EBUSY ? "renewals are limited to 2 a minute per host" :
+					    "the store failed");
+		return;
+	}
+	if (enroll_issue(req, k, er, &pem, &ca_pem) < 0)
+		return;
+	gmtime_r(&peer->not_after, &tm);
+	strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	audit_detail(req, peer->cn, "%s, whose certificate %.16s ran until %s", peer->cn,
+		     peer->fingerprint, until);
+	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
+	rr.cert_pem = pem;
+	rr.ca_pem = ca_pem;
+	reply_message(req, HTTP_OK, "OK", &rr.base);
+}
+
 void handle_secret_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	unsigned char raw[SECRET_BYTES];

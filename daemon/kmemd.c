@@ -424,6 +424,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	shutdown_signals_free(&sigs);
 	event_base_free(base);
 	names_free(k.names);
+	cert_expiry_free(&k.host_certs);
 	desired_free(k.desired);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);

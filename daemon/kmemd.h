@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cert-expiry.h"
 #include "hist.h"
 #include "ini.h"
 #include "log.h"
@@ -117,6 +118,8 @@ struct kmemd {
 	uint64_t revocations;
 	/* requests refused because their operator certificate is revoked */
 	uint64_t operators_refused;
+	/* when the certificates of the hosts reporting here expire */
+	struct cert_expiry host_certs;
 };
 
 struct event_base;

@@ -125,6 +125,8 @@ static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, co
 
 /* A certificate not seen for this long is no longer in use, whatever its expiry. */
 #define OPERATOR_IN_USE_MS (30LL * 86400 * 1000)
+/* A host that has not reported here for this long no longer counts. */
+#define HOST_IN_USE_MS (86400LL * 1000)
 
 struct expiry {
 	int64_t now_ms, earliest_ms;
@@ -142,6 +144,27 @@ static int operator_expiry(void *arg, const struct store_operator *o)
 	return 0;
 }
 
+/* The host certificates of the reports this kmemd took in a day. */
+static void host_certs(struct kmemd *k, struct evbuffer *b)
+{
+	size_t n;
+	int64_t earliest = cert_expiry_earliest(&k->host_certs, kmemd_now_ms(), HOST_IN_USE_MS, &n);
+
+	evbuffer_add_printf(b,
+			    "# HELP kmemd_host_certificates Hosts that reported to this kmemd in "
+			    "a day, by the certificate each last used.\n"
+			    "# TYPE kmemd_host_certificates gauge\n"
+			    "kmemd_host_certificates %zu\n",
+			    n);
+	if (earliest)
+		evbuffer_add_printf(b,
+				    "# HELP kmemd_host_certificate_expiry_timestamp_seconds When "
+				    "the first of those certificates expires.\n"
+				    "# TYPE kmemd_host_certificate_expiry_timestamp_seconds gauge\n"
+				    "kmemd_host_certificate_expiry_timestamp_seconds %lld\n",
+				    (long long)earliest);
+}
+
 /* Operator certificates: refusals of revoked ones here, and the next to expire of those in use. */
 static int operators(struct kmemd *k, struct evbuffer *b)
 {
@@ -154,8 +177,11 @@ static int operators(struct kmemd *k, struct evbuffer *b)
 			    "# TYPE kmemd_operator_requests_refused_total counter\n"
 			    "kmemd_operator_requests_refused_total %llu\n",
 			    (unsigned long long)k->operators_refused);
-	if (r < 0 || !e.earliest_ms)
+	if (r < 0)
 		return r;
+	host_certs(k, b);
+	if (!e.earliest_ms)
+		return 0;
 	evbuffer_add_printf(b,
 			    "# HELP kmemd_operator_certificate_expiry_timestamp_seconds When the "
 			    "first of the operator certificates in use (seen in 30 days, not "

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cert-expiry.h"
 #include "conn.h"
 #include "desired.h"
 #include "ingest-worker.h"
@@ -232,6 +233,12 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 		       "this host id is revoked");
 		goto out;
 	}
+	/* a table too full to grow misses one host's expiry, not its report */
+	if (r == 0 && cert_expiry_note(&k->host_certs, peer->cn, (int64_t)peer->not_after,
+				       kmemd_now_ms()) < 0)
+		log_ratelimited(&k->stats.report_log, LOG_WARNING,
+				"the expiry of '%s''s certificate is not counted: out of memory",
+				peer->cn);
 	if (r == 0)
 		r = left_out = names_admit(k->names, rep, kmemd_now_ms(), why, sizeof(why));
 	if (r > 0) {

@@ -8,11 +8,16 @@
 #include "requests.h"
 #include "text.h"
 
+bool renew_request_valid(const Kmemctl__V1__EnrollRequest *er)
+{
+	return text_name_valid(er->host_id, REPORT_HOST_ID_MAX) && er->csr_pem &&
+	       strnlen(er->csr_pem, ENROLL_CSR_MAX + 1) <= ENROLL_CSR_MAX;
+}
+
 bool enroll_request_valid(const Kmemctl__V1__EnrollRequest *er)
 {
 	return er->secret && er->secret[0] && text_valid(er->secret, 128) &&
-	       text_name_valid(er->host_id, REPORT_HOST_ID_MAX) && er->csr_pem &&
-	       strnlen(er->csr_pem, ENROLL_CSR_MAX + 1) <= ENROLL_CSR_MAX;
+	       renew_request_valid(er);
 }
 
 bool host_pattern_valid(const char *p)

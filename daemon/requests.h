@@ -26,6 +26,8 @@
 
 /* A secret, a host id of TEXT_NAME_CHARSET and a CSR, each within its bounds. */
 bool enroll_request_valid(const Kmemctl__V1__EnrollRequest *er);
+/* A renewal's: the same without a secret (the host's certificate stands for it). */
+bool renew_request_valid(const Kmemctl__V1__EnrollRequest *er);
 
 /*
  * The body of POST /v1/enroll/secrets (len 0: none): {"expires_in_s": N

@@ -21,6 +21,8 @@ static const struct route routes[] = {
 	{ HTTP_GET, "/", ROLE_OBSERVER, 0, handle_web_index },
 	{ HTTP_GET, "/static/", ROLE_OBSERVER, ROUTE_PREFIX, handle_web_static },
 	{ HTTP_POST, "/v1/agent/report", ROLE_HOST, ROUTE_INGEST, handle_report },
+	{ HTTP_POST, "/v1/agent/renew", ROLE_HOST, ROUTE_AUDITED, handle_renew, "host.renew",
+	  MID_HOST_RENEWED },
 	{ HTTP_GET, "/v1/policies", ROLE_OBSERVER, 0, handle_policies_get },
 	{ HTTP_POST, "/v1/policies", ROLE_OPERATOR, ROUTE_AUDITED, handle_policies_post,
 	  "policy.add", MID_POLICY_UPLOADED },

@@ -62,6 +62,7 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
+void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_secret_post(struct http_request *req, struct kmemd *k,
 			const struct tls_identity *peer);
 void handle_secret_revoke(struct http_request *req, struct kmemd *k,

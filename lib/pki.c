@@ -261,6 +261,17 @@ int pki_cert_pem(X509 *cert, char **pem)
 	return r;
 }
 
+int pki_key_pem(EVP_PKEY *key, char **pem)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	int r = b && PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL) ?
+			bio_text(b, pem) :
+			-EIO;
+
+	BIO_free(b);
+	return r;
+}
+
 /* Keys are written 0600 from the start, never chmod-ed after the fact. */
 int pki_write_key(const char *path, EVP_PKEY *key)
 {

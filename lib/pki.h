@@ -56,6 +56,8 @@ int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem);
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65]);
 /* PEM text of cert (malloc'ed). */
 int pki_cert_pem(X509 *cert, char **pem);
+/* PEM text of a private key (malloc'ed; clear and free it when done). */
+int pki_key_pem(EVP_PKEY *key, char **pem);
 
 int pki_write_key(const char *path, EVP_PKEY *key);
 int pki_write_cert(const char *path, X509 *cert);

@@ -59,7 +59,7 @@ while read -r method path rest; do
 		fail "$method $path is audited: only POST changes state, and only the audit log and operators are sensitive reads"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 12 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 13 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -83,6 +83,26 @@ call /v1/enroll/secrets/revoke 404 ops api ops POST /v1/enroll/secrets/revoke "$
 	--data '{"id":99999}'
 call /v1/enroll/secrets/revoke 200 ops api ops POST /v1/enroll/secrets/revoke "${JS[@]}" \
 	--data "{\"id\":$secret_id}"
+
+# a host renewing its own certificate (EnrollRequest: host_id 2, csr_pem 3)
+renew() { # HOST CSR: the reply, then its code
+	python3 - "$1" "$2" >renew.bin <<'PY'
+import sys
+def field(n, b):
+    out, l = bytes([n << 3 | 2]), len(b)
+    while l > 127:
+        out, l = out + bytes([l & 127 | 128]), l >> 7
+    return out + bytes([l]) + b
+sys.stdout.buffer.write(field(2, sys.argv[1].encode()) + field(3, open(sys.argv[2], "rb").read()))
+PY
+	curl -sS --cacert pki/ca.crt --cert enrolled/db-1.crt --key enrolled/db-1.key \
+		-H 'Content-Type: application/x-protobuf' --data-binary @renew.bin -w '\n%{http_code}\n' \
+		"$URL/v1/agent/renew" | tail -1
+}
+openssl req -new -key enrolled/db-1.key -subj /CN=db-1 -out db-1.csr
+openssl req -new -key enrolled/db-1.key -subj /CN=db-2 -out db-2.csr
+call /v1/agent/renew 400 db-1 renew db-1 db-2.csr
+call /v1/agent/renew 200 db-1 renew db-1 db-1.csr
 
 # hosts
 call /v1/hosts/revoke 400 ops api ops POST /v1/hosts/revoke "${JS[@]}" --data '{"host":"a b"}'
@@ -143,9 +163,9 @@ for e in json.load(sys.stdin)["entries"]:
 }
 [ "$(audit_json --action host.revoke)" = "ops host.revoke h1" ] ||
 	fail "audit list --action host.revoke: $(audit_json --action host.revoke)"
-[ "$(audit_json --host db-1)" = "$(printf 'ops host.reenroll db-1\ndb-1 host.enroll db-1')" ] ||
+[ "$(audit_json --host db-1)" = "$(printf 'ops host.reenroll db-1\ndb-1 host.renew db-1\ndb-1 host.enroll db-1')" ] ||
 	fail "audit list --host db-1: $(audit_json --host db-1)"
-[ "$(audit_json --actor db-1)" = "db-1 host.enroll db-1" ] ||
+[ "$(audit_json --actor db-1)" = "$(printf 'db-1 host.renew db-1\ndb-1 host.enroll db-1')" ] ||
 	fail "audit list --actor db-1: $(audit_json --actor db-1)"
 [ "$(audit_json --actor ops --action rollout.action)" = "ops rollout.action -" ] ||
 	fail "audit list --actor ops --action rollout.action"

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * pki-expired DIR NAME: a host certificate NAME from the CA in DIR (as
- * `kmemctl pki init` made it) that expired yesterday, for kmemd's refusal
- * tests. kmemctl itself never issues one.
+ * pki-expired DIR NAME [FROM_S TO_S]: a host certificate NAME from the CA
+ * in DIR (as `kmemctl pki init` made it) that expired yesterday, for
+ * kmemd's refusal tests, or valid from FROM_S to TO_S seconds from now
+ * (one that expires during a test). kmemctl itself issues neither.
  */
 #include <openssl/x509.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "pki.h"
 
@@ -19,9 +21,13 @@ int main(int argc, char **argv)
 	X509 *ca = NULL, *x = NULL;
 	int r;
 
-	if (argc != 3) {
-		fprintf(stderr, "usage: pki-expired DIR NAME\n");
+	if (argc != 3 && argc != 5) {
+		fprintf(stderr, "usage: pki-expired DIR NAME [FROM_S TO_S]\n");
 		return 2;
+	}
+	if (argc == 5) {
+		subj.not_before = strtol(argv[3], NULL, 10);
+		subj.not_after = strtol(argv[4], NULL, 10);
 	}
 	subj.cn = argv[2];
 	snprintf(cacrt, sizeof(cacrt), "%s/ca.crt", argv[1]);
