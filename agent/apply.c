@@ -23,6 +23,7 @@
 #include "uapi/kmemctl.h"
 
 #define SWITCH_FILE "disabled"
+#define FLEET_STOP_FILE "fleet-stopped"
 
 /*
  * An auditable act, to the journal with its MESSAGE_ID
@@ -91,7 +92,9 @@ enum privsep_off off_kind(const struct agent *a)
 {
 	if (a->disabled)
 		return PRIVSEP_OFF_CMDLINE;
-	return a->switched_off ? PRIVSEP_OFF_SWITCH : PRIVSEP_ON;
+	if (a->switched_off)
+		return PRIVSEP_OFF_SWITCH;
+	return a->fleet_stopped ? PRIVSEP_OFF_FLEET : PRIVSEP_ON;
 }
 
 static const char *off_reason(const struct agent *a)
@@ -399,8 +402,8 @@ static void apply_local(struct agent *a, const struct policy_doc *doc, struct pr
 			rep->ok = 0;
 }
 
-/* Every mitigation the module has, off, as the kill switch does it. */
-static void all_off(struct agent *a)
+/* Every mitigation the module has, off, as a kill switch (who) does it; how many. */
+static unsigned int all_off(struct agent *a, Kmemctl__V1__ModeSource source, const char *who)
 {
 	struct policy_mitigation m = { .mode = POLICY_MODE_OFF };
 	struct policy_outcome o;
@@ -409,20 +412,18 @@ static void all_off(struct agent *a)
 
 	for (k = 0; k < KMEMCTL_MIT_COUNT; k++) {
 		snprintf(m.id, sizeof(m.id), "%s", kmemctl_mitigation_name(k));
-		r = enact(&a->enactor, &m, ENACT_KILL_SWITCH, &a->policy, "kmemctl disable", &o);
+		r = enact(&a->enactor, &m, ENACT_KILL_SWITCH, &a->policy, who, &o);
 		if (o.result == POLICY_SKIPPED)
 			continue;
 		if (r < 0)
-			log_error_errno(r, "kill switch: writing the intent journal failed: %m");
+			log_error_errno(r, "%s: writing the intent journal failed: %m", who);
 		if (o.result == POLICY_FAILED)
-			log_error("kill switch: turning %s off failed: %s", m.id, o.why);
+			log_error("%s: turning %s off failed: %s", who, m.id, o.why);
 		guard_disarm(&a->guard, m.id);
-		set_source(a, m.id, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL);
+		set_source(a, m.id, source);
 		n++;
 	}
-	audit(LOG_WARNING, MID_KILL_SWITCH, NULL, &a->policy, "off", NULL,
-	      "kill switch: %u mitigations turned off; nothing is applied until `kmemctl enable`",
-	      n);
+	return n;
 }
 
 static int record_switch(struct agent *a, bool off)
@@ -461,11 +462,61 @@ static void apply_switch(struct agent *a, bool off, struct privsep_reply *rep)
 	a->switched_off = off;
 	rep->changed = 1;
 	if (off) {
-		all_off(a);
+		audit(LOG_WARNING, MID_KILL_SWITCH, NULL, &a->policy, "off", NULL,
+		      "kill switch: %u mitigations turned off; nothing is applied until `kmemctl "
+		      "enable`",
+		      all_off(a, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_LOCAL, "kmemctl disable"));
+		return;
+	}
+	if (a->fleet_stopped) {
+		audit(LOG_NOTICE, MID_KILL_SWITCH, NULL, &a->policy, "on", NULL,
+		      "kill switch released; kmemd's fleet stop still holds every mitigation off");
 		return;
 	}
 	audit(LOG_NOTICE, MID_KILL_SWITCH, NULL, &a->policy, "on", NULL,
 	      "kill switch released: applying the last known good policy again");
+	a->policy = (struct policy_version){ 0 };
+	start_policy(a);
+}
+
+bool fleet_stop_recorded(const struct agent *a)
+{
+	return faccessat(a->state_dirfd, FLEET_STOP_FILE, F_OK, 0) == 0;
+}
+
+void apply_fleet_stop(struct agent *a, bool stopped)
+{
+	static const char note[] = "kmemd: kmemctl fleet stop\n";
+	int r;
+
+	if (stopped == a->fleet_stopped)
+		return;
+	/* kept first: a crash right after must come up stopped */
+	r = stopped ? statefile_replace(a->state_dirfd, FLEET_STOP_FILE, note, sizeof(note) - 1) :
+		      (unlinkat(a->state_dirfd, FLEET_STOP_FILE, 0) < 0 && errno != ENOENT ?
+			       negative_errno() :
+			       0);
+	if (r < 0)
+		log_error_errno(r, "recording the fleet stop failed: %m");
+	a->fleet_stopped = stopped;
+	if (stopped) {
+		/* the kill switches turned everything off already */
+		audit(LOG_WARNING, MID_FLEET_STOP, NULL, &a->policy, "off", NULL,
+		      "fleet stop: %u mitigations turned off; nothing is applied until kmemd "
+		      "resumes the fleet",
+		      a->disabled || a->switched_off ?
+			      0 :
+			      all_off(a, KMEMCTL__V1__MODE_SOURCE__MODE_SOURCE_FLEET_STOP,
+				      "kmemctl fleet stop"));
+		return;
+	}
+	if (off_kind(a) != PRIVSEP_ON) {
+		audit(LOG_NOTICE, MID_FLEET_STOP, NULL, &a->policy, "on", NULL,
+		      "fleet resumed; %s still holds", off_reason(a));
+		return;
+	}
+	audit(LOG_NOTICE, MID_FLEET_STOP, NULL, &a->policy, "on", NULL,
+	      "fleet resumed: applying the last known good policy again");
 	a->policy = (struct policy_version){ 0 };
 	start_policy(a);
 }

@@ -95,6 +95,7 @@ static void on_result(struct agent *a, const struct privsep_result *res)
 		sd_notifyf(0, "STATUS=report %llu acknowledged",
 			   (unsigned long long)res->acked_seq);
 		a->exit_code = EXIT_OK;
+		apply_fleet_stop(a, res->fleet_stop);
 		break;
 	case UPLINK_REFUSED:
 		a->exit_code = EXIT_REFUSED;
@@ -352,6 +353,10 @@ static void restore(struct agent *a, const char *root, const char *spool)
 	a->switched_off = switch_recorded(a);
 	if (a->switched_off)
 		log_notice("the local kill switch is on (kmemctl disable): applying nothing");
+	a->fleet_stopped = fleet_stop_recorded(a);
+	if (a->fleet_stopped)
+		log_notice("kmemd's fleet stop held when the agent last ran: applying nothing "
+			   "until kmemd says it is over");
 	/* a fixture tree has no kernel to load a module into */
 	if (!root)
 		load_module(a);

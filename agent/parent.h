@@ -63,6 +63,7 @@ struct agent {
 	bool once;
 	bool disabled; /* kmemctl.disable=1: apply nothing, report only */
 	bool switched_off; /* `kmemctl disable`: mitigations off, apply nothing */
+	bool fleet_stopped; /* kmemd's fleet stop: mitigations off, apply nothing */
 	struct guard guard;
 	struct enactor enactor; /* the only writer of mitigations */
 	/* trips handled in this run, until a reset: each is quarantined once */
@@ -125,6 +126,14 @@ int run_policy(struct agent *a, const uint8_t *buf, size_t len, const char *from
 void start_policy(struct agent *a);
 void local_policy(struct agent *a);
 bool switch_recorded(const struct agent *a);
+/* Whether the last run was under the fleet stop: it holds until kmemd says otherwise. */
+bool fleet_stop_recorded(const struct agent *a);
+/*
+ * kmemd's reply to a report said the fleet is stopped, or not: on the
+ * change, every mitigation off and held (kept on disk first), or the last
+ * known good policy again once nothing else holds.
+ */
+void apply_fleet_stop(struct agent *a, bool stopped);
 /* A checked control request, answered in rep. */
 void apply_request(struct agent *a, const struct privsep_request *req, struct privsep_reply *rep);
 

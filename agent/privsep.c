@@ -151,6 +151,7 @@ const char *privsep_off_reason(enum privsep_off off)
 	static const char *const reasons[PRIVSEP_OFFS] = {
 		[PRIVSEP_OFF_CMDLINE] = "kmemctl.disable=1",
 		[PRIVSEP_OFF_SWITCH] = "the local kill switch (kmemctl disable)",
+		[PRIVSEP_OFF_FLEET] = "kmemd's fleet stop (kmemctl fleet stop)",
 	};
 
 	return (unsigned)off < PRIVSEP_OFFS ? reasons[off] : NULL;

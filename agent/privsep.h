@@ -54,12 +54,20 @@ struct privsep_result {
 	uint32_t interval_s; /* kmemd's report interval, 0: keep */
 	uint64_t spooled; /* reports waiting in the child's spool */
 	uint64_t dropped; /* reports the full spool dropped, since start */
+	uint32_t fleet_stop; /* UPLINK_ACKED: kmemd's reply said the fleet is stopped */
+	uint32_t pad;
 };
 
 /* Why the parent applies nothing now. */
-enum privsep_off { PRIVSEP_ON, PRIVSEP_OFF_CMDLINE, PRIVSEP_OFF_SWITCH, PRIVSEP_OFFS };
+enum privsep_off {
+	PRIVSEP_ON,
+	PRIVSEP_OFF_CMDLINE,
+	PRIVSEP_OFF_SWITCH,
+	PRIVSEP_OFF_FLEET,
+	PRIVSEP_OFFS,
+};
 
-/* "kmemctl.disable=1", "the local kill switch (kmemctl disable)"; NULL when on. */
+/* "kmemctl.disable=1", "the local kill switch (kmemctl disable)", ...; NULL when on. */
 const char *privsep_off_reason(enum privsep_off off);
 
 /* The parent's state, for `kmemctl status`: sent whenever it may change. */

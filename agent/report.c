@@ -65,6 +65,21 @@ void load_seq(struct agent *a, const char *spool)
 			  (unsigned long long)a->seq);
 }
 
+/* Why nothing is applied, as a report says it. */
+static Kmemctl__V1__Off report_off(enum privsep_off off)
+{
+	switch (off) {
+	case PRIVSEP_OFF_CMDLINE:
+		return KMEMCTL__V1__OFF__OFF_CMDLINE;
+	case PRIVSEP_OFF_SWITCH:
+		return KMEMCTL__V1__OFF__OFF_LOCAL;
+	case PRIVSEP_OFF_FLEET:
+		return KMEMCTL__V1__OFF__OFF_FLEET_STOP;
+	default:
+		return KMEMCTL__V1__OFF__OFF_NONE;
+	}
+}
+
 static void store_seq(struct agent *a)
 {
 	char text[32];
@@ -213,6 +228,7 @@ static int send_report(struct agent *a, unsigned done)
 	rep.unix_ms = now_ms();
 	rep.policy_name = a->policy.name;
 	rep.policy_version = a->policy.version;
+	rep.off = report_off(off_kind(a));
 	r = add_facts(a, done, &rep, &p);
 	if (r == 0) {
 		add_module(a, done, &rep);

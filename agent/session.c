@@ -101,6 +101,7 @@ static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, 
 	if (rr) {
 		out.acked_seq = rr->acked_seq;
 		out.interval_s = rr->report_interval_s;
+		out.fleet_stop = rr->fleet_stop;
 	}
 	switch (res) {
 	case UPLINK_ACKED:
@@ -125,7 +126,8 @@ static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, 
 		log_warning("kmemd at '%s' is unreachable", s->cfg->server);
 		break;
 	}
-	if (rr && rr->policy) {
+	/* under a fleet stop no policy is applied: none reaches the parent before the stop does */
+	if (rr && rr->policy && !rr->fleet_stop) {
 		len = kmemctl__v1__signed_policy__get_packed_size(rr->policy);
 		pol = len && len <= PRIVSEP_MAX_POLICY ? malloc(len) : NULL;
 		if (pol) {

@@ -8,7 +8,9 @@
  * facts that vary by host (kernel, CPUs, role, zone), the five
  * mitigations, six probe histograms, counters. What kmemd's reply says to
  * run, the host runs and reports from then on (the bundle's signature is
- * not checked: this is a simulator, not an agent). A host that runs the
+ * not checked: this is a simulator, not an agent); a reply that says the
+ * fleet is stopped turns its mitigations off there, as an agent does (the
+ * status counts them, with when the last one stopped or resumed). A host that runs the
  * policy named by -b has -L soft lockups in each report, as a canary of a
  * bad policy would. Given several kmemd, a host whose report gets no
  * answer turns to another and sends again, as kmem-agent does; the hosts
@@ -67,6 +69,7 @@ struct host {
 	uint64_t seq, soft_lockups;
 	char policy[POLICY_MAX];
 	uint64_t version;
+	bool stopped; /* its last reply said the fleet is stopped: every mitigation off */
 };
 
 static struct event_base *base;
@@ -77,6 +80,9 @@ static struct host *hosts;
 static int nhosts, interval_s = 60, lockups = 3;
 static const char *bad_policy = "";
 static uint64_t acked, failed, late, failovers, policies_taken;
+/* hosts the fleet stop holds, and when the last one stopped or resumed (unix ms) */
+static int stopped;
+static int64_t stop_changed_ms;
 static uint8_t buf[16384];
 
 static int64_t now_ms(void)
@@ -185,6 +191,7 @@ static size_t report(const struct host *h, int i, int64_t t)
 	rep.events = evp;
 	rep.policy_name = (char *)h->policy;
 	rep.policy_version = h->version;
+	rep.off = h->stopped ? KMEMCTL__V1__OFF__OFF_FLEET_STOP : KMEMCTL__V1__OFF__OFF_NONE;
 	return kmemctl__v1__report__pack(&rep, buf);
 }
 
@@ -227,7 +234,17 @@ static void take_policy(struct host *h, struct evbuffer *body)
 	rep = kmemctl__v1__report_reply__unpack(NULL, len, buf);
 	if (!rep)
 		return;
-	if (rep->policy) {
+	/* an agent turns every mitigation off (or applies its policy again) right here */
+	if (rep->fleet_stop != h->stopped) {
+		struct timespec now;
+
+		h->stopped = rep->fleet_stop;
+		stopped += h->stopped ? 1 : -1;
+		clock_gettime(CLOCK_REALTIME, &now);
+		stop_changed_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	}
+	/* and, stopped, takes no policy */
+	if (rep->policy && !rep->fleet_stop) {
 		p = kmemctl__v1__policy_payload__unpack(NULL, rep->policy->payload.len,
 							rep->policy->payload.data);
 		if (p) {
@@ -340,10 +357,12 @@ static void status(FILE *out, struct host **sorted)
 	int i, n;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	fprintf(out, "seconds=%ld hosts=%d acked=%llu failed=%llu late=%llu failovers=%llu\n",
+	fprintf(out,
+		"seconds=%ld hosts=%d acked=%llu failed=%llu late=%llu failovers=%llu stopped=%d "
+		"stop_changed_ms=%lld\n",
 		(long)(now.tv_sec - started.tv_sec), nhosts, (unsigned long long)acked,
-		(unsigned long long)failed, (unsigned long long)late,
-		(unsigned long long)failovers);
+		(unsigned long long)failed, (unsigned long long)late, (unsigned long long)failovers,
+		stopped, (long long)stop_changed_ms);
 	for (i = 0; i < nhosts; i++)
 		sorted[i] = &hosts[i];
 	qsort(sorted, (size_t)nhosts, sizeof(*sorted), by_policy);

@@ -114,6 +114,18 @@ static int host_list(int argc, char **argv)
 	return EXIT_OK;
 }
 
+/* What holds a host's mitigations off, after its policy; "" when nothing does. */
+static const char *off_text(const char *off)
+{
+	if (!strcmp(off, "cmdline"))
+		return ", not applied: kmemctl.disable=1";
+	if (!strcmp(off, "local"))
+		return ", not applied: the local kill switch (kmemctl disable)";
+	if (!strcmp(off, "fleet-stop"))
+		return ", not applied: the fleet stop";
+	return "";
+}
+
 static int host_show(int argc, char **argv)
 {
 	static const char *const heads[] = {
@@ -156,6 +168,7 @@ static int host_show(int argc, char **argv)
 	printf("policy    %s", str(p, "name")[0] ? str(p, "name") : "(none)");
 	if (str(p, "name")[0])
 		printf(" version %lld", num(p, "version"));
+	printf("%s", off_text(str(found, "off")));
 	printf("\nlabels   ");
 	json_object_foreach(json_object_get(found, "labels"), key, m)
 		printf(" %s=%s", key, json_string_value(m));

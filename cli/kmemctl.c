@@ -36,6 +36,7 @@ static const struct cmd objects[] = {
 	{ "enable", do_switch, "release the kill switch: the policy again" },
 	{ "host", do_host, "the fleet's hosts, as kmemd knows them" },
 	{ "rollout", do_rollout, "move a policy across the fleet in waves" },
+	{ "fleet", do_fleet, "stop every mitigation everywhere, and resume" },
 	{ "telemetry", do_telemetry, "probe latency: across the fleet, or live here" },
 	{ "audit", do_audit, "who changed or read what on kmemd" },
 	{ "operator", do_operator, "operator certificates: list, revoke" },

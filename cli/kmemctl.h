@@ -55,6 +55,8 @@ int do_build(int argc, char **argv);
 int do_whoami(int argc, char **argv);
 int do_audit(int argc, char **argv);
 int do_operator(int argc, char **argv);
+/* fleet.c: the fleet-wide stop. */
+int do_fleet(int argc, char **argv);
 /*
  * Write data to path ("-" or NULL: stdout) through a temporary file renamed
  * over it, so readers never see half of it.

@@ -36,11 +36,24 @@ static json_t *policy_ref(const char *policy, int64_t version)
 			 int_or_null(version));
 }
 
+/*
+ * Why a host applies nothing, as its last report said: "none" (it applies
+ * its policy), "cmdline", "local", "fleet-stop"; null from an agent older
+ * than the field.
+ */
+static json_t *off_name(int off)
+{
+	static const char *const names[] = { NULL, "none", "cmdline", "local", "fleet-stop" };
+
+	return off > 0 && (size_t)off < sizeof(names) / sizeof(names[0]) ? json_string(names[off]) :
+									   json_null();
+}
+
 static int add_host(void *arg, const struct store_host *h)
 {
 	json_t *o = json_pack(
 		"{s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:o, s:o, s:o, s:o, s:o,"
-		" s:b, s:o, s:[]}",
+		" s:b, s:o, s:o, s:[]}",
 		"host_id", json_text(h->host_id), "hostname", text_or_null(h->hostname),
 		"kernel_release", text_or_null(h->kernel_release), "build_id",
 		text_or_null(h->build_id), "possible_cpus", int_or_null(h->possible_cpus),
@@ -48,8 +61,8 @@ static int add_host(void *arg, const struct store_host *h)
 		"kasan", h->kasan, "module_version", text_or_null(h->module_version), "labels",
 		doc_or_null(h->labels_json), "first_seen_ms", int_or_null(h->first_seen_ms),
 		"last_seen_ms", int_or_null(h->last_seen_ms), "last_seq", int_or_null(h->last_seq),
-		"revoked", h->revoked, "policy", policy_ref(h->policy, h->policy_version),
-		"mitigations");
+		"revoked", h->revoked, "policy", policy_ref(h->policy, h->policy_version), "off",
+		off_name(h->off), "mitigations");
 
 	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
 }

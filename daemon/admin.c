@@ -25,8 +25,7 @@
 #include "store.h"
 #include "text.h"
 
-void reply_rows(struct http_request *req, struct kmemd *k,
-		int (*build)(struct store *, json_t **))
+void reply_rows(struct http_request *req, struct kmemd *k, int (*build)(struct store *, json_t **))
 {
 	json_t *rows = NULL;
 	int r = build(k->store, &rows);
@@ -38,8 +37,7 @@ void reply_rows(struct http_request *req, struct kmemd *k,
 	reply_json(req, HTTP_OK, "OK", rows);
 }
 
-void handle_policies_get(struct http_request *req, struct kmemd *k,
-			 const struct tls_identity *peer)
+void handle_policies_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	(void)peer;
 	reply_rows(req, k, admin_json_policies);
@@ -60,8 +58,8 @@ static const char *verify_error(int r)
 }
 
 /* A signed bundle as `kmemctl policy sign` writes it: checked, then kept as is. */
-static int signed_policy(struct http_request *req, struct kmemd *k, const uint8_t *body,
-			 size_t len, struct store_policy *p, char *why, size_t whylen)
+static int signed_policy(struct http_request *req, struct kmemd *k, const uint8_t *body, size_t len,
+			 struct store_policy *p, char *why, size_t whylen)
 {
 	_cleanup_pb_ Kmemctl__V1__PolicyPayload *payload = NULL;
 	_cleanup_pb_ Kmemctl__V1__SignedPolicy *sp = NULL;
@@ -267,8 +265,7 @@ static int reenroll(struct store *st, const char *host)
 }
 
 /* {"host": ID}: its certificate is no longer taken for reports. */
-void handle_revoke_post(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer)
+void handle_revoke_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	(void)peer;
 	k->revocations++;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fleet-stop.h"
 #include "admin-json.h"
 #include "json-text.h"
 #include "log.h"
@@ -81,8 +82,9 @@ void handle_fleet_get(struct http_request *req, struct kmemd *k, const struct tl
 		return;
 	}
 	reply_json(req, HTTP_OK, "OK",
-		   json_pack("{s:I, s:o, s:o, s:o}", "hosts", (json_int_t)hosts, "kernels", kernels,
-			     "policies", policies, "mitigations", states));
+		   json_pack("{s:I, s:o, s:o, s:o, s:o}", "hosts", (json_int_t)hosts, "kernels",
+			     kernels, "policies", policies, "mitigations", states, "stop",
+			     fleet_stop_json(k)));
 }
 
 /*
@@ -156,8 +158,7 @@ static bool window(struct evkeyvalq *q, int64_t *from, int64_t *to, int64_t *ste
  * /v1/hosts, its newest events with their stack tops, and its probes and
  * lockups over time (default: the last six hours, or since its first report).
  */
-void handle_host_detail(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer)
+void handle_host_detail(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	static const char want[] = "want ?id=HOST[&from=MS&to=MS][&step=MS]";
 	int64_t now = kmemd_now_ms(), from = 0, to = 0, step = 0;

@@ -59,6 +59,7 @@ uint64_t host_memo_facts(const Kmemctl__V1__Report *rep)
 		h = mix_str(h, f->labels[i]->value);
 	}
 	h = mix_str(h, rep->policy_name);
+	h = mix_u64(h, rep->off);
 	return known(mix_u64(h, rep->policy_version));
 }
 

@@ -18,6 +18,7 @@
 #include "engine-worker.h"
 #include "ingest-worker.h"
 #include "kmemd.h"
+#include "fleet-stop.h"
 #include "operators.h"
 #include "log.h"
 #include "macro.h"
@@ -263,6 +264,9 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	t->k->revocations++;
 	operators_flush(t->k);
+	if (fleet_stop_refresh(t->k) < 0)
+		log_error("reading the fleet stop failed: %s",
+			  t->k->store->ops->error(t->k->store));
 	rollouts_tick(t->k);
 	arm(t->ev, t->k->cfg->rollout_tick_ms);
 }
@@ -346,9 +350,13 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 				k.store->ops->error(k.store));
 	if (r == 0)
 		r = desired_new(&k.desired);
-	/* a kmemd that cannot say which policy hosts run must not answer them */
+	/* a kmemd that cannot say which policy hosts run, or whether the fleet is stopped, must not answer them */
 	if (r == 0 && kmemd_desired_refresh(&k) < 0)
 		r = -EIO;
+	if (r == 0 && fleet_stop_refresh(&k) < 0) {
+		log_error("reading the fleet stop failed: %s", k.store->ops->error(k.store));
+		r = -EIO;
+	}
 	if (r == 0)
 		r = shutdown_signals_add(base, &sigs);
 	if (r == 0) {

@@ -11,6 +11,7 @@
 #include "ini.h"
 #include "log.h"
 #include "sign.h"
+#include "store.h"
 
 #define KMEMD_CONF "/etc/kmemctl/kmemd.conf"
 
@@ -120,6 +121,8 @@ struct kmemd {
 	uint64_t operators_refused;
 	/* when the certificates of the hosts reporting here expire */
 	struct cert_expiry host_certs;
+	/* the fleet stop, as the store had it at the last rollout tick or change here */
+	struct store_fleet_stop fleet_stop;
 };
 
 struct event_base;

@@ -260,6 +260,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 	/* stored, but not all of it: the agent logs why */
 	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
+	rr.fleet_stop = k->fleet_stop.stopped;
 	len = protobuf_c_message_get_packed_size(&rr.base);
 	p = pb_arena_alloc(arena, sizeof(*p));
 	if (p)

@@ -4,6 +4,7 @@
 
 #include "audit.h"
 #include "conn.h"
+#include "fleet-stop.h"
 #include "http.h"
 #include "kmemd.h"
 #include "macro.h"
@@ -38,6 +39,10 @@ static const struct route routes[] = {
 	{ HTTP_GET, "/v1/hosts", ROLE_OBSERVER, 0, handle_hosts_get },
 	{ HTTP_GET, "/v1/hosts/detail", ROLE_OBSERVER, 0, handle_host_detail },
 	{ HTTP_GET, "/v1/fleet", ROLE_OBSERVER, 0, handle_fleet_get },
+	{ HTTP_POST, "/v1/fleet/stop", ROLE_OPERATOR, ROUTE_AUDITED, handle_fleet_stop,
+	  "fleet.stop", MID_FLEET_STOP },
+	{ HTTP_POST, "/v1/fleet/resume", ROLE_OPERATOR, ROUTE_AUDITED, handle_fleet_resume,
+	  "fleet.resume", MID_FLEET_STOP },
 	{ HTTP_POST, "/v1/hosts/revoke", ROLE_OPERATOR, ROUTE_AUDITED, handle_revoke_post,
 	  "host.revoke", MID_HOST_REVOKED },
 	{ HTTP_POST, "/v1/hosts/reenroll", ROLE_OPERATOR, ROUTE_AUDITED, handle_reenroll_post,

@@ -25,8 +25,7 @@
 #include "tls.h"
 
 /* What build makes of the store (admin-json.h), or 500 when the store fails. */
-void reply_rows(struct http_request *req, struct kmemd *k,
-		int (*build)(struct store *, json_t **));
+void reply_rows(struct http_request *req, struct kmemd *k, int (*build)(struct store *, json_t **));
 /* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */
 void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
@@ -42,8 +41,7 @@ void handle_rollouts_plan(struct http_request *req, struct kmemd *k,
 void handle_health(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 /* web.c: the dashboard's files. */
 void handle_web_index(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_web_static(struct http_request *req, struct kmemd *k,
-		       const struct tls_identity *peer);
+void handle_web_static(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_policies_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
@@ -54,8 +52,7 @@ void handle_assignments_post(struct http_request *req, struct kmemd *k,
 void handle_hosts_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 /* dashboard.c: what the dashboard is drawn from. */
 void handle_fleet_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_host_detail(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer);
+void handle_host_detail(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_rollout_series(struct http_request *req, struct kmemd *k,
 			   const struct tls_identity *peer);
 void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
@@ -63,12 +60,10 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_secret_post(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer);
+void handle_secret_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_secret_revoke(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
-void handle_revoke_post(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer);
+void handle_revoke_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_reenroll_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmemd's PostgreSQL store, access: the audit log and the operator
- * certificates kmemd saw or revoked (daemon/operators.h). Every kmemd on
- * the database reads the same revocations.
+ * kmemd's PostgreSQL store, access: the audit log, the operator
+ * certificates kmemd saw or revoked (daemon/operators.h), and the fleet
+ * stop. Every kmemd on the database reads the same revocations and stop.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +17,8 @@ enum stmt {
 	ST_OPERATOR_REVOKE_NAME,
 	ST_OPERATOR_REVOKED,
 	ST_OPERATORS,
+	ST_FLEET_STOP_GET,
+	ST_FLEET_STOP_SET,
 	ST_N,
 };
 
@@ -51,6 +53,12 @@ static const char *const sql[ST_N] = {
 	[ST_OPERATORS] = "SELECT fingerprint, name, role, not_after_ms, first_seen_ms,"
 			 " last_seen_ms, revoked_ms, revoked_by FROM operators"
 			 " ORDER BY name, first_seen_ms NULLS FIRST, fingerprint",
+	[ST_FLEET_STOP_GET] = "SELECT stopped, since_ms, actor, reason FROM fleet_stop"
+			      " WHERE name = 'fleet'",
+	/* no row changed: it was so already */
+	[ST_FLEET_STOP_SET] = "INSERT INTO fleet_stop AS f VALUES ('fleet', $1, $2, $3, $4)"
+			      " ON CONFLICT (name) DO UPDATE SET stopped = $1, since_ms = $2,"
+			      " actor = $3, reason = $4 WHERE f.stopped != $1",
 };
 
 const struct pg_area pg_access_area = {
@@ -197,4 +205,36 @@ int pg_operators(struct store *s, int (*cb)(void *arg, const struct store_operat
 	}
 	PQclear(res);
 	return r > 0 ? 0 : r;
+}
+
+int pg_fleet_stop_get(struct store *s, struct store_fleet_stop *f)
+{
+	PGresult *res = run(s, ST_FLEET_STOP_GET, NULL);
+
+	memset(f, 0, sizeof(*f));
+	f->since_ms = STORE_NULL;
+	if (!res)
+		return -EIO;
+	if (PQntuples(res)) {
+		f->stopped = pg_col_int(res, 0, 0) != 0;
+		f->since_ms = pg_col_int(res, 0, 1);
+		snprintf(f->actor, sizeof(f->actor), "%s", pg_col_or_empty(res, 0, 2));
+		snprintf(f->reason, sizeof(f->reason), "%s", pg_col_or_empty(res, 0, 3));
+	}
+	PQclear(res);
+	return 0;
+}
+
+int pg_fleet_stop_set(struct store *s, const struct store_fleet_stop *f)
+{
+	struct pg_args a = { 0 };
+	uint64_t n;
+	int r;
+
+	pg_int(&a, f->stopped);
+	pg_int(&a, f->since_ms);
+	pg_text(&a, f->actor);
+	pg_text(&a, f->reason);
+	r = pg_changed(s, &pg_access_area, ST_FLEET_STOP_SET, &a, &n);
+	return r < 0 ? r : n > 0;
 }

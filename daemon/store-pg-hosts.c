@@ -48,7 +48,7 @@ enum stmt {
 #define HOST_ROW                                                                            \
 	"SELECT host_id, hostname, kernel_release, build_id, possible_cpus, online_cpus,"   \
 	" mem_total, kasan, module_version, labels, first_seen_ms, last_seen_ms, last_seq," \
-	" revoked, policy_name, policy_version FROM hosts"
+	" revoked, policy_name, policy_version, off FROM hosts"
 #define STATE_ROW "SELECT host_id, id, state, mode, source, reason FROM states"
 #define BY_STATE " ORDER BY host_id, id"
 #define PAGE                                                                   \
@@ -179,6 +179,8 @@ static int host_rows_each(const PGresult *hr, const PGresult *sr, const struct s
 			.revoked = pg_col_bool(hr, i, 13),
 			.policy = pg_col(hr, i, 14),
 			.policy_version = pg_col_int(hr, i, 15),
+			.off = (int)(pg_col_int(hr, i, 16) == STORE_NULL ? 0 :
+									   pg_col_int(hr, i, 16)),
 		};
 		r = cb->host(arg, &h);
 		for (; r == 0 && j < ns && (c = strcmp(pg_col_or_empty(sr, j, 0), h.host_id)) <= 0;

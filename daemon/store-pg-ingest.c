@@ -67,13 +67,14 @@ static const char *const sql[ST_N] = {
 		 */
 		" h AS (INSERT INTO hosts (host_id, hostname, kernel_release, build_id,"
 		" possible_cpus, online_cpus, mem_total, kasan, module_version, labels,"
-		" first_seen_ms, last_seen_ms, last_seq, policy_name, policy_version)"
+		" first_seen_ms, last_seen_ms, last_seq, policy_name, policy_version, off)"
 		" SELECT $1, $5::text, $6::text, $7::text, $8::bigint, $9::bigint, $10::bigint,"
-		" $11::integer, $12::text, $13::text, $14::bigint, $14, $3, $15::text, $16::bigint"
+		" $11::integer, $12::text, $13::text, $14::bigint, $14, $3, $15::text, $16::bigint,"
+		" $22::integer"
 		" WHERE EXISTS (SELECT FROM c) AND NOT EXISTS (SELECT FROM hosts WHERE host_id = $1"
 		" AND ((hostname, kernel_release, build_id, possible_cpus, online_cpus, mem_total,"
-		" kasan, module_version, labels, policy_name, policy_version) IS DISTINCT FROM"
-		" ($5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16) OR last_seq = 0"
+		" kasan, module_version, labels, policy_name, policy_version, off) IS DISTINCT FROM"
+		" ($5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $22) OR last_seq = 0"
 		" OR last_seen_ms < $14 - " SEEN_EVERY_MS ") IS NOT TRUE)"
 		" ON CONFLICT (host_id) DO UPDATE SET hostname = excluded.hostname,"
 		" kernel_release = excluded.kernel_release, build_id = excluded.build_id,"
@@ -81,7 +82,8 @@ static const char *const sql[ST_N] = {
 		" mem_total = excluded.mem_total, kasan = excluded.kasan,"
 		" module_version = excluded.module_version, labels = excluded.labels,"
 		" last_seen_ms = excluded.last_seen_ms, last_seq = excluded.last_seq,"
-		" policy_name = excluded.policy_name, policy_version = excluded.policy_version),"
+		" policy_name = excluded.policy_name, policy_version = excluded.policy_version,"
+		" off = excluded.off),"
 		" m AS (SELECT * FROM json_to_recordset($17::json)"
 		" AS x(id text, state text, mode text, source text, reason text)),"
 		/*
@@ -429,6 +431,7 @@ int pg_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 	pg_blob(&a, PG(s)->counts.p, PG(s)->counts.len);
 	pg_text(&a, t.samples);
 	pg_text(&a, t.events);
+	pg_int(&a, rep->off);
 	res = run(s, ST_INGEST, &a);
 	if (!res) {
 		r = -EIO;

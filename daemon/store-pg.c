@@ -102,13 +102,16 @@ static const char *const migrations[] = {
 	"CREATE TABLE rate_buckets (key TEXT PRIMARY KEY, tokens DOUBLE PRECISION NOT NULL,"
 	" last_ms BIGINT NOT NULL);"
 	"CREATE INDEX rate_buckets_by_time ON rate_buckets (last_ms);",
-	/* SQLite's 13: audit rows' hosts, and operators' certificates */
+	/* SQLite's 13: audit rows' hosts, operators' certificates, the fleet stop */
 	"ALTER TABLE audit ADD COLUMN host TEXT COLLATE \"C\";"
 	"CREATE INDEX audit_by_time ON audit (ts_ms);"
 	"CREATE TABLE operators (fingerprint TEXT PRIMARY KEY, name TEXT COLLATE \"C\" NOT NULL"
 	" DEFAULT '', role TEXT NOT NULL DEFAULT '', not_after_ms BIGINT, first_seen_ms BIGINT,"
 	" last_seen_ms BIGINT, revoked_ms BIGINT, revoked_by TEXT);"
-	"CREATE INDEX operators_by_name ON operators (name);",
+	"CREATE INDEX operators_by_name ON operators (name);"
+	"ALTER TABLE hosts ADD COLUMN off INTEGER;"
+	"CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
+	" since_ms BIGINT, actor TEXT, reason TEXT);",
 };
 
 /* Any number, the same in every kmemd: the lock migrations take turns by ("kmemd"). */
@@ -636,6 +639,8 @@ const struct store_ops store_pg_ops = {
 	.operator_revoke_name = pg_operator_revoke_name,
 	.operator_revoked = pg_operator_revoked,
 	.operators = pg_operators,
+	.fleet_stop_get = pg_fleet_stop_get,
+	.fleet_stop_set = pg_fleet_stop_set,
 	.revoke = pg_revoke,
 	.revoked = pg_revoked,
 	.samples = pg_samples,

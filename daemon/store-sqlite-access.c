@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kmemd's SQLite store, access: the audit log and the operator
- * certificates kmemd saw or revoked (daemon/operators.h).
+ * kmemd's SQLite store, access: the audit log, the operator certificates
+ * kmemd saw or revoked (daemon/operators.h), and the fleet stop.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,6 +17,8 @@ enum stmt {
 	ST_OPERATOR_NAMED,
 	ST_OPERATOR_REVOKED,
 	ST_OPERATORS,
+	ST_FLEET_STOP_GET,
+	ST_FLEET_STOP_SET,
 	ST_N,
 };
 
@@ -48,11 +50,18 @@ static const char *const sql[ST_N] = {
 	[ST_OPERATOR_REVOKED] = "SELECT revoked_ms IS NOT NULL FROM operators"
 				" WHERE fingerprint = ?1",
 	[ST_OPERATORS] = OPERATOR_ROW " ORDER BY name, first_seen_ms, fingerprint",
+	[ST_FLEET_STOP_GET] = "SELECT stopped, since_ms, actor, reason FROM fleet_stop"
+			      " WHERE name = 'fleet'",
+	/* no row changed: it was so already */
+	[ST_FLEET_STOP_SET] = "INSERT INTO fleet_stop VALUES ('fleet', ?1, ?2, ?3, ?4)"
+			      " ON CONFLICT (name) DO UPDATE SET stopped = ?1, since_ms = ?2,"
+			      " actor = ?3, reason = ?4 WHERE stopped != ?1",
 };
 
 static const bool one_row[ST_N] = {
 	[ST_OPERATOR_NAMED] = true,
 	[ST_OPERATOR_REVOKED] = true,
+	[ST_FLEET_STOP_GET] = true,
 };
 
 const struct sq_area sq_access_area = {
@@ -219,4 +228,39 @@ int sq_operators(struct store *s, int (*cb)(void *arg, const struct store_operat
 	if (r == 0 && rc != SQLITE_DONE)
 		r = -EIO;
 	return r > 0 ? 0 : r;
+}
+
+int sq_fleet_stop_get(struct store *s, struct store_fleet_stop *f)
+{
+	sqlite3_stmt *st = stmt(s, ST_FLEET_STOP_GET);
+	int r = step_row(st);
+
+	memset(f, 0, sizeof(*f));
+	f->since_ms = STORE_NULL;
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	f->stopped = sqlite3_column_int(st, 0) != 0;
+	f->since_ms = int_or_null(st, 1);
+	snprintf(f->actor, sizeof(f->actor), "%s", text_or_empty(st, 2));
+	snprintf(f->reason, sizeof(f->reason), "%s", text_or_empty(st, 3));
+	return 0;
+}
+
+int sq_fleet_stop_set(struct store *s, const struct store_fleet_stop *f)
+{
+	sqlite3_stmt *st;
+	int r;
+
+	sq_write_begin(s, false);
+	st = stmt(s, ST_FLEET_STOP_SET);
+	sqlite3_bind_int(st, 1, f->stopped);
+	sqlite3_bind_int64(st, 2, f->since_ms);
+	sqlite3_bind_text(st, 3, f->actor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, f->reason, -1, SQLITE_STATIC);
+	r = step_done(st);
+	if (r == 0)
+		r = sqlite3_changes(DB(s)) > 0;
+	return sq_write_end(s, false, r);
 }

@@ -43,7 +43,7 @@ enum stmt {
 #define HOST_ROW                                                                            \
 	"SELECT host_id, hostname, kernel_release, build_id, possible_cpus, online_cpus,"   \
 	" mem_total, kasan, module_version, labels, first_seen_ms, last_seen_ms, last_seq," \
-	" revoked, policy_name, policy_version FROM hosts"
+	" revoked, policy_name, policy_version, off FROM hosts"
 
 static const char *const sql[ST_N] = {
 	[ST_HOST] = HOST_ROW " WHERE host_id = ?1",
@@ -156,6 +156,7 @@ static int host_rows_each(struct store *s, sqlite3_stmt *st, const struct store_
 			.revoked = sqlite3_column_int(st, 13) == 1,
 			.policy = text_or_null(st, 14),
 			.policy_version = int_or_null(st, 15),
+			.off = sqlite3_column_int(st, 16),
 		};
 		r = cb->host(arg, &h);
 		if (r)

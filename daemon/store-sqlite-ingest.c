@@ -54,12 +54,12 @@ static const char *const sql[ST_N] = {
 	[ST_HOST_UPSERT] =
 		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
 		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
-		" last_seen_ms, last_seq, policy_name, policy_version)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14)"
+		" last_seen_ms, last_seq, policy_name, policy_version, off)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?16)"
 		" ON CONFLICT (host_id) DO UPDATE SET hostname = ?2, kernel_release = ?3,"
 		" build_id = ?4, possible_cpus = ?5, online_cpus = ?6, mem_total = ?7, kasan = ?8,"
 		" module_version = ?9, labels = ?10, last_seen_ms = ?11, last_seq = ?12,"
-		" policy_name = ?13, policy_version = ?14"
+		" policy_name = ?13, policy_version = ?14, off = ?16"
 		/*
 		 * most reports change nothing here: the row is rewritten when
 		 * something did, or when last_seen is SEEN_EVERY_MS old
@@ -67,7 +67,8 @@ static const char *const sql[ST_N] = {
 		" WHERE hostname IS NOT ?2 OR kernel_release IS NOT ?3 OR build_id IS NOT ?4"
 		" OR possible_cpus IS NOT ?5 OR online_cpus IS NOT ?6 OR mem_total IS NOT ?7"
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
-		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR last_seq = 0"
+		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR off IS NOT ?16"
+		" OR last_seq = 0"
 		" OR last_seen_ms < ?11 - ?15",
 	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
 	[ST_STATES_CLEAR] = "DELETE FROM states WHERE host_id = ?1",
@@ -248,6 +249,7 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const ch
 	sqlite3_bind_text(st, 13, rep->policy_name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 14, (sqlite3_int64)rep->policy_version);
 	sqlite3_bind_int64(st, 15, SEEN_EVERY_MS);
+	sqlite3_bind_int(st, 16, rep->off);
 	return step_done(st);
 }
 

@@ -140,15 +140,19 @@ static const char *const migrations[] = {
 	 " last_ms INTEGER NOT NULL) WITHOUT ROWID;"
 	 "CREATE INDEX rate_buckets_by_time ON rate_buckets (last_ms);"),
 	/*
-	 * 13: the host an audit row is about, for GET /v1/audit's filters, and
-	 * the operator certificates kmemd saw or revoked
+	 * 13: the host an audit row is about, for GET /v1/audit's filters, the
+	 * operator certificates kmemd saw or revoked, the fleet stop, and why a
+	 * host applies nothing (its kill switches, Report.off)
 	 */
 	("ALTER TABLE audit ADD COLUMN host TEXT;"
 	 "CREATE INDEX audit_by_time ON audit (ts_ms);"
 	 "CREATE TABLE operators (fingerprint TEXT PRIMARY KEY, name TEXT NOT NULL DEFAULT '',"
 	 " role TEXT NOT NULL DEFAULT '', not_after_ms INTEGER, first_seen_ms INTEGER,"
 	 " last_seen_ms INTEGER, revoked_ms INTEGER, revoked_by TEXT) WITHOUT ROWID;"
-	 "CREATE INDEX operators_by_name ON operators (name);"),
+	 "CREATE INDEX operators_by_name ON operators (name);"
+	 "ALTER TABLE hosts ADD COLUMN off INTEGER;"
+	 "CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
+	 " since_ms INTEGER, actor TEXT, reason TEXT) WITHOUT ROWID;"),
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -544,6 +548,8 @@ const struct store_ops store_sqlite_ops = {
 	.operator_revoke_name = sq_operator_revoke_name,
 	.operator_revoked = sq_operator_revoked,
 	.operators = sq_operators,
+	.fleet_stop_get = sq_fleet_stop_get,
+	.fleet_stop_set = sq_fleet_stop_set,
 	.revoke = sq_revoke,
 	.revoked = sq_revoked,
 	.samples = sq_samples,

@@ -178,6 +178,8 @@ int sq_operator_revoke_name(struct store *s, const char *name, const char *by, i
 			    uint64_t *n);
 int sq_operator_revoked(struct store *s, const char *fingerprint);
 int sq_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg);
+int sq_fleet_stop_get(struct store *s, struct store_fleet_stop *f);
+int sq_fleet_stop_set(struct store *s, const struct store_fleet_stop *f);
 
 int sq_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms);
 int sq_rollout_get(struct store *s, const char *name, struct store_rollout *r);

@@ -61,6 +61,7 @@ struct store_host {
 	int64_t first_seen_ms, last_seen_ms, last_seq; /* STORE_NULL: never */
 	const char *policy; /* the policy it reports running; NULL: none */
 	int64_t policy_version; /* STORE_NULL with policy NULL */
+	int off; /* Kmemctl__V1__Off: why it applies nothing; 0: not known */
 };
 
 /* A mitigation of a host as its last report said. */
@@ -105,6 +106,14 @@ struct store_operator {
 	int64_t first_seen_ms, last_seen_ms; /* STORE_NULL: never seen */
 	int64_t revoked_ms; /* STORE_NULL: not revoked */
 	char revoked_by[65];
+};
+
+/* The fleet stop (kmemctl fleet stop): every agent off and held while stopped. */
+struct store_fleet_stop {
+	bool stopped;
+	int64_t since_ms; /* of the last stop or resume; STORE_NULL: never */
+	char actor[65]; /* who did it */
+	char reason[256];
 };
 
 /* Which audit rows, newest first. */
@@ -394,6 +403,10 @@ struct store_ops {
 	/* Every certificate seen or revoked, by name, then first seen. */
 	int (*operators)(struct store *s, int (*cb)(void *arg, const struct store_operator *o),
 			 void *arg);
+	/* The fleet stop as it was last set (never: not stopped, since STORE_NULL). */
+	int (*fleet_stop_get)(struct store *s, struct store_fleet_stop *f);
+	/* Stops or resumes the fleet: 1, or 0 when it was so already (and nothing changed). */
+	int (*fleet_stop_set)(struct store *s, const struct store_fleet_stop *f);
 
 	/* Rollouts: their documents, states, members and verdicts. */
 	/* A new rollout, pending; -EEXIST when the name is taken. */

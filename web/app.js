@@ -64,7 +64,18 @@ const fmt = {
   },
   bytes: b => b >= 2 ** 30 ? `${(b / 2 ** 30).toFixed(1)} GiB` : `${Math.round(b / 2 ** 20)} MiB`,
   policy: p => p && p.name ? `${p.name}@${p.version}` : 'none',
+  // what holds a host's mitigations off, as its last report said
+  off: o => ({ none: 'no', cmdline: 'kmemctl.disable=1', local: 'local kill switch', 'fleet-stop': 'fleet stop' })[o] || 'not reported',
 };
+
+// The fleet stop, when it holds: what every page says first.
+function stopBanner(stop) {
+  if (!stop || !stop.stopped)
+    return [];
+  return [el('p', { role: 'alert', class: 'stopped', id: 'fleet-stop' },
+    'The fleet is stopped: every agent holds every mitigation off (by ', stop.by || '?', ', ',
+    fmt.time(stop.since_ms), stop.reason ? `: ${stop.reason}` : '', '). kmemctl fleet resume lifts it.')];
+}
 
 function hostLink(id) {
   return el('a', { href: `#/hosts/${encodeURIComponent(id)}` }, id);
@@ -163,9 +174,10 @@ async function hostList(params) {
     el('h2', {}, 'Hosts'),
     form,
     table(`${hosts.length} hosts${after ? ` after ${after}` : ''}${match ? ` matching “${match}”` : ''}`,
-      ['Host', 'Hostname', 'Kernel', 'Policy', 'Mitigations on', 'Last report'],
+      ['Host', 'Hostname', 'Kernel', 'Policy', 'Mitigations on', 'Held off', 'Last report'],
       hosts.map(h => [hostLink(h.host_id), h.hostname, h.kernel_release, fmt.policy(h.policy),
-        (h.mitigations || []).filter(m => m.state === 'on').map(m => m.id).join(' ') || '-', fmt.time(h.last_seen_ms)]),
+        (h.mitigations || []).filter(m => m.state === 'on').map(m => m.id).join(' ') || '-',
+        [h.off && h.off !== 'none' ? fmt.off(h.off) : '-', `off-${h.host_id}`], fmt.time(h.last_seen_ms)]),
       { id: 'hosts' }),
     el('p', { class: 'pager' }, nav),
   ];
@@ -174,6 +186,7 @@ async function hostList(params) {
 async function fleet(params) {
   const [f, list] = await Promise.all([api('/v1/fleet'), hostList(params)]);
   return [
+    ...stopBanner(f.stop),
     el('h2', {}, 'Fleet: ', el('span', { 'data-k': 'hosts' }, f.hosts), ' hosts reporting'),
     el('div', { class: 'cols' },
       table('hosts by kernel', ['Kernel', 'Hosts'], f.kernels.map(([k, n]) => [k, [n, `kernel-${k}`]]), { id: 'kernels' }),
@@ -304,7 +317,7 @@ async function host(id) {
     ['KASAN', h.kasan ? 'yes' : 'no'], ['Module', h.module_version || '-'], ['Policy', fmt.policy(h.policy)],
     ['Labels', Object.entries(h.labels || {}).map(([k, v]) => `${k}=${v}`).join(' ') || '-'],
     ['First report', fmt.time(h.first_seen_ms)], ['Last report', fmt.time(h.last_seen_ms)],
-    ['Revoked', h.revoked ? 'yes' : 'no'],
+    ['Revoked', h.revoked ? 'yes' : 'no'], ['Held off by', fmt.off(h.off)],
   ];
   return [
     el('h2', {}, `Host ${h.host_id}`),

@@ -54,6 +54,7 @@ cert = $work/pki/ops.crt
 key = $work/pki/ops.key
 CONF
 export XDG_CONFIG_HOME=$work/home NO_COLOR=1
+AS_VIEWER=(--cert "$work/pki/viewer.crt" --key "$work/pki/viewer.key")
 reported() {
 	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE last_seq > 0")" = 4 ]
 }
@@ -231,6 +232,20 @@ run local-disable-again disable
 run local-set-disabled mitigation set rstat-yield on
 run local-enable enable
 
+# the fleet stop, once every host reports it holding
+run fleet-stop fleet stop --reason 'lockups after the update'
+all_stopped() {
+	[ "$(sqlite3 kmemd.sqlite "SELECT count(*) FROM hosts WHERE off = 4")" = 4 ]
+}
+wait_for 30 all_stopped || fail "the hosts do not report the fleet stop"
+run fleet-status fleet status
+run fleet-status-json -j fleet status
+run fleet-stop-again fleet stop
+run fleet-stop-usage fleet stop now
+run observer-stop "${AS_VIEWER[@]}" fleet stop
+run host-show-stopped host show h2
+run fleet-resume fleet resume
+
 # last: h4 is revoked, and its reports are refused from now on
 run host-revoke host revoke h4
 run host-revoke-bad host revoke 'h 4'
@@ -238,7 +253,6 @@ run host-reenroll host reenroll h3
 run host-reenroll-bad host reenroll
 
 # who may do what, and who did
-AS_VIEWER=(--cert "$work/pki/viewer.crt" --key "$work/pki/viewer.key")
 AS_LEAVER=(--cert "$work/pki/leaver.crt" --key "$work/pki/leaver.key")
 run whoami whoami
 run whoami-observer "${AS_VIEWER[@]}" whoami

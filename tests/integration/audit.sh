@@ -59,7 +59,7 @@ while read -r method path rest; do
 		fail "$method $path is audited: only POST changes state, and only the audit log and operators are sensitive reads"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 13 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 15 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -128,6 +128,12 @@ call /v1/rollouts/action 400 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"fly"}'
 call /v1/rollouts/action 200 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"abort"}'
+
+# the fleet stop
+call /v1/fleet/stop 400 ops api ops POST /v1/fleet/stop "${JS[@]}" --data '{"reason":7}'
+call /v1/fleet/stop 200 ops api ops POST /v1/fleet/stop "${JS[@]}" --data '{"reason":"test"}'
+call /v1/fleet/resume 400 ops api ops POST /v1/fleet/resume "${JS[@]}" --data '{"now":true}'
+call /v1/fleet/resume 200 ops api ops POST /v1/fleet/resume
 
 # operators, and the sensitive reads
 $KMEMCTL pki issue pki operator carol >/dev/null

@@ -358,6 +358,62 @@ web_run web "was not rolled back to web"
 runs db-1 rstat && fail "db-1 got the rollout's policy"
 echo "ok: an aborted rollout sends every host it reached back to what it ran"
 
+# the fleet stop: every agent turns every mitigation off at its next
+# report and holds them off, through a restart, until the fleet resumes
+FLEET=(--server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key)
+all_modes() { # the mode of every mitigation of every host, one word each
+	local f
+	for f in root-*/sys/kernel/kmemctl/mitigations/*/mode; do
+		echo "$(<"$f")"
+	done | sort -u | xargs
+}
+host_off() { # HOST OFF: kmemd's record of why HOST applies nothing
+	[ "$(api ops GET /v1/hosts | head -1 | python3 -c 'import json, sys
+print({h["host_id"]: h["off"] for h in json.load(sys.stdin)}[sys.argv[1]])' "$1")" = "$2" ]
+}
+[ "$(all_modes)" = "off on" ] || fail "before the stop, modes are: $(all_modes)"
+$KMEMCTL "${FLEET[@]}" fleet stop --reason "lockups after the update" >stop.out
+grep -q "the fleet is STOPPED.*by ops.*lockups after the update" stop.out || fail "fleet stop: $(cat stop.out)"
+stopped_ms=$(date +%s%3N)
+for h in web-1 web-2 db-1; do
+	wait_for 20 host_off $h fleet-stop || fail "$h does not report the fleet stop"
+done
+[ "$(all_modes)" = off ] || fail "under the fleet stop, modes are: $(all_modes)"
+$KMEMCTL "${FLEET[@]}" fleet status >status.out
+grep -q "^3 of 3 hosts report the fleet stop" status.out || fail "fleet status: $(cat status.out)"
+grep -q '"source":"fleet-stop"' <<<"$(api ops GET /v1/hosts)" || fail "no mitigation's source is the fleet stop"
+echo "ok: the fleet stop reached all 3 agents: every mitigation off ($(( $(date +%s%3N) - stopped_ms )) ms, reports every second)"
+# held through an agent's restart: it comes up stopped, before kmemd says so
+for i in "${!pids[@]}"; do
+	if grep -q "web-1" /proc/${pids[$i]}/cmdline 2>/dev/null; then
+		kill "${pids[$i]}"
+		wait "${pids[$i]}" 2>/dev/null || true
+		unset "pids[$i]"
+	fi
+done
+$AGENT -d -r "$work/root-web-1" -c agent-web-1.conf >agent-web-1-2.log 2>&1 &
+pids+=($!)
+wait_for 20 grep -q "fleet stop held when the agent last ran" agent-web-1-2.log ||
+	fail "web-1 did not come up stopped: $(head -20 agent-web-1-2.log)"
+wait_for 20 grep -q "report [0-9]* acknowledged" agent-web-1-2.log || fail "web-1 does not report after its restart"
+[ "$(all_modes)" = off ] || fail "after web-1's restart under the stop, modes are: $(all_modes)"
+echo "ok: the stop holds through an agent's restart"
+$KMEMCTL "${FLEET[@]}" fleet stop >again.out
+grep -q "^no change: the fleet is STOPPED" again.out || fail "a second stop: $(cat again.out)"
+$KMEMCTL "${FLEET[@]}" fleet resume >resume.out
+grep -q "the fleet runs its policies (resumed by ops" resume.out || fail "fleet resume: $(cat resume.out)"
+for h in web-1 web-2; do
+	wait_for 20 grep -qx on root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode ||
+		fail "$h did not apply its policy again: $(mode $h)"
+done
+for h in web-1 web-2 db-1; do
+	wait_for 20 host_off $h none || fail "$h still reports a stop"
+done
+[ "$(mode db-1)" = off ] || fail "db-1 turned on what no policy of it says"
+[ "$(db "SELECT action FROM audit WHERE action LIKE 'fleet.%' ORDER BY id" | xargs)" = "fleet.stop fleet.stop fleet.resume" ] ||
+	fail "the fleet stop's audit rows: $(db "SELECT action, detail FROM audit WHERE action LIKE 'fleet.%'")"
+echo "ok: resumed, every agent applies its policy again"
+
 # everything stops cleanly (under the sanitizers: without leaks)
 for p in "${pids[@]}"; do
 	kill "$p"

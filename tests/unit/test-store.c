@@ -389,6 +389,36 @@ static void test_operators(void **state)
 	s->ops->close(s);
 }
 
+static void test_fleet_stop(void **state)
+{
+	struct store_fleet_stop f = { .stopped = true, .since_ms = 100, .actor = "ops",
+				      .reason = "lockups after the 6.1.0-58 update" },
+				got;
+	struct store *s = open_store();
+
+	(void)state;
+	assert_int_equal(s->ops->fleet_stop_get(s, &got), 0);
+	assert_false(got.stopped);
+	assert_true(got.since_ms == STORE_NULL);
+	assert_int_equal(s->ops->fleet_stop_set(s, &f), 1);
+	/* stopped again: no change, the first stop's time and reason stay */
+	f.since_ms = 200;
+	snprintf(f.actor, sizeof(f.actor), "bob");
+	assert_int_equal(s->ops->fleet_stop_set(s, &f), 0);
+	assert_int_equal(s->ops->fleet_stop_get(s, &got), 0);
+	assert_true(got.stopped);
+	assert_int_equal(got.since_ms, 100);
+	assert_string_equal(got.actor, "ops");
+	assert_string_equal(got.reason, "lockups after the 6.1.0-58 update");
+	f = (struct store_fleet_stop){ .stopped = false, .since_ms = 300, .actor = "bob" };
+	assert_int_equal(s->ops->fleet_stop_set(s, &f), 1);
+	assert_int_equal(s->ops->fleet_stop_get(s, &got), 0);
+	assert_false(got.stopped);
+	assert_int_equal(got.since_ms, 300);
+	assert_string_equal(got.reason, "");
+	s->ops->close(s);
+}
+
 static void test_secrets(void **state)
 {
 	struct store_secret a = { .sha256 = "aa", .created_ms = 1000 },
@@ -973,6 +1003,7 @@ static void test_migrate_samples(void **state)
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
+			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
 			"DELETE FROM schema_version WHERE version >= 7;"
 			"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			" start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -1021,6 +1052,7 @@ static void test_migrate_json(void **state)
 			"DROP TABLE report_samples; DROP INDEX rollout_hosts_by_plan;"
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
+			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -1810,6 +1842,7 @@ int main(void)
 		cmocka_unit_test(test_policies),
 		cmocka_unit_test(test_audit),
 		cmocka_unit_test(test_operators),
+		cmocka_unit_test(test_fleet_stop),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_enrollments),
 		cmocka_unit_test(test_names),
