@@ -175,8 +175,12 @@ static int operators(struct kmemd *k, struct evbuffer *b)
 			    "# HELP kmemd_operator_requests_refused_total Requests this kmemd "
 			    "refused because their operator certificate is revoked.\n"
 			    "# TYPE kmemd_operator_requests_refused_total counter\n"
-			    "kmemd_operator_requests_refused_total %llu\n",
-			    (unsigned long long)k->operators_refused);
+			    "kmemd_operator_requests_refused_total %llu\n"
+			    "# HELP kmemd_fleet_stopped 1 while the fleet stop holds (kmemctl "
+			    "fleet stop), as this kmemd last read it.\n"
+			    "# TYPE kmemd_fleet_stopped gauge\n"
+			    "kmemd_fleet_stopped %d\n",
+			    (unsigned long long)k->operators_refused, k->fleet_stop.stopped);
 	if (r < 0)
 		return r;
 	host_certs(k, b);

@@ -21,9 +21,25 @@ fail() {
 cd "$work"
 "$BUILD/cli/kmemctl" pki init pki >/dev/null
 "$BUILD/cli/kmemctl" pki issue pki observer prometheus >/dev/null
+cp "$SRC/deploy/prometheus/kmemctl-rules.yml" pki/
 sed "s|/etc/prometheus/kmemctl/|$work/pki/|" "$SRC/deploy/prometheus/kmemd.yml" >kmemd.yml
 promtool check config kmemd.yml >promtool.txt 2>&1 || fail "promtool: $(cat promtool.txt)"
-echo "ok: deploy/prometheus/kmemd.yml passes promtool check config"
+echo "ok: deploy/prometheus/kmemd.yml passes promtool check config, with its rules"
+
+# the alerts: they parse, each fires when it should and not before
+# (kmemctl-rules.test.yml), and every series they read is one kmemd exposes
+R=$SRC/deploy/prometheus/kmemctl-rules.yml
+promtool check rules "$R" >promtool.txt 2>&1 || fail "promtool check rules: $(cat promtool.txt)"
+(cd "$SRC/deploy/prometheus" && promtool test rules kmemctl-rules.test.yml) >promtool.txt 2>&1 ||
+	fail "promtool test rules: $(cat promtool.txt)"
+for alert in $(sed -n 's/^ *- alert: //p' "$R"); do
+	grep -q "alertname: $alert\$" "$SRC/deploy/prometheus/kmemctl-rules.test.yml" ||
+		fail "alert $alert has no case in kmemctl-rules.test.yml"
+done
+for m in $(grep -o 'kmemd_[a-z_]*' "$R" | sort -u); do
+	grep -q "$m" "$SRC/daemon/metrics.c" || fail "$R reads $m, which kmemd's /metrics does not have"
+done
+echo "ok: deploy/prometheus/kmemctl-rules.yml: $(grep -c '^ *- alert:' "$R") alerts, each tested with promtool"
 
 # q SELECT [WHERE]: over the dashboard's panels, each as p.value
 q() {
