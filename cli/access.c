@@ -23,28 +23,6 @@
 #include "output.h"
 #include "remote.h"
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* "in 12 days", "in 5 hours", "expired" from a unix time in ms. */
-static const char *expires_in(long long unix_ms, char *buf, size_t len)
-{
-	long long s = (unix_ms - now_ms()) / 1000;
-
-	if (s <= 0)
-		snprintf(buf, len, "expired");
-	else if (s < 2 * 86400)
-		snprintf(buf, len, "in %lld hours", s / 3600);
-	else
-		snprintf(buf, len, "in %lld days", s / 86400);
-	return buf;
-}
-
 int do_whoami(int argc, char **argv)
 {
 	json_t *reply = NULL, *route;
@@ -69,7 +47,7 @@ int do_whoami(int argc, char **argv)
 	       json_is_true(json_object_get(reply, "may_change")) ? "reads and changes" :
 								    "reads only");
 	printf("certificate %.16s, expires %s\n", str(reply, "fingerprint"),
-	       expires_in(num(reply, "not_after_ms"), when, sizeof(when)));
+	       out_until(num(reply, "not_after_ms"), when, sizeof(when)));
 	printf("may call:\n");
 	json_array_foreach(json_object_get(reply, "routes"), i, route)
 		printf("  %s\n", json_string_value(route));
@@ -100,12 +78,12 @@ static int ago_ms(const char *opt, const char *s, char out[32])
 {
 	uint64_t ms;
 
-	if (ini_parse_duration(s, &ms) < 0 || ms > (uint64_t)now_ms()) {
+	if (ini_parse_duration(s, &ms) < 0 || ms > (uint64_t)out_now_ms()) {
 		fprintf(stderr, "kmemctl audit list: %s '%s': want a duration, such as 30m or 7d\n",
 			opt, s);
 		return -EINVAL;
 	}
-	snprintf(out, 32, "%lld", now_ms() - (long long)ms);
+	snprintf(out, 32, "%lld", out_now_ms() - (long long)ms);
 	return 0;
 }
 
@@ -205,7 +183,7 @@ static int operator_list(int argc, char **argv)
 		table_cell(t, "%s",
 			   json_is_null(json_object_get(o, "not_after_ms")) ?
 				   "?" :
-				   expires_in(num(o, "not_after_ms"), when, sizeof(when)));
+				   out_until(num(o, "not_after_ms"), when, sizeof(when)));
 		table_cell(t, "%s",
 			   json_is_null(json_object_get(o, "last_seen_ms")) ?
 				   "never" :

@@ -216,6 +216,12 @@ static int host_revoke(int argc, char **argv)
 			 "revoked: kmemd refuses its reports and enrollments from now on");
 }
 
+static int host_forget(int argc, char **argv)
+{
+	return host_post(argc, argv, "/v1/hosts/forget",
+			 "forgotten: its row, states and enrollment are gone from kmemd");
+}
+
 static int host_reenroll(int argc, char **argv)
 {
 	return host_post(argc, argv, "/v1/hosts/reenroll",
@@ -229,6 +235,7 @@ int do_host(int argc, char **argv)
 		{ "show", host_show, "one host: facts, labels, policy, mitigations" },
 		{ "revoke", host_revoke, "kmemd refuses the host's reports and enrollments" },
 		{ "reenroll", host_reenroll, "the host id may enroll once more (a reinstall)" },
+		{ "forget", host_forget, "kmemd forgets a decommissioned host (silent an hour)" },
 		{ NULL, NULL, NULL },
 	};
 

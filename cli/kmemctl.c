@@ -35,6 +35,7 @@ static const struct cmd objects[] = {
 	{ "disable", do_switch, "kill switch: every mitigation off here, no policy applied" },
 	{ "enable", do_switch, "release the kill switch: the policy again" },
 	{ "host", do_host, "the fleet's hosts, as kmemd knows them" },
+	{ "assignment", do_assignment, "a policy straight to the hosts a selector chooses" },
 	{ "rollout", do_rollout, "move a policy across the fleet in waves" },
 	{ "fleet", do_fleet, "stop every mitigation everywhere, and resume" },
 	{ "telemetry", do_telemetry, "probe latency: across the fleet, or live here" },

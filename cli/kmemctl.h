@@ -57,6 +57,7 @@ int do_audit(int argc, char **argv);
 int do_operator(int argc, char **argv);
 /* fleet.c: the fleet-wide stop. */
 int do_fleet(int argc, char **argv);
+int do_assignment(int argc, char **argv);
 /*
  * Write data to path ("-" or NULL: stdout) through a temporary file renamed
  * over it, so readers never see half of it.

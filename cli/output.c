@@ -150,6 +150,27 @@ void table_print(struct table *t, FILE *out, bool color)
 	free(t);
 }
 
+long long out_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+const char *out_until(long long unix_ms, char *buf, size_t len)
+{
+	long long s = (unix_ms - out_now_ms()) / 1000;
+
+	if (s <= 0)
+		snprintf(buf, len, "expired");
+	else if (s < 2 * 86400)
+		snprintf(buf, len, "in %lld hours", s / 3600);
+	else
+		snprintf(buf, len, "in %lld days", s / 86400);
+	return buf;
+}
+
 const char *out_ago(long long unix_ms, char *buf, size_t len)
 {
 	struct timespec ts;

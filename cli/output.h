@@ -37,6 +37,11 @@ void table_print(struct table *t, FILE *out, bool color);
 /* "3s ago", "5m ago", "2h ago", "4d ago" from a unix time in ms; "never" for 0. */
 const char *out_ago(long long unix_ms, char *buf, size_t len);
 
+/* The time now, unix ms. */
+long long out_now_ms(void);
+/* "in 12 days", "in 5 hours", "expired" from a unix time in ms. */
+const char *out_until(long long unix_ms, char *buf, size_t len);
+
 /* A duration for people: "850 ns", "12.5 us", "3.2 ms", "1.50 s". */
 const char *out_ns(unsigned long long ns, char *buf, size_t len);
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "ini.h"
 #include "kmemctl.h"
@@ -125,10 +126,61 @@ static int secret_revoke(int argc, char **argv)
 	return EXIT_OK;
 }
 
+static int secret_list(int argc, char **argv)
+{
+	static const char *const heads[] = { "ID", "STATE", "USES", "HOSTS", "EXPIRES", NULL };
+	json_t *reply = NULL, *sec;
+	char ago[32];
+	struct table *t;
+	size_t i;
+	int r;
+
+	(void)argv;
+	if (argc != 1) {
+		fprintf(stderr, "usage: kmemctl secret list\n");
+		return EXIT_USAGE;
+	}
+	r = remote_call(EVHTTP_REQ_GET, "/v1/enroll/secrets", NULL, NULL, 0, &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(reply, cli.pretty);
+		return EXIT_OK;
+	}
+	t = table_new(heads);
+	json_array_foreach(json_object_get(reply, "secrets"), i, sec)
+	{
+		bool expired = num(sec, "expires_ms") && num(sec, "expires_ms") < out_now_ms();
+		bool spent = num(sec, "max_uses") && num(sec, "uses") >= num(sec, "max_uses");
+
+		table_cell(t, "%lld", num(sec, "id"));
+		table_state(t, json_is_true(json_object_get(sec, "revoked")) ? "revoked" :
+			       expired					     ? "expired" :
+			       spent					     ? "spent" :
+									       "active");
+		if (num(sec, "max_uses"))
+			table_cell(t, "%lld/%lld", num(sec, "uses"), num(sec, "max_uses"));
+		else
+			table_cell(t, "%lld", num(sec, "uses"));
+		table_cell(t, "%s", str(sec, "hosts")[0] ? str(sec, "hosts") : "any");
+		if (!num(sec, "expires_ms"))
+			table_cell(t, "never");
+		else if (expired)
+			table_cell(t, "%s", out_ago(num(sec, "expires_ms"), ago, sizeof(ago)));
+		else
+			table_cell(t, "%s", out_until(num(sec, "expires_ms"), ago, sizeof(ago)));
+	}
+	table_print(t, stdout, cli.color);
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 int do_secret(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
 		{ "create", secret_create, "a new enrollment secret, printed once" },
+		{ "list", secret_list,
+		  "every enrollment secret: uses, pattern, expiry (not the secret)" },
 		{ "revoke", secret_revoke, "an enrollment secret enrolls no more hosts" },
 		{ NULL, NULL, NULL },
 	};

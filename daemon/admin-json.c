@@ -349,3 +349,39 @@ int admin_json_operators(struct store *st, json_t **out)
 
 	return done(rows ? st->ops->operators(st, operator_row, rows) : -ENOMEM, rows, out);
 }
+
+static int secret_row(void *arg, const struct store_secret *sec)
+{
+	json_t *o = json_pack("{s:I, s:I, s:o, s:b, s:I, s:o, s:o}", "id", (json_int_t)sec->id,
+			      "created_ms", (json_int_t)sec->created_ms, "expires_ms",
+			      sec->expires_ms ? json_integer(sec->expires_ms) : json_null(),
+			      "revoked", sec->revoked, "uses", (json_int_t)sec->uses, "max_uses",
+			      sec->max_uses ? json_integer(sec->max_uses) : json_null(), "hosts",
+			      sec->host_pattern[0] ? json_text(sec->host_pattern) : json_null());
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_secrets(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->secrets(st, secret_row, rows) : -ENOMEM, rows, out);
+}
+
+static int assignment_row(void *arg, const struct store_assignment *a)
+{
+	json_t *o = json_pack("{s:I, s:o, s:I, s:o, s:I}", "id", (json_int_t)a->id, "policy",
+			      json_text(a->policy), "version", (json_int_t)a->version, "selector",
+			      doc_or_null(a->selector_json), "created_ms",
+			      (json_int_t)a->created_ms);
+
+	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_assignments(struct store *st, json_t **out)
+{
+	json_t *rows = json_array();
+
+	return done(rows ? st->ops->assignments(st, assignment_row, rows) : -ENOMEM, rows, out);
+}

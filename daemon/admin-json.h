@@ -29,6 +29,10 @@ int admin_json_rollouts(struct store *st, json_t **out);
  * run its policy), and its verdicts oldest first.
  */
 int admin_json_rollout_status(struct store *st, const char *name, size_t members_max, json_t **out);
+/* Every enrollment secret, newest first, without its hash. */
+int admin_json_secrets(struct store *st, json_t **out);
+/* Every direct assignment, newest first. */
+int admin_json_assignments(struct store *st, json_t **out);
 /* The audit rows q selects, newest first (GET /v1/audit's "entries"). */
 int admin_json_audit(struct store *st, const struct store_audit_query *q, json_t **out);
 /* Every operator certificate kmemd saw or revoked, by name. */

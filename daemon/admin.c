@@ -279,3 +279,72 @@ void handle_reenroll_post(struct http_request *req, struct kmemd *k,
 	(void)peer;
 	host_action(req, k, reenroll, "reenroll");
 }
+
+void handle_assignments_get(struct http_request *req, struct kmemd *k,
+			    const struct tls_identity *peer)
+{
+	(void)peer;
+	reply_rows(req, k, admin_json_assignments);
+}
+
+/* {"id": N}: the assignment decides nothing from now on. */
+void handle_assignment_delete(struct http_request *req, struct kmemd *k,
+			      const struct tls_identity *peer)
+{
+	json_int_t id = 0;
+	_cleanup_json_ json_t *o =
+		request_json_unpack(req, "want {\"id\": N}", false, "{s:I}", "id", &id);
+	int r;
+
+	(void)peer;
+	if (!o)
+		return;
+	r = k->store->ops->assignment_delete(k->store, id);
+	if (r == -ENOENT) {
+		reply_error(req, HTTP_NOTFOUND, "Not Found", "no such assignment");
+		return;
+	}
+	if (r < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	audit_detail(req, NULL, "assignment %lld", (long long)id);
+	kmemd_desired_refresh(k);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:I, s:b}", "id", id, "deleted", 1));
+}
+
+/* How long a host must have been silent to be forgotten: not one that is alive. */
+#define FORGET_SILENT_MS (3600LL * 1000)
+
+/* {"host": ID}: a decommissioned host forgotten. */
+void handle_forget_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	static const char want[] =
+		"want {\"host\": ID} with an id of 1 to 64 of " TEXT_NAME_CHARSET;
+	const char *host = NULL;
+	_cleanup_json_ json_t *o = request_json_unpack(req, want, false, "{s:s}", "host", &host);
+	int r;
+
+	(void)peer;
+	if (!o)
+		return;
+	if (!text_name_valid(host, REPORT_HOST_ID_MAX)) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", want);
+		return;
+	}
+	r = k->store->ops->host_forget(k->store, host, kmemd_now_ms() - FORGET_SILENT_MS);
+	if (r == -ENOENT || r == -EBUSY) {
+		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
+			    r == -ENOENT ? "Not Found" : "Conflict",
+			    r == -ENOENT ? "kmemd knows no such host" :
+					   "the host reported within the hour: stop its agent, or "
+					   "revoke it, and forget it once it is silent");
+		return;
+	}
+	if (r < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	audit_detail(req, host, "%s", host);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "host", host, "forgotten", 1));
+}

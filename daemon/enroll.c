@@ -17,6 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "admin-json.h"
+#include "audit.h"
 #include "conn.h"
 #include "kmemctl/v1/enroll.pb-c.h"
 #include "log.h"
@@ -340,6 +342,19 @@ void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_id
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
 	reply_message(req, HTTP_OK, "OK", &rr.base);
+}
+
+void handle_secrets_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
+{
+	json_t *rows = NULL;
+
+	(void)peer;
+	if (admin_json_secrets(k->store, &rows) < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	audit_detail(req, NULL, "%zu enrollment secrets", json_array_size(rows));
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:o}", "secrets", rows));
 }
 
 void handle_secret_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)

@@ -42,6 +42,9 @@ enum stmt {
 	ST_ENROLLED,
 	ST_ENROLLMENT_ADD,
 	ST_REENROLL,
+	ST_SECRETS,
+	ST_ASSIGNMENT_DELETE,
+	ST_FORGET,
 	ST_N,
 };
 
@@ -118,6 +121,22 @@ static const char *const sql[ST_N] = {
 			      " enrolled_ms = EXCLUDED.enrolled_ms, reenroll = 0",
 	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES ($1, 1)"
 			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
+	[ST_SECRETS] = "SELECT id, created_ms, expires_ms, revoked, uses, max_uses, host_pattern"
+		       " FROM enroll_secrets ORDER BY id DESC",
+	[ST_ASSIGNMENT_DELETE] = "DELETE FROM assignments WHERE id = $1",
+	/*
+	 * in one statement: whether it is known and when it last reported, and
+	 * the forgetting when it has not since $2 (a revoked id keeps its row:
+	 * it stays refused, and listed as revoked)
+	 */
+	[ST_FORGET] = "WITH h AS (SELECT coalesce(last_seen_ms, 0) AS seen FROM hosts"
+		      " WHERE host_id = $1 FOR UPDATE),"
+		      " ok AS (SELECT 1 FROM h WHERE seen < $2),"
+		      " s AS (DELETE FROM states WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
+		      " e AS (DELETE FROM enrollments WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
+		      " d AS (DELETE FROM hosts WHERE host_id = $1 AND revoked = 0"
+		      " AND EXISTS (SELECT FROM ok))"
+		      " SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM ok)",
 };
 
 const struct pg_area pg_hosts_area = {
@@ -632,6 +651,58 @@ int pg_host_facts(struct store *s, store_facts_cb cb, void *arg)
 	n = PQntuples(res);
 	for (i = 0; r == 0 && i < n; i++)
 		r = facts_row(res, i, cb, arg);
+	PQclear(res);
+	return r;
+}
+
+int pg_secrets(struct store *s, int (*cb)(void *arg, const struct store_secret *sec), void *arg)
+{
+	PGresult *res = run(s, ST_SECRETS, NULL);
+	struct store_secret sec;
+	int i, n, r = 0;
+
+	if (!res)
+		return -EIO;
+	n = PQntuples(res);
+	for (i = 0; r == 0 && i < n; i++) {
+		memset(&sec, 0, sizeof(sec));
+		sec.id = col_int0(res, i, 0);
+		sec.created_ms = col_int0(res, i, 1);
+		sec.expires_ms = col_int0(res, i, 2);
+		sec.revoked = col_int0(res, i, 3) != 0;
+		sec.uses = col_int0(res, i, 4);
+		sec.max_uses = col_int0(res, i, 5);
+		snprintf(sec.host_pattern, sizeof(sec.host_pattern), "%s",
+			 pg_col_or_empty(res, i, 6));
+		r = cb(arg, &sec);
+	}
+	PQclear(res);
+	return r > 0 ? 0 : r;
+}
+
+int pg_assignment_delete(struct store *s, int64_t id)
+{
+	struct pg_args a = { 0 };
+	uint64_t n;
+	int r;
+
+	pg_int(&a, id);
+	r = run_changed(s, ST_ASSIGNMENT_DELETE, &a, &n);
+	return r < 0 ? r : n ? 0 : -ENOENT;
+}
+
+int pg_host_forget(struct store *s, const char *host, int64_t since_ms)
+{
+	struct pg_args a = { 0 };
+	PGresult *res;
+	int r;
+
+	pg_text(&a, host);
+	pg_int(&a, since_ms);
+	res = run(s, ST_FORGET, &a);
+	if (!res)
+		return -EIO;
+	r = col_int0(res, 0, 0) == 0 ? -ENOENT : col_int0(res, 0, 1) == 0 ? -EBUSY : 0;
 	PQclear(res);
 	return r;
 }

@@ -155,6 +155,9 @@ int pg_secret_use(struct store *s, int64_t id);
 int pg_rate_take(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
 		 int64_t now_ms);
 int pg_secret_revoke(struct store *s, int64_t id);
+int pg_secrets(struct store *s, int (*cb)(void *arg, const struct store_secret *sec), void *arg);
+int pg_assignment_delete(struct store *s, int64_t id);
+int pg_host_forget(struct store *s, const char *host, int64_t since_ms);
 int pg_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll);
 int pg_enrollment_add(struct store *s, const char *host, int64_t secret_id, int64_t now_ms);
 int pg_reenroll(struct store *s, const char *host);

@@ -37,6 +37,12 @@ enum stmt {
 	ST_ENROLLED,
 	ST_ENROLLMENT_ADD,
 	ST_REENROLL,
+	ST_SECRETS,
+	ST_ASSIGNMENT_DELETE,
+	ST_FORGET_SEEN,
+	ST_FORGET_STATES,
+	ST_FORGET_ENROLLMENT,
+	ST_FORGET_HOST,
 	ST_N,
 };
 
@@ -95,12 +101,20 @@ static const char *const sql[ST_N] = {
 			      " enrolled_ms = ?3, reenroll = 0",
 	[ST_REENROLL] = "INSERT INTO enrollments (host_id, reenroll) VALUES (?1, 1)"
 			" ON CONFLICT (host_id) DO UPDATE SET reenroll = 1",
+	[ST_SECRETS] = "SELECT id, created_ms, expires_ms, revoked, uses, max_uses, host_pattern"
+		       " FROM enroll_secrets ORDER BY id DESC",
+	[ST_ASSIGNMENT_DELETE] = "DELETE FROM assignments WHERE id = ?1",
+	[ST_FORGET_SEEN] = "SELECT coalesce(last_seen_ms, 0), revoked FROM hosts WHERE host_id = ?1",
+	[ST_FORGET_STATES] = "DELETE FROM states WHERE host_id = ?1",
+	[ST_FORGET_ENROLLMENT] = "DELETE FROM enrollments WHERE host_id = ?1",
+	/* a revoked id keeps its row: it stays refused, and listed as revoked */
+	[ST_FORGET_HOST] = "DELETE FROM hosts WHERE host_id = ?1 AND revoked = 0",
 };
 
 /* stepped for one row and left there: sq_stmt() resets them */
 static const bool one_row[ST_N] = {
 	[ST_HOST] = true,	 [ST_POLICY_GET] = true, [ST_REVOKED] = true,
-	[ST_SECRET_FIND] = true, [ST_ENROLLED] = true,
+	[ST_SECRET_FIND] = true, [ST_ENROLLED] = true, [ST_FORGET_SEEN] = true,
 };
 
 const struct sq_area sq_hosts_area = {
@@ -534,4 +548,59 @@ int sq_host_facts(struct store *s, store_facts_cb cb, void *arg)
 	if (r)
 		return r;
 	return rc == SQLITE_DONE ? 0 : -EIO;
+}
+
+int sq_secrets(struct store *s, int (*cb)(void *arg, const struct store_secret *sec), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_SECRETS);
+	struct store_secret sec;
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+		memset(&sec, 0, sizeof(sec));
+		sec.id = sqlite3_column_int64(st, 0);
+		sec.created_ms = sqlite3_column_int64(st, 1);
+		sec.expires_ms = sqlite3_column_int64(st, 2);
+		sec.revoked = sqlite3_column_int(st, 3) != 0;
+		sec.uses = sqlite3_column_int64(st, 4);
+		sec.max_uses = sqlite3_column_int64(st, 5);
+		snprintf(sec.host_pattern, sizeof(sec.host_pattern), "%s", text_or_empty(st, 6));
+		r = cb(arg, &sec);
+	}
+	if (r == 0 && rc != SQLITE_DONE)
+		r = -EIO;
+	return r > 0 ? 0 : r;
+}
+
+int sq_assignment_delete(struct store *s, int64_t id)
+{
+	sqlite3_stmt *st = write_stmt(s, ST_ASSIGNMENT_DELETE);
+	int r;
+
+	sqlite3_bind_int64(st, 1, id);
+	r = step_done(st);
+	if (r == 0 && !sqlite3_changes(DB(s)))
+		r = -ENOENT;
+	return written(s, r);
+}
+
+int sq_host_forget(struct store *s, const char *host, int64_t since_ms)
+{
+	static const enum stmt drops[] = { ST_FORGET_STATES, ST_FORGET_ENROLLMENT, ST_FORGET_HOST };
+	sqlite3_stmt *st;
+	int r = sq_write_begin(s, true);
+
+	if (r < 0)
+		return r;
+	st = stmt(s, ST_FORGET_SEEN);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	r = step_row(st);
+	if (r == 0 && sqlite3_column_int64(st, 0) >= since_ms)
+		r = -EBUSY;
+	for (size_t i = 0; r == 0 && i < ARRAY_SIZE(drops); i++) {
+		st = stmt(s, drops[i]);
+		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+		r = step_done(st);
+	}
+	return sq_write_end(s, true, r);
 }

@@ -160,6 +160,9 @@ int sq_secret_use(struct store *s, int64_t id);
 int sq_rate_take(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
 		 int64_t now_ms);
 int sq_secret_revoke(struct store *s, int64_t id);
+int sq_secrets(struct store *s, int (*cb)(void *arg, const struct store_secret *sec), void *arg);
+int sq_assignment_delete(struct store *s, int64_t id);
+int sq_host_forget(struct store *s, const char *host, int64_t since_ms);
 int sq_enrolled(struct store *s, const char *host, bool *taken, bool *reenroll);
 int sq_enrollment_add(struct store *s, const char *host, int64_t secret_id, int64_t now_ms);
 int sq_reenroll(struct store *s, const char *host);

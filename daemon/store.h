@@ -365,6 +365,18 @@ struct store_ops {
 	int (*rate_take)(struct store *s, const char *const *keys, const uint64_t *rates, size_t n,
 			 int64_t now_ms);
 	int (*secret_revoke)(struct store *s, int64_t id);
+	/* Every enrollment secret (its hash left empty), newest first. */
+	int (*secrets)(struct store *s, int (*cb)(void *arg, const struct store_secret *sec),
+		       void *arg);
+	/* The assignment decides nothing from now on; -ENOENT when there is none. */
+	int (*assignment_delete)(struct store *s, int64_t id);
+	/*
+	 * A decommissioned host forgotten: its row, states and enrollment go
+	 * (its telemetry stays until retention drops it; a revoked id stays
+	 * revoked). -ENOENT when unknown, -EBUSY when it reported at or after
+	 * since_ms: a host still alive is not forgotten.
+	 */
+	int (*host_forget)(struct store *s, const char *host, int64_t since_ms);
 	/*
 	 * Whether host is taken (it enrolled or reported), and whether an
 	 * operator marked it to enroll again (a reinstall).

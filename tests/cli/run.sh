@@ -270,5 +270,22 @@ run operator-revoke-usage operator revoke
 run operator-revoked "${AS_LEAVER[@]}" whoami
 run operator-list operator list
 
+# lists and deletions
+run secret-list secret list
+run assignment-create assignment create good@1 role=db zone=a
+run assignment-create-host assignment create good@1 host=h3
+run assignment-create-bad assignment create good role=db
+run assignment-create-unknown assignment create good@9 all
+run assignment-list assignment list
+run assignment-show assignment show 2
+run assignment-show-json -j assignment show 2
+run assignment-delete assignment delete 2
+run assignment-delete-again assignment delete 2
+run assignment-delete-bad assignment delete two
+run host-forget-busy host forget h4
+sqlite3 kmemd.sqlite "UPDATE hosts SET last_seen_ms = last_seen_ms - 7200000 WHERE host_id = 'h4'"
+run host-forget host forget h4
+run host-forget-unknown host forget h9
+
 [ $failed = 0 ] || fail "kmemctl's output differs from the golden files"
 echo PASS

@@ -55,11 +55,13 @@ call() {
 declare -A action
 while read -r method path rest; do
 	[[ " $rest " == *" audited "* ]] || continue
-	[ "$method" = POST ] || [[ "$path" == /v1/audit || "$path" == /v1/operators ]] ||
-		fail "$method $path is audited: only POST changes state, and only the audit log and operators are sensitive reads"
+	[ "$method" = POST ] || [[ " /v1/audit /v1/operators /v1/enroll/secrets " == *" $path "* ]] ||
+		fail "$method $path is audited: only POST changes state, and only the audit log, operators and secrets are sensitive reads"
+	# an audited read is its own case, beside a change on the same path
+	[ "$method" = POST ] || path="GET $path"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 15 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 18 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -129,6 +131,18 @@ call /v1/rollouts/action 400 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 call /v1/rollouts/action 200 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"abort"}'
 
+# reads and deletions: secrets listed, an assignment deleted, a silent host forgotten
+call 'GET /v1/enroll/secrets' 200 ops api ops GET /v1/enroll/secrets
+assignment=$(db 'SELECT max(id) FROM assignments')
+call /v1/assignments/delete 404 ops api ops POST /v1/assignments/delete "${JS[@]}" --data '{"id":99999}'
+call /v1/assignments/delete 200 ops api ops POST /v1/assignments/delete "${JS[@]}" \
+	--data "{\"id\":$assignment}"
+db "INSERT INTO hosts (host_id, first_seen_ms, last_seen_ms, last_seq) VALUES ('old-1', $(date +%s%3N), $(date +%s%3N), 1)"
+call /v1/hosts/forget 409 ops api ops POST /v1/hosts/forget "${JS[@]}" --data '{"host":"old-1"}'
+db "UPDATE hosts SET last_seen_ms = last_seen_ms - 7200000 WHERE host_id = 'old-1'"
+call /v1/hosts/forget 200 ops api ops POST /v1/hosts/forget "${JS[@]}" --data '{"host":"old-1"}'
+call /v1/hosts/forget 404 ops api ops POST /v1/hosts/forget "${JS[@]}" --data '{"host":"old-1"}'
+
 # the fleet stop
 call /v1/fleet/stop 400 ops api ops POST /v1/fleet/stop "${JS[@]}" --data '{"reason":7}'
 call /v1/fleet/stop 200 ops api ops POST /v1/fleet/stop "${JS[@]}" --data '{"reason":"test"}'
@@ -138,16 +152,16 @@ call /v1/fleet/resume 200 ops api ops POST /v1/fleet/resume
 # operators, and the sensitive reads
 $KMEMCTL pki issue pki operator carol >/dev/null
 api carol GET /v1/whoami >/dev/null
-call /v1/operators 200 ops api ops GET /v1/operators
+call 'GET /v1/operators' 200 ops api ops GET /v1/operators
 call /v1/operators/revoke 404 ops api ops POST /v1/operators/revoke "${JS[@]}" \
 	--data '{"name":"dave"}'
 call /v1/operators/revoke 200 ops api ops POST /v1/operators/revoke "${JS[@]}" \
 	--data '{"name":"carol"}'
-call /v1/audit 400 ops api ops GET '/v1/audit?limit=0'
-call /v1/audit 200 ops api ops GET '/v1/audit?limit=1'
+call 'GET /v1/audit' 400 ops api ops GET '/v1/audit?limit=0'
+call 'GET /v1/audit' 200 ops api ops GET '/v1/audit?limit=1'
 
 for path in "${!action[@]}"; do
-	[[ " ${done_paths[*]} " == *" $path "* ]] ||
+	printf '%s\n' "${done_paths[@]}" | grep -qxF "$path" ||
 		fail "audited route $path has no case here: add one that changes state through it"
 done
 echo "ok: each of the ${#action[@]} audited routes writes one audit row on 2xx, none on a refusal"

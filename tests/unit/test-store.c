@@ -252,6 +252,7 @@ static void test_policies(void **state)
 }
 
 static int64_t count_rows(const char *q);
+static void report_at(struct store *s, const char *host, uint64_t seq, int64_t t, uint64_t count);
 
 static int audit_cb(void *arg, const struct store_audit_row *a)
 {
@@ -416,6 +417,75 @@ static void test_fleet_stop(void **state)
 	assert_false(got.stopped);
 	assert_int_equal(got.since_ms, 300);
 	assert_string_equal(got.reason, "");
+	s->ops->close(s);
+}
+
+static int secret_cb(void *arg, const struct store_secret *sec)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 256 - n, "%s%lld:%lld:%d:%lld/%lld:%s", n ? " " : "", (long long)sec->id,
+		 (long long)sec->expires_ms, sec->revoked, (long long)sec->uses,
+		 (long long)sec->max_uses, sec->host_pattern);
+	return 0;
+}
+
+static int host_id_cb(void *arg, const struct store_host *h)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 256 - n, "%s%s%s", n ? " " : "", h->host_id, h->revoked ? "(revoked)" : "");
+	return 0;
+}
+
+/* Lists and deletions: secrets listed, an assignment deleted, hosts forgotten. */
+static void test_forget(void **state)
+{
+	struct store_secret a = { .sha256 = "f1", .created_ms = 10, .expires_ms = 5000, .max_uses = 3,
+				  .host_pattern = "web-*" },
+			    b = { .sha256 = "f2", .created_ms = 20 };
+	struct store_policy p = { .name = "base", .version = 1, .document_json = "{}" };
+	struct store_assignment as = { .policy = "base", .version = 1, .selector_json = "{}" };
+	const struct store_host_cb cb = { .host = host_id_cb };
+	struct store *s = open_store();
+	char out[256] = "";
+	int64_t id1, id2;
+
+	(void)state;
+	assert_int_equal(s->ops->secret_add(s, &a, &id1), 0);
+	assert_int_equal(s->ops->secret_add(s, &b, &id2), 0);
+	assert_int_equal(s->ops->secret_use(s, id1), 0);
+	assert_int_equal(s->ops->secret_revoke(s, id2), 0);
+	assert_int_equal(s->ops->secrets(s, secret_cb, out), 0);
+	{
+		char want[256];
+
+		/* newest first: these two, then any an earlier test made */
+		snprintf(want, sizeof(want), "%lld:0:1:0/0: %lld:5000:0:1/3:web-*", (long long)id2,
+			 (long long)id1);
+		assert_memory_equal(out, want, strlen(want));
+	}
+	assert_int_equal(s->ops->policy_add(s, &p, 1), 0);
+	assert_int_equal(s->ops->assign(s, &as, 2, &id1), 0);
+	assert_int_equal(s->ops->assignment_delete(s, id1), 0);
+	assert_int_equal(s->ops->assignment_delete(s, id1), -ENOENT);
+	/* hosts: old-1 last reported at 1000, new-1 at 9000, gone-1 revoked */
+	report_at(s, "old-1", 1, 1000, 1);
+	report_at(s, "new-1", 1, 9000, 1);
+	report_at(s, "gone-1", 1, 1000, 1);
+	assert_int_equal(s->ops->revoke(s, "gone-1", 1500), 0);
+	assert_int_equal(s->ops->host_forget(s, "nobody", 5000), -ENOENT);
+	assert_int_equal(s->ops->host_forget(s, "new-1", 5000), -EBUSY);
+	assert_int_equal(s->ops->host_forget(s, "old-1", 5000), 0);
+	assert_int_equal(s->ops->host_forget(s, "gone-1", 5000), 0);
+	out[0] = '\0';
+	assert_int_equal(s->ops->hosts(s, &cb, out), 0);
+	assert_non_null(strstr(out, "gone-1(revoked) new-1"));
+	assert_null(strstr(out, "old-1"));
+	assert_int_equal(s->ops->revoked(s, "gone-1"), 1);
+	assert_int_equal(count_rows("SELECT count(*) FROM states WHERE host_id = 'old-1'"), 0);
 	s->ops->close(s);
 }
 
@@ -1843,6 +1913,7 @@ int main(void)
 		cmocka_unit_test(test_audit),
 		cmocka_unit_test(test_operators),
 		cmocka_unit_test(test_fleet_stop),
+		cmocka_unit_test(test_forget),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_enrollments),
 		cmocka_unit_test(test_names),
