@@ -40,6 +40,7 @@ struct started {
 	uint64_t version;
 	char rollback[ROLLOUT_NAME_MAX]; /* "": each host's previous policy */
 	uint64_t rollback_version;
+	bool dry_run; /* judged, and no host is sent anything */
 	struct lhash_st *members; /* struct member by host */
 };
 
@@ -220,6 +221,7 @@ static struct started *load_started(struct store *st, const struct store_rollout
 		ro->version = s->version;
 		snprintf(ro->rollback, sizeof(ro->rollback), "%s", s->rollback_policy);
 		ro->rollback_version = s->rollback_version;
+		ro->dry_run = s->dry_run;
 		ro->members = OPENSSL_LH_new(host_hash, host_cmp);
 		*r = ro->members ? st->ops->members(st, row->name, add_member, ro->members) :
 				   -ENOMEM;
@@ -413,6 +415,9 @@ static void decide(const struct desired *d, const Kmemctl__V1__HostFacts *f, str
 		const struct started *ro = d->ro[i];
 		enum rollout_target t = rollout_state_target(ro->state);
 
+		/* a dry run decides nothing for anyone */
+		if (ro->dry_run)
+			continue;
 		m = OPENSSL_LH_retrieve(ro->members, &key);
 		/* a rollout has no say where its waves have not come yet */
 		if (!m || m->wave > ro->wave || t == ROLLOUT_TARGET_NONE)

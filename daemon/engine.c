@@ -38,6 +38,10 @@ static const struct {
 			      ROLLOUT_ROLLING_BACK, false },
 	[ROLLOUT_EV_BACK] = { "finish rolling back", false, FROM(ROLLING_BACK), ROLLOUT_ROLLED_BACK,
 			      false },
+	[ROLLOUT_EV_FAIL_PAUSE] = { "fail and pause", false, FROM(RUNNING) | FROM(HOLDING),
+				    ROLLOUT_PAUSED, false },
+	[ROLLOUT_EV_PASS_WAIT] = { "pass and wait", false, FROM(RUNNING) | FROM(HOLDING),
+				   ROLLOUT_PAUSED, false },
 };
 
 int engine_action(const char *name)
@@ -341,6 +345,7 @@ static int judge(const struct pass *p, struct store_rollout *ro, const struct ro
 				  .detectable = true };
 	struct store_verdict v = { .wave = ro->wave, .ts_ms = now };
 	enum rollout_state was = ro->state;
+	enum rollout_event e;
 	enum gate_scope scope;
 	char *detail = NULL, why[320];
 	unsigned wave = ro->wave;
@@ -393,14 +398,29 @@ static int judge(const struct pass *p, struct store_rollout *ro, const struct ro
 	v.gate = res.gate;
 	v.reason = res.reason;
 	v.detail_json = detail;
-	r = engine_transition(ro,
-			      res.verdict == GATE_FAIL ? ROLLOUT_EV_FAIL :
-			      res.verdict == GATE_PASS ? ROLLOUT_EV_PASS :
-							 ROLLOUT_EV_HOLD,
-			      s->nwaves, now, why, sizeof(why));
+	e = res.verdict == GATE_FAIL ? ROLLOUT_EV_FAIL :
+	    res.verdict == GATE_PASS ? ROLLOUT_EV_PASS :
+				       ROLLOUT_EV_HOLD;
+	/* paused by its failure already: it waits for the operator, its first verdict kept */
+	if (e == ROLLOUT_EV_FAIL && s->on_fail_pause && ro->state == ROLLOUT_PAUSED)
+		goto out;
+	if (e == ROLLOUT_EV_FAIL && s->on_fail_pause)
+		e = ROLLOUT_EV_FAIL_PAUSE;
+	if (e == ROLLOUT_EV_PASS && wave + 1 < s->nwaves && s->waves[wave + 1].manual)
+		e = ROLLOUT_EV_PASS_WAIT;
+	r = engine_transition(ro, e, s->nwaves, now, why, sizeof(why));
 	if (r < 0)
 		goto out;
-	if (res.verdict == GATE_FAIL) {
+	if (e == ROLLOUT_EV_FAIL_PAUSE) {
+		snprintf(ro->reason, sizeof(ro->reason),
+			 "wave %u failed, paused (on_fail = pause): %.150s; promote, resume or "
+			 "abort",
+			 wave + 1, res.reason);
+	} else if (e == ROLLOUT_EV_PASS_WAIT) {
+		snprintf(ro->reason, sizeof(ro->reason),
+			 "wave %u passed: wave %u waits for kmemctl rollout promote", wave + 1,
+			 wave + 2);
+	} else if (res.verdict == GATE_FAIL) {
 		snprintf(ro->reason, sizeof(ro->reason), "wave %u failed: %.200s", wave + 1,
 			 res.reason);
 	} else if (ro->state == ROLLOUT_DONE) {

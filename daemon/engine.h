@@ -24,6 +24,8 @@ enum rollout_event {
 	ROLLOUT_EV_PASS, /* the wave's gates passed: the next wave, or done */
 	ROLLOUT_EV_HOLD, /* the gates cannot tell yet */
 	ROLLOUT_EV_FAIL, /* a gate failed: roll back */
+	ROLLOUT_EV_FAIL_PAUSE, /* a gate failed, and the rollout says on_fail = pause */
+	ROLLOUT_EV_PASS_WAIT, /* the wave passed; the next has a manual gate: promote starts it */
 	ROLLOUT_EV_BACK, /* every host it reached runs its rollback target */
 	ROLLOUT_NEVENTS,
 };

@@ -118,10 +118,40 @@ static int real_into(json_t *o, const char *key, double min, double max, double 
 	return 0;
 }
 
+/* o's key as a boolean (absent: false). */
+static int bool_into(json_t *o, const char *key, const char *where, bool *out, char *err,
+		     size_t errlen)
+{
+	json_t *v = json_object_get(o, key);
+
+	*out = false;
+	if (!v)
+		return 0;
+	if (!json_is_boolean(v))
+		return text_refuse(err, errlen, "%s%s: want true or false", where, key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+/* "on_fail": "rollback" (the default) or "pause". */
+static int on_fail_into(json_t *o, bool *pause, char *err, size_t errlen)
+{
+	json_t *v = json_object_get(o, "on_fail");
+	const char *s = json_string_value(v);
+
+	*pause = false;
+	if (!v)
+		return 0;
+	if (!s || (strcmp(s, "rollback") && strcmp(s, "pause")))
+		return text_refuse(err, errlen, "on_fail: want \"rollback\" or \"pause\"");
+	*pause = !strcmp(s, "pause");
+	return 0;
+}
+
 static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char *err,
 		       size_t errlen)
 {
-	static const char *const keys[] = { "percent", "count", "bake_s", NULL };
+	static const char *const keys[] = { "percent", "count", "bake_s", "manual", NULL };
 	struct rollout_wave *wv;
 	char where[32];
 	json_t *w;
@@ -150,6 +180,12 @@ static int parse_waves(json_t *a, uint64_t bake_ms, struct rollout_spec *s, char
 				  uint_into(w, "count", where, 1, 1000000, &wv->n, err, errlen);
 		if (r == 0)
 			r = uint_into(w, "bake_s", where, 1, 30 * 86400, &bake_s, err, errlen);
+		if (r == 0)
+			r = bool_into(w, "manual", where, &wv->manual, err, errlen);
+		if (r == 0 && i == 0 && wv->manual)
+			r = text_refuse(err, errlen,
+					"waves[0].manual: the first wave starts with the rollout's "
+					"start");
 		if (r < 0)
 			return r;
 		wv->bake_ms = bake_s * 1000;
@@ -254,9 +290,9 @@ static int parse_gates(json_t *g, struct rollout_gates *gt, char *err, size_t er
 static int spec_parse(const char *json, size_t len, struct rollout_spec *s, char *err,
 		      size_t errlen)
 {
-	static const char *const keys[] = { "name",  "policy", "version",	   "selector",
-					    "waves", "bake_s", "holdback_percent", "rollback",
-					    "gates", NULL };
+	static const char *const keys[] = { "name",  "policy",	"version",	    "selector",
+					    "waves", "bake_s",	"holdback_percent", "rollback",
+					    "gates", "dry_run", "on_fail",	    NULL };
 	static const char *const rb_keys[] = { "policy", "version", NULL };
 	json_error_t je;
 	json_t *o = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je), *v;
@@ -293,6 +329,10 @@ static int spec_parse(const char *json, size_t len, struct rollout_spec *s, char
 		r = uint_into(o, "bake_s", "", 1, 30 * 86400, &bake_s, err, errlen);
 	if (r == 0)
 		r = uint_into(o, "holdback_percent", "", 0, 50, &s->holdback_percent, err, errlen);
+	if (r == 0)
+		r = bool_into(o, "dry_run", "", &s->dry_run, err, errlen);
+	if (r == 0)
+		r = on_fail_into(o, &s->on_fail_pause, err, errlen);
 	if (r < 0)
 		goto out;
 	v = json_object_get(o, "selector");

@@ -23,6 +23,7 @@ struct rollout_wave {
 	uint64_t n;
 	uint64_t bake_ms;
 	bool release; /* the holdback's: the parser's last wave, reaching everyone */
+	bool manual; /* it starts on an operator's promote, not on the wave before passing */
 };
 
 enum rollout_underpowered {
@@ -59,6 +60,8 @@ struct rollout_spec {
 	char rollback_policy[ROLLOUT_NAME_MAX]; /* "": each host's previous policy */
 	uint64_t rollback_version;
 	struct rollout_gates gates;
+	bool dry_run; /* members, waves and verdicts, and no host is sent the policy */
+	bool on_fail_pause; /* a failed wave pauses the rollout instead of rolling it back */
 };
 
 /*

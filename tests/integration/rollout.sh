@@ -11,6 +11,10 @@
 #   rolled back: every host
 #   runs the good policy again, usercopy-fastpath is off everywhere, and the rollout
 #   ends rolled-back.
+# - A dry run of the bad policy plans and judges its waves, and sends it
+#   to no host.
+# - on_fail = pause holds a failed wave (its canaries keep the policy) for
+#   the operator; a manual gate before a wave waits for promote.
 # - A policy whose mitigation kmemctl.ko's breaker trips fails its first
 #   wave on health (the canaries report the trip), without a lockup.
 set -euo pipefail
@@ -154,6 +158,24 @@ for h in "${hosts[@]}"; do
 	lockups $h ${kmsg[$h]} &
 	pids+=($!)
 done
+# a dry run of the bad policy: members, waves and verdicts, and no host is
+# sent it (were one, its lockups would fail the waves)
+expect 201 '"state":"pending"' "a dry run of bad is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	"{\"name\":\"bad-dry\",\"policy\":\"bad\",\"version\":1,\"selector\":{\"all\":true},
+	\"dry_run\":true,\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":3,$GATES}"
+act bad-dry start
+wait_for 60 in_state bad-dry 'done' 2 || fail "the dry run did not finish: $(state bad-dry), $(verdicts bad-dry)"
+[ "$(verdicts bad-dry)" = "1 pass ,2 pass ," ] || fail "the dry run's verdicts: $(verdicts bad-dry)"
+[ "$(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'bad-dry'")" = $N ] ||
+	fail "the dry run's members: $(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'bad-dry'")"
+running good || fail "the dry run moved hosts: $(db 'SELECT host_id, policy_name FROM hosts')"
+grep -l "policy bad version 1 from kmemd accepted" agent-*.log && fail "the dry run sent bad to a host"
+for h in "${hosts[@]}"; do
+	[ "$(cat root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode)" = off ] ||
+		fail "$h: the dry run turned usercopy-fastpath on"
+done
+echo "ok: a dry run plans, judges both waves and changes no host"
+
 expect 201 '"state":"pending"' "rollout bad is created" ops POST /v1/rollouts "${JS[@]}" --data \
 	"{\"name\":\"bad\",\"policy\":\"bad\",\"version\":1,\"selector\":{\"all\":true},
 	\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":600,$GATES}"
@@ -301,6 +323,58 @@ for m in $(grep -o '\(kmemd\|process\)_[a-z_]*' "$SRC/deploy/grafana/kmemctl.jso
 		fail "deploy/grafana/kmemctl.json queries $m, which /metrics does not have"
 done
 echo "ok: the Grafana dashboard queries only metrics kmemd serves"
+
+# on_fail = pause: the tripping policy again, its failed first wave held
+# for the operator (its canaries keep the policy) until it is aborted
+sign_policy tripping2 '{"mitigations":{"rstat-yield":{"mode":"on"},"usercopy-fastpath":{"mode":"on"}}}'
+expect 201 '"state":"pending"' "rollout tripping2 (on_fail pause) is created" ops POST /v1/rollouts \
+	"${JS[@]}" --data "{\"name\":\"tripping2\",\"policy\":\"tripping2\",\"version\":1,
+	\"selector\":{\"all\":true},\"on_fail\":\"pause\",
+	\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":6,$GATES}"
+act tripping2 start
+wait_for 60 in_state tripping2 paused 1 || fail "tripping2 did not pause: $(state tripping2), $(verdicts tripping2)"
+canaries() { [ "$(db "SELECT count(*) FROM hosts WHERE policy_name = 'tripping2'")" = 3 ]; }
+wait_for 20 canaries || fail "the paused wave's canaries do not run tripping2"
+sleep 3 # six engine ticks: none may move it
+in_state tripping2 paused 1 || fail "tripping2 left its pause: $(state tripping2)"
+[ "$(verdicts tripping2)" = "1 fail health," ] || fail "tripping2's verdicts: $(verdicts tripping2)"
+canaries || fail "the paused wave's canaries were moved"
+db "SELECT reason FROM rollouts WHERE name = 'tripping2'" | grep -q "paused (on_fail = pause)" ||
+	fail "tripping2's reason: $(db "SELECT reason FROM rollouts WHERE name = 'tripping2'")"
+act tripping2 abort
+wait_for 30 running good || fail "the aborted rollout's hosts are not back on good"
+echo "ok: on_fail = pause holds a failed wave for the operator, one verdict, until abort"
+
+# a manual gate before the last wave: wave 1 passes, and nothing more moves
+# until promote (the trips above are over: the module shows the mitigation off)
+for p in "${pids[@]}"; do
+	[[ " ${agent[*]} " == *" $p "* ]] && continue
+	kill "$p" 2>/dev/null || true
+	wait "$p" 2>/dev/null || true
+done
+pids=("${agent[@]}")
+for h in "${hosts[@]}"; do
+	echo off >root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/state
+done
+untripped() {
+	[ "$(db "SELECT count(*) FROM states WHERE state = 'tripped'")" = 0 ]
+}
+wait_for 20 untripped || fail "hosts still report a trip"
+expect 201 '"state":"pending"' "rollout gated is created" ops POST /v1/rollouts "${JS[@]}" --data \
+	"{\"name\":\"gated\",\"policy\":\"base\",\"version\":1,\"selector\":{\"all\":true},
+	\"waves\":[{\"percent\":25},{\"percent\":100,\"manual\":true}],\"bake_s\":2,$GATES}"
+act gated start
+wait_for 60 in_state gated paused 1 || fail "gated did not stop at its gate: $(state gated), $(verdicts gated)"
+db "SELECT reason FROM rollouts WHERE name = 'gated'" | grep -q "wave 2 waits for kmemctl rollout promote" ||
+	fail "gated's reason: $(db "SELECT reason FROM rollouts WHERE name = 'gated'")"
+sleep 3 # six engine ticks: none may move it
+in_state gated paused 1 || fail "gated moved past its gate by itself: $(state gated)"
+[ "$(db "SELECT count(*) FROM hosts WHERE policy_name = 'base'")" = 3 ] ||
+	fail "hosts past the gate run base: $(db "SELECT count(*) FROM hosts WHERE policy_name = 'base'")"
+act gated promote
+wait_for 60 in_state gated done 2 || fail "gated did not finish after promote: $(state gated), $(verdicts gated)"
+wait_for 30 running base || fail "not every host runs base after the promote"
+echo "ok: a manual gate waits for kmemctl rollout promote"
 
 for p in "${pids[@]}"; do
 	kill "$p" 2>/dev/null

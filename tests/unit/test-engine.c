@@ -415,6 +415,110 @@ static void test_paused(void **state)
 	f.st->ops->close(f.st);
 }
 
+/* A rollout that says on_fail = pause: its failed wave pauses it, once, for the operator. */
+static void test_fail_pauses(void **state)
+{
+	static const char doc[] =
+		"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"count\": 3}, {\"percent\": 100}], \"bake_s\": 3600,"
+		" \"holdback_percent\": 0, \"on_fail\": \"pause\","
+		" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"underpowered\": \"pass\"}}";
+	struct store_rollout ro;
+	struct fleet f;
+	char *json, why[128];
+
+	(void)state;
+	start(&f, doc);
+	for (int64_t t = T0; t <= T0 + 60 * MIN; t += 10 * MIN) {
+		all_report(&f, t, 0, 3);
+		for (size_t i = 0; i < 3; i++)
+			report(&f, i, t, "new", 2,
+			       i < 2 && (t == T0 + 20 * MIN || t == T0 + 40 * MIN), false);
+	}
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>paused:fail/lockups ");
+	expect_state(&f, "paused", 0);
+	/* it stays paused, the canaries on the new policy, with one verdict */
+	tick(&f, T0 + 62 * MIN);
+	tick(&f, T0 + 70 * MIN);
+	assert_string_equal(f.changes, "running>paused:fail/lockups ");
+	json = status(&f);
+	assert_int_equal(count(json, "\"verdict\":\"fail\""), 1);
+	assert_non_null(strstr(json, "paused (on_fail = pause)"));
+	free(json);
+	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
+	assert_int_equal(rollout_state_target(ro.state), ROLLOUT_TARGET_POLICY);
+	/* the operator decides: abort sends the hosts back */
+	assert_int_equal(
+		engine_transition(&ro, ROLLOUT_EV_ABORT, 2, T0 + 71 * MIN, why, sizeof(why)), 0);
+	assert_string_equal(rollout_state_name(ro.state), "aborted");
+	store_rollout_clear(&ro);
+	f.st->ops->close(f.st);
+}
+
+/* A manual gate before wave 2: wave 1 passes and the rollout waits for a promote. */
+static void test_manual_gate(void **state)
+{
+	static const char doc[] =
+		"{\"name\": \"r\", \"policy\": \"new\", \"version\": 2, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"count\": 3}, {\"percent\": 100, \"manual\": true}], \"bake_s\": 3600,"
+		" \"holdback_percent\": 0,"
+		" \"gates\": {\"min_exposure_h\": 1, \"min_hosts\": 3, \"underpowered\": \"pass\"}}";
+	struct store_rollout ro;
+	struct fleet f;
+	char *json, why[128];
+
+	(void)state;
+	start(&f, doc);
+	for (int64_t t = T0; t <= T0 + 90 * MIN; t += 10 * MIN)
+		all_report(&f, t, 0, 0);
+	tick(&f, T0 + 61 * MIN);
+	assert_string_equal(f.changes, "running>paused:pass/ ");
+	expect_state(&f, "paused", 0);
+	json = status(&f);
+	assert_non_null(strstr(json, "wave 1 passed: wave 2 waits for kmemctl rollout promote"));
+	free(json);
+	/* waiting: later passes move nothing */
+	tick(&f, T0 + 80 * MIN);
+	tick(&f, T0 + 90 * MIN);
+	assert_string_equal(f.changes, "running>paused:pass/ ");
+	expect_state(&f, "paused", 0);
+	/* resume is not the gate: the next pass waits again; promote starts wave 2 */
+	assert_int_equal(f.st->ops->rollout_get(f.st, "r", &ro), 0);
+	assert_int_equal(
+		engine_transition(&ro, ROLLOUT_EV_PROMOTE, 2, T0 + 91 * MIN, why, sizeof(why)), 0);
+	assert_string_equal(rollout_state_name(ro.state), "running");
+	assert_int_equal(ro.wave, 1);
+	store_rollout_clear(&ro);
+	f.st->ops->close(f.st);
+}
+
+/* A manual gate on the first wave is refused: starting it is the operator's already. */
+static void test_manual_first(void **state)
+{
+	static const char doc[] = "{\"name\": \"r\", \"policy\": \"new\", \"version\": 2,"
+				  " \"selector\": {\"all\": true},"
+				  " \"waves\": [{\"count\": 3, \"manual\": true}]}";
+	static const char *const bad[] = {
+		"{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"count\": 3}], \"on_fail\": \"retry\"}",
+		"{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"count\": 3}], \"dry_run\": \"yes\"}",
+		"{\"name\": \"r\", \"policy\": \"p\", \"version\": 1, \"selector\": {\"all\": true},"
+		" \"waves\": [{\"count\": 3}, {\"count\": 5, \"manual\": 1}]}",
+	};
+	struct rollout_spec spec;
+	char err[256];
+
+	(void)state;
+	assert_int_equal(rollout_spec_parse(doc, strlen(doc), &spec, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "waves[0].manual"));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(rollout_spec_parse(bad[i], strlen(bad[i]), &spec, err,
+						    sizeof(err)),
+				 -EINVAL);
+}
+
 /*
  * A pass for a kmemd whose lease another took (it stalled past it)
  * writes nothing and says so; for the holder, the same pass promotes.
@@ -681,11 +785,19 @@ static void test_moved_meanwhile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_promotes),   cmocka_unit_test(test_holds),
-		cmocka_unit_test(test_rolls_back), cmocka_unit_test(test_unhealthy_fails_early),
-		cmocka_unit_test(test_paused),	   cmocka_unit_test(test_fenced),
-		cmocka_unit_test(test_latency),	   cmocka_unit_test(test_series),
-		cmocka_unit_test(test_worker),	   cmocka_unit_test(test_moved_meanwhile),
+		cmocka_unit_test(test_promotes),
+		cmocka_unit_test(test_holds),
+		cmocka_unit_test(test_rolls_back),
+		cmocka_unit_test(test_unhealthy_fails_early),
+		cmocka_unit_test(test_paused),
+		cmocka_unit_test(test_fenced),
+		cmocka_unit_test(test_fail_pauses),
+		cmocka_unit_test(test_manual_gate),
+		cmocka_unit_test(test_manual_first),
+		cmocka_unit_test(test_latency),
+		cmocka_unit_test(test_series),
+		cmocka_unit_test(test_worker),
+		cmocka_unit_test(test_moved_meanwhile),
 	};
 
 	snprintf(path, sizeof(path), "%s/test-engine.sqlite", getenv("KMEM_TEST_TMP"));
