@@ -48,6 +48,8 @@ const struct ini_option kmemd_options[] = {
 	OPT("store", "raw_retention", INI_DURATION, raw_retention_ms, 3600000, 0),
 	OPT("store", "batch_wait", INI_DURATION, batch_wait_ms, 1, 1000),
 	OPT("rollout", "tick", INI_DURATION, rollout_tick_ms, 100, 3600000),
+	OPT("notify", "webhook", INI_STRING, webhook),
+	OPT("notify", "ca", INI_PATH, webhook_ca),
 	OPT("policy", "require_signature", INI_BOOL, require_signature),
 	OPT("policy", "keys_dir", INI_PATH, keys_dir),
 	OPT("log", "level", INI_ENUM, log_level, .choices = log_levels),

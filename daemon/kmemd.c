@@ -19,6 +19,7 @@
 #include "ingest-worker.h"
 #include "kmemd.h"
 #include "fleet-stop.h"
+#include "notify.h"
 #include "operators.h"
 #include "log.h"
 #include "macro.h"
@@ -136,6 +137,10 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 		goto out;
 	}
 	ingest_worker_set_wait(rl->k->ingest, cfg->batch_wait_ms);
+	/* posts under way hold the notifier: a new one comes with a restart */
+	if ((cfg->webhook || rl->k->cfg->webhook) &&
+	    (!cfg->webhook || !rl->k->cfg->webhook || strcmp(cfg->webhook, rl->k->cfg->webhook)))
+		log_notice("[notify] webhook changed: it takes effect when kmemd restarts");
 	load_keys(&keys, cfg);
 	keyring_free(rl->k->keys);
 	*rl->k->keys = keys;
@@ -341,6 +346,15 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	}
 	load_keys(&keys, cfg);
 	raise_nofile();
+	if (cfg->webhook) {
+		r = notify_new(base, cfg->webhook, cfg->webhook_ca, &k.notify, err, sizeof(err));
+		if (r < 0) {
+			log_error("%s", err);
+			k.store->ops->close(k.store);
+			event_base_free(base);
+			return r;
+		}
+	}
 	r = names_new(k.store,
 		      &(struct names_limits){ .fleet = (unsigned)cfg->names_max,
 					      .host = (unsigned)cfg->host_names_max },
@@ -433,6 +447,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	event_base_free(base);
 	names_free(k.names);
 	cert_expiry_free(&k.host_certs);
+	notify_free(k.notify);
 	desired_free(k.desired);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);

@@ -35,6 +35,7 @@ struct kmemd_config {
 	uint64_t handshake_timeout_ms, request_timeout_ms; /* deadlines */
 	char *store_path;
 	char *store_url; /* postgresql://...: used instead of store_path; NULL: none */
+	char *webhook, *webhook_ca; /* daemon/notify.h; NULL: none */
 	uint64_t retention_ms; /* hourly rollups and events */
 	uint64_t raw_retention_ms; /* per-report samples and counters, then rolled up */
 	uint64_t batch_wait_ms; /* the longest a report waits for its batch to commit */
@@ -123,6 +124,8 @@ struct kmemd {
 	struct cert_expiry host_certs;
 	/* the fleet stop, as the store had it at the last rollout tick or change here */
 	struct store_fleet_stop fleet_stop;
+	/* the webhook verdicts and trips are posted to; NULL: none */
+	struct notify *notify;
 };
 
 struct event_base;

@@ -20,6 +20,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "notify.h"
 #include "macro.h"
 #include "rollout.h"
 #include "names.h"
@@ -170,17 +171,28 @@ static int operators(struct kmemd *k, struct evbuffer *b)
 {
 	struct expiry e = { .now_ms = kmemd_now_ms() };
 	int r = k->store->ops->operators(k->store, operator_expiry, &e);
+	struct notify_stats ns;
 
+	notify_stats(k->notify, &ns);
 	evbuffer_add_printf(b,
 			    "# HELP kmemd_operator_requests_refused_total Requests this kmemd "
 			    "refused because their operator certificate is revoked.\n"
 			    "# TYPE kmemd_operator_requests_refused_total counter\n"
 			    "kmemd_operator_requests_refused_total %llu\n"
+			    "# HELP kmemd_webhook_posts_total Posts to [notify] webhook by "
+			    "outcome: sent (2xx), failed (no answer in 5 s, or another status), "
+			    "dropped (64 under way already).\n"
+			    "# TYPE kmemd_webhook_posts_total counter\n"
+			    "kmemd_webhook_posts_total{outcome=\"sent\"} %llu\n"
+			    "kmemd_webhook_posts_total{outcome=\"failed\"} %llu\n"
+			    "kmemd_webhook_posts_total{outcome=\"dropped\"} %llu\n"
 			    "# HELP kmemd_fleet_stopped 1 while the fleet stop holds (kmemctl "
 			    "fleet stop), as this kmemd last read it.\n"
 			    "# TYPE kmemd_fleet_stopped gauge\n"
 			    "kmemd_fleet_stopped %d\n",
-			    (unsigned long long)k->operators_refused, k->fleet_stop.stopped);
+			    (unsigned long long)k->operators_refused, (unsigned long long)ns.sent,
+			    (unsigned long long)ns.failed, (unsigned long long)ns.dropped,
+			    k->fleet_stop.stopped);
 	if (r < 0)
 		return r;
 	host_certs(k, b);

@@ -12,6 +12,7 @@
 #include "ingest-worker.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "log.h"
+#include "notify.h"
 #include "names.h"
 #include "pb-arena.h"
 #include "report-check.h"
@@ -177,6 +178,23 @@ void reports_stop(struct kmemd *k)
 	k->ingest = NULL;
 }
 
+/* The report's mitigation trips, each to the webhook. */
+static void notify_trips(struct kmemd *k, const Kmemctl__V1__Report *rep)
+{
+	for (size_t i = 0; k->notify && i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+
+		if (e->kind != KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP)
+			continue;
+		notify_post(k->notify,
+			    json_pack("{s:s, s:s, s:s?, s:s?, s:I}", "kind", "trip", "host",
+				      rep->facts->host_id, "mitigation",
+				      e->mitigation && *e->mitigation ? e->mitigation : NULL,
+				      "message", e->message && *e->message ? e->message : NULL,
+				      "unix_ms", (json_int_t)e->unix_ms));
+	}
+}
+
 void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
@@ -233,6 +251,8 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 		       "this host id is revoked");
 		goto out;
 	}
+	if (r == 0)
+		notify_trips(k, rep);
 	/* a table too full to grow misses one host's expiry, not its report */
 	if (r == 0 && cert_expiry_note(&k->host_certs, peer->cn, (int64_t)peer->not_after,
 				       kmemd_now_ms()) < 0)

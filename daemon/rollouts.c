@@ -20,6 +20,7 @@
 #include "evidence.h"
 #include "gates.h"
 #include "log.h"
+#include "notify.h"
 #include "macro.h"
 #include "message-ids.h"
 #include "policydoc.h"
@@ -591,14 +592,14 @@ void handle_rollout_action(struct http_request *req, struct kmemd *k,
 	reply_json(req, HTTP_OK, "OK", reply);
 }
 
-/* The engine's changes, to the journal: verdicts under their MESSAGE_ID. */
+/* The engine's changes, to the journal (verdicts under their MESSAGE_ID) and the webhook. */
 static void on_change(void *arg, const struct engine_change *c)
 {
 	const struct store_rollout *ro = c->ro;
 	char f_rollout[16 + STORE_ID_MAX], f_wave[32], f_verdict[48], f_gate[48], f_state[48];
 	const char *fields[] = { f_rollout, f_wave, f_verdict, f_gate, f_state, NULL };
+	struct kmemd *k = arg;
 
-	(void)arg;
 	if (!c->v) {
 		log_notice("rollout %s: %s, now %s: %s", ro->name, rollout_state_name(c->was),
 			   rollout_state_name(ro->state), ro->reason);
@@ -613,6 +614,14 @@ static void on_change(void *arg, const struct engine_change *c)
 		  fields, "rollout %s wave %u: %s%s%s: %s; now %s", ro->name, c->v->wave + 1,
 		  c->v->verdict, c->v->gate[0] ? " at " : "", c->v->gate, c->v->reason,
 		  rollout_state_name(ro->state));
+	notify_post(k->notify,
+		    json_pack("{s:s, s:s, s:I, s:s, s:o, s:o, s:s, s:s, s:I}", "kind", "verdict",
+			      "rollout", ro->name, "wave", (json_int_t)c->v->wave + 1, "verdict",
+			      c->v->verdict, "gate",
+			      c->v->gate[0] ? json_string(c->v->gate) : json_null(), "reason",
+			      c->v->reason ? json_string(c->v->reason) : json_null(), "was",
+			      rollout_state_name(c->was), "state", rollout_state_name(ro->state),
+			      "ts_ms", (json_int_t)c->v->ts_ms));
 }
 
 int kmemd_desired_refresh(struct kmemd *k)

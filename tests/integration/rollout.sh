@@ -35,11 +35,37 @@ in_work
 mapfile -t hosts < <(seq -f 'h%02g' $N)
 pki_fleet
 pki_hosts "${hosts[@]}"
+# a webhook receiver: each body POSTed to it, a line of hooks.jsonl
+cat >receiver.py <<'PY'
+import http.server, sys
+class H(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        with open("hooks.jsonl", "ab") as f:
+            f.write(body + b"\n")
+        self.send_response(204)
+        self.end_headers()
+    def log_message(self, *a):
+        pass
+s = http.server.HTTPServer(("127.0.0.1", 0), H)
+open("receiver.port", "w").write(str(s.server_port))
+s.serve_forever()
+PY
+python3 receiver.py &
+receiver=$!
+pids+=($receiver)
+wait_for 10 test -s receiver.port || fail "the webhook receiver did not start"
 kmemd_conf >kmemd.conf
 cat >>kmemd.conf <<CONF
 [rollout]
 tick = 500ms
+[notify]
+webhook = http://127.0.0.1:$(cat receiver.port)/kmemctl?team=mm
 CONF
+# a webhook kmemd cannot use stops it at start, saying why
+sed 's|^webhook = .*|webhook = ftp://127.0.0.1/x|' kmemd.conf >bad-hook.conf
+$KMEMD -c bad-hook.conf >bad-hook.log 2>&1 && fail "kmemd started with an ftp:// webhook"
+grep -q "not an http:// or https:// URL" bad-hook.log || fail "the bad webhook: $(cat bad-hook.log)"
 kmemd_start
 # restarts come back on the same port, where the agents look for kmemd
 sed -i "s/^listen = .*/listen = 127.0.0.1:$port/" kmemd.conf
@@ -203,11 +229,11 @@ grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's a
 echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
 # the lockups end here: what follows is the breaker's
 for p in "${pids[@]}"; do
-	[[ " ${agent[*]} " == *" $p "* ]] && continue
+	[[ " ${agent[*]} $receiver " == *" $p "* ]] && continue
 	kill "$p" 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
 done
-pids=("${agent[@]}")
+pids=("${agent[@]}" "$receiver")
 
 # a policy whose mitigation the module's breaker trips (the fixture trees
 # stand in for it: usercopy-fastpath trips as soon as it is on, its record
@@ -316,6 +342,24 @@ grep -q '^# TYPE kmemd_kernel_events_stored gauge$' metrics.txt &&
 	grep -q '^kmemd_kernel_events_stored{kind="soft-lockup"} [1-9]' metrics.txt ||
 	fail "/metrics: no stored-events gauge: $(grep events_stored metrics.txt)"
 echo "ok: /metrics counts $soft soft lockups since start, and the stored events as a gauge"
+# the webhook had every verdict and the canaries' trips, each as it came
+hooks() { # JQ-like: python over hooks.jsonl's objects
+	python3 -c "import json, sys
+h = [json.loads(l) for l in open('hooks.jsonl')]
+$1"
+}
+[ "$(hooks 'print(sorted({(x["rollout"], x["verdict"]) for x in h if x["kind"] == "verdict" and x["rollout"] in ("good", "bad", "tripping")}))')" = \
+	"[('bad', 'fail'), ('good', 'inconclusive'), ('good', 'pass'), ('tripping', 'fail')]" ] ||
+	fail "the webhook's verdicts: $(grep -c verdict hooks.jsonl) of them: $(head -c 2000 hooks.jsonl)"
+[ "$(hooks 'print(sum(1 for x in h if x["kind"] == "verdict" and x["rollout"] == "good"))')" = 4 ] ||
+	fail "the webhook had $(grep -c '"rollout":"good"' hooks.jsonl) verdicts of good, not 4"
+hooks 'print(next(x for x in h if x["kind"] == "trip"))' | grep -q "'mitigation': 'usercopy-fastpath'" ||
+	fail "the webhook had no trip: $(grep trip hooks.jsonl | head -3)"
+sent=$(grep -c . hooks.jsonl)
+grep -q '^kmemd_webhook_posts_total{outcome="sent"} [1-9]' metrics.txt &&
+	grep -q '^kmemd_webhook_posts_total{outcome="failed"} 0$' metrics.txt ||
+	fail "/metrics' webhook counts: $(grep webhook metrics.txt)"
+echo "ok: the webhook had every verdict and the trips ($sent posts)"
 # every metric the Grafana dashboard queries is one kmemd serves
 families=$(sed -n 's/^# TYPE \([a-z_]*\) .*/\1/p' metrics.txt)
 for m in $(grep -o '\(kmemd\|process\)_[a-z_]*' "$SRC/deploy/grafana/kmemctl.json" | sort -u); do
@@ -348,11 +392,11 @@ echo "ok: on_fail = pause holds a failed wave for the operator, one verdict, unt
 # a manual gate before the last wave: wave 1 passes, and nothing more moves
 # until promote (the trips above are over: the module shows the mitigation off)
 for p in "${pids[@]}"; do
-	[[ " ${agent[*]} " == *" $p "* ]] && continue
+	[[ " ${agent[*]} $receiver " == *" $p "* ]] && continue
 	kill "$p" 2>/dev/null || true
 	wait "$p" 2>/dev/null || true
 done
-pids=("${agent[@]}")
+pids=("${agent[@]}" "$receiver")
 for h in "${hosts[@]}"; do
 	echo off >root-$h/sys/kernel/kmemctl/mitigations/usercopy-fastpath/state
 done
