@@ -299,22 +299,40 @@ static void test_bad_rows(void **state)
 static void test_transitions(void **state)
 {
 	static const char *const events[ROLLOUT_NEVENTS] = {
-		"start", "pause", "resume", "promote", "abort", "pass", "hold", "fail", "back",
+		"start", "pause", "resume",	"promote",   "abort", "pass",
+		"hold",	 "fail",  "fail-pause", "pass-wait", "back",
 	};
 	/* "event from>to:wave" from wave 1 (0) of 2, and from the last wave ("@last") */
 	static const char *const allowed[] = {
-		"start pending>running:0",     "pause running>paused:0",
-		"pause holding>paused:0",      "resume paused>running:0",
-		"promote running>running:1",   "promote holding>running:1",
-		"promote paused>running:1",    "promote@last running>done:1",
-		"promote@last holding>done:1", "promote@last paused>done:1",
-		"abort pending>aborted:0",     "abort running>aborted:0",
-		"abort holding>aborted:0",     "abort paused>aborted:0",
-		"pass running>running:1",      "pass holding>running:1",
-		"pass@last running>done:1",    "pass@last holding>done:1",
-		"hold running>holding:0",      "hold holding>holding:0",
-		"fail running>rolling-back:0", "fail holding>rolling-back:0",
-		"fail paused>rolling-back:0",  "back rolling-back>rolled-back:0",
+		"start pending>running:0",
+		"pause running>paused:0",
+		"pause holding>paused:0",
+		"resume paused>running:0",
+		"promote running>running:1",
+		"promote holding>running:1",
+		"promote paused>running:1",
+		"promote@last running>done:1",
+		"promote@last holding>done:1",
+		"promote@last paused>done:1",
+		"abort pending>aborted:0",
+		"abort running>aborted:0",
+		"abort holding>aborted:0",
+		"abort paused>aborted:0",
+		"pass running>running:1",
+		"pass holding>running:1",
+		"pass@last running>done:1",
+		"pass@last holding>done:1",
+		"hold running>holding:0",
+		"hold holding>holding:0",
+		"fail running>rolling-back:0",
+		"fail holding>rolling-back:0",
+		"fail paused>rolling-back:0",
+		"back rolling-back>rolled-back:0",
+		/* on_fail = pause, and a manual gate before the next wave */
+		"fail-pause running>paused:0",
+		"fail-pause holding>paused:0",
+		"pass-wait running>paused:0",
+		"pass-wait holding>paused:0",
 	};
 	size_t seen = 0, n = sizeof(allowed) / sizeof(allowed[0]);
 	char why[256], got[96];
