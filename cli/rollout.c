@@ -236,10 +236,10 @@ static int rollout_list(int argc, char **argv)
 	size_t i;
 	int r;
 
-	(void)argv;
-	if (argc != 1)
-		return usage("list", "");
-	r = remote_call(EVHTTP_REQ_GET, "/v1/rollouts", NULL, NULL, 0, &reply);
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--all")))
+		return usage("list", "[--all]");
+	r = remote_call(EVHTTP_REQ_GET, argc == 2 ? "/v1/rollouts?archived=1" : "/v1/rollouts",
+			NULL, NULL, 0, &reply);
 	if (r != EXIT_OK)
 		return r;
 	if (cli.json) {
@@ -250,7 +250,8 @@ static int rollout_list(int argc, char **argv)
 	json_array_foreach(reply, i, ro)
 	{
 		spec = json_object_get(ro, "spec");
-		table_cell(t, "%s", str(ro, "name"));
+		table_cell(t, "%s%s", str(ro, "name"),
+			   json_object_get(ro, "archived_ms") ? " (archived)" : "");
 		table_cell(t, "%s@%lld", str(spec, "policy"), num(spec, "version"));
 		table_state(t, str(ro, "state"));
 		table_cell(t, "%lld/%zu", num(ro, "wave") + 1,
@@ -447,6 +448,28 @@ static int rollout_status(int argc, char **argv)
 	return r;
 }
 
+static int rollout_archive(int argc, char **argv)
+{
+	json_t *reply = NULL;
+	int r;
+
+	if (argc != 2)
+		return usage("archive", "NAME");
+	r = remote_json(EVHTTP_REQ_POST, "/v1/rollouts/archive",
+			json_pack("{s:s}", "name", argv[1]), &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(reply, cli.pretty);
+		return EXIT_OK;
+	}
+	printf("rollout %s archived: rollout list leaves it out (--all shows it); its hosts keep "
+	       "what it decided\n",
+	       argv[1]);
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 int do_rollout(int argc, char **argv)
 {
 	static const struct cmd verbs[] = {
@@ -460,6 +483,7 @@ int do_rollout(int argc, char **argv)
 		{ "resume", act, "promote again" },
 		{ "promote", act, "start the next wave now" },
 		{ "abort", act, "send every host reached back to the rollback policy" },
+		{ "archive", rollout_archive, "a finished rollout out of the lists" },
 		{ NULL, NULL, NULL },
 	};
 

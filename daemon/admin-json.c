@@ -187,11 +187,25 @@ static json_t *rollout_json(const struct store_rollout *r)
 			 gates ?: json_null());
 }
 
+struct rollout_rows {
+	json_t *rows;
+	bool archived; /* archived ones too */
+};
+
 static int add_rollout(void *arg, const struct store_rollout *r, const uint64_t *members, size_t n)
 {
-	json_t *o = rollout_json(r), *counts = json_array();
+	struct rollout_rows *rr = arg;
+	json_t *o, *counts;
 	size_t i;
-	int ret = o && counts ? 0 : -ENOMEM;
+	int ret;
+
+	if (r->archived_ms != STORE_NULL && !rr->archived)
+		return 0;
+	o = rollout_json(r);
+	counts = json_array();
+	ret = o && counts ? 0 : -ENOMEM;
+	if (ret == 0 && r->archived_ms != STORE_NULL)
+		ret = json_object_set_new(o, "archived_ms", json_integer(r->archived_ms));
 
 	for (i = 0; ret == 0 && i < n; i++)
 		ret = json_array_append_new(counts, json_integer((json_int_t)members[i]));
@@ -205,14 +219,19 @@ static int add_rollout(void *arg, const struct store_rollout *r, const uint64_t 
 		json_decref(o);
 		return -ENOMEM;
 	}
-	return json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+	return json_array_append_new(rr->rows, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_rollouts_archived(struct store *st, bool archived, json_t **out)
+{
+	struct rollout_rows rr = { .rows = json_array(), .archived = archived };
+
+	return done(rr.rows ? st->ops->rollouts(st, add_rollout, &rr) : -ENOMEM, rr.rows, out);
 }
 
 int admin_json_rollouts(struct store *st, json_t **out)
 {
-	json_t *rows = json_array();
-
-	return done(rows ? st->ops->rollouts(st, add_rollout, rows) : -ENOMEM, rows, out);
+	return admin_json_rollouts_archived(st, false, out);
 }
 
 /* A status's members: the first max listed, every one counted into its wave. */

@@ -8,6 +8,7 @@
 #define KMEMD_ADMIN_JSON_H
 
 #include <jansson.h>
+#include <stdbool.h>
 
 #include "store.h"
 
@@ -22,6 +23,8 @@ int admin_json_host(struct store *st, const char *host_id, json_t **out);
 int admin_json_policies(struct store *st, json_t **out);
 /* Each rollout newest first, with its member count per wave. */
 int admin_json_rollouts(struct store *st, json_t **out);
+/* The same, archived ones too when archived (with their "archived_ms"). */
+int admin_json_rollouts_archived(struct store *st, bool archived, json_t **out);
 /*
  * One rollout as in admin_json_rollouts(), the first members_max of its
  * members in plan order (stratum, wave, previous policy, the policy each

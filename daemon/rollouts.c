@@ -392,10 +392,55 @@ void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			     rollout_state_name(ROLLOUT_PENDING), "plan", plan));
 }
 
+/* [?archived=1]: archived rollouts too. */
 void handle_rollouts_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
+	_cleanup_query_ struct evkeyvalq q = { 0 };
+	int64_t archived = 0;
+	json_t *rows = NULL;
+
 	(void)peer;
-	reply_rows(req, k, admin_json_rollouts);
+	if (!request_query(req, &q, "want [?archived=0|1]"))
+		return;
+	if (query_number(evhttp_find_header(&q, "archived"), 1, &archived) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "archived is 0 or 1");
+		return;
+	}
+	if (admin_json_rollouts_archived(k->store, archived, &rows) < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	reply_json(req, HTTP_OK, "OK", rows);
+}
+
+/* {"name"}: a finished rollout archived, out of the lists. */
+void handle_rollout_archive(struct http_request *req, struct kmemd *k,
+			    const struct tls_identity *peer)
+{
+	const char *name = NULL;
+	_cleanup_json_ json_t *o =
+		request_json_unpack(req, "want {\"name\": N}", false, "{s:s}", "name", &name);
+	int r;
+
+	(void)peer;
+	if (!o)
+		return;
+	r = k->store->ops->rollout_archive(k->store, name, kmemd_now_ms());
+	if (r == -ENOENT || r == -EBUSY) {
+		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
+			    r == -ENOENT ? "Not Found" : "Conflict",
+			    r == -ENOENT ?
+				    "no such rollout" :
+				    "only a finished rollout (done, rolled back or aborted) is "
+				    "archived");
+		return;
+	}
+	if (r < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	audit_detail(req, NULL, "%s", name);
+	reply_json(req, HTTP_OK, "OK", json_pack("{s:s, s:b}", "name", name, "archived", 1));
 }
 
 /* Members a status lists unless asked for more: a large fleet's rollout has 100,000. */

@@ -65,6 +65,8 @@ static const struct route routes[] = {
 	{ HTTP_POST, "/v1/rollouts", ROLE_OPERATOR, ROUTE_AUDITED, handle_rollouts_post,
 	  "rollout.create", MID_ROLLOUT_ACTION },
 	{ HTTP_GET, "/v1/rollouts", ROLE_OBSERVER, 0, handle_rollouts_get },
+	{ HTTP_POST, "/v1/rollouts/archive", ROLE_OPERATOR, ROUTE_AUDITED, handle_rollout_archive,
+	  "rollout.archive", MID_ROLLOUT_ACTION },
 	{ HTTP_POST, "/v1/rollouts/plan", ROLE_OBSERVER, 0, handle_rollouts_plan },
 	{ HTTP_GET, "/v1/rollouts/status", ROLE_OBSERVER, 0, handle_rollout_status },
 	{ HTTP_GET, "/v1/rollouts/series", ROLE_OBSERVER, 0, handle_rollout_series },

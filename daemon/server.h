@@ -29,6 +29,8 @@ void reply_rows(struct http_request *req, struct kmemd *k, int (*build)(struct s
 /* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */
 void handle_rollouts_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
+void handle_rollout_archive(struct http_request *req, struct kmemd *k,
+			    const struct tls_identity *peer);
 void handle_rollouts_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
 void handle_rollout_status(struct http_request *req, struct kmemd *k,

@@ -17,6 +17,7 @@ enum stmt {
 	ST_ROLLOUT_ADD,
 	ST_ROLLOUT_GET,
 	ST_ROLLOUTS,
+	ST_ARCHIVE,
 	ST_ROLLOUT_UPDATE,
 	ST_MEMBERS_ADD,
 	ST_MEMBERS,
@@ -42,8 +43,10 @@ static const char *const sql[ST_N] = {
 	[ST_ROLLOUTS] = "SELECT name, spec, state, wave, wave_started_ms, reason, created_ms,"
 			" updated_ms, (SELECT string_agg(w.n::text, ',' ORDER BY w.wave)"
 			" FROM (SELECT wave, count(*) AS n FROM rollout_hosts m"
-			" WHERE m.rollout = r.name GROUP BY wave) w)"
+			" WHERE m.rollout = r.name GROUP BY wave) w), archived_ms"
 			" FROM rollouts r ORDER BY created_ms DESC, name",
+	[ST_ARCHIVE] = "UPDATE rollouts SET archived_ms = coalesce(archived_ms, $2) WHERE name = $1"
+		       " AND state IN ('done', 'rolled-back', 'aborted')",
 	[ST_ROLLOUT_UPDATE] =
 		"UPDATE rollouts SET updated_ms = CASE WHEN state = $2 AND wave = $3"
 		" AND wave_started_ms IS NOT DISTINCT FROM $4::bigint"
@@ -292,6 +295,7 @@ int pg_rollouts(struct store *s,
 			break;
 		}
 		n = wave_counts(pg_col(res, i, 8), members, ARRAY_SIZE(members));
+		r.archived_ms = pg_col_int(res, i, 9);
 		ret = cb(arg, &r, members, n);
 	}
 	PQclear(res);
@@ -596,4 +600,24 @@ int pg_lease(struct store *s, const char *name, const char *holder, int64_t now_
 	if (pg_changed(s, &pg_rollouts_area, ST_LEASE, &a, &n) < 0)
 		return -EIO;
 	return n > 0;
+}
+
+int pg_rollout_archive(struct store *s, const char *name, int64_t now_ms)
+{
+	struct store_rollout r;
+	struct pg_args a = { 0 };
+	uint64_t n;
+	int ret;
+
+	pg_text(&a, name);
+	pg_int(&a, now_ms);
+	ret = pg_changed(s, &pg_rollouts_area, ST_ARCHIVE, &a, &n);
+	if (ret < 0 || n)
+		return ret;
+	/* nothing archived: no such rollout, or one not finished */
+	ret = pg_rollout_get(s, name, &r);
+	if (ret < 0)
+		return ret;
+	store_rollout_clear(&r);
+	return -EBUSY;
 }

@@ -110,6 +110,7 @@ static const char *const migrations[] = {
 	" last_seen_ms BIGINT, revoked_ms BIGINT, revoked_by TEXT);"
 	"CREATE INDEX operators_by_name ON operators (name);"
 	"ALTER TABLE hosts ADD COLUMN off INTEGER;"
+	"ALTER TABLE rollouts ADD COLUMN archived_ms BIGINT;"
 	"CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	" since_ms BIGINT, actor TEXT, reason TEXT);",
 };
@@ -664,6 +665,7 @@ const struct store_ops store_pg_ops = {
 	.host_facts = pg_host_facts,
 	.rollout_add = pg_rollout_add,
 	.rollout_get = pg_rollout_get,
+	.rollout_archive = pg_rollout_archive,
 	.rollouts = pg_rollouts,
 	.rollout_update = pg_rollout_update,
 	.rollout_start = pg_rollout_start,

@@ -181,6 +181,7 @@ int pg_fleet_stop_set(struct store *s, const struct store_fleet_stop *f);
 
 int pg_rollout_add(struct store *s, const char *name, const char *spec_json, int64_t now_ms);
 int pg_rollout_get(struct store *s, const char *name, struct store_rollout *r);
+int pg_rollout_archive(struct store *s, const char *name, int64_t now_ms);
 int pg_rollouts(struct store *s,
 		int (*cb)(void *arg, const struct store_rollout *r, const uint64_t *members,
 			  size_t n),

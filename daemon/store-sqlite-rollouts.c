@@ -14,6 +14,7 @@ enum stmt {
 	ST_ROLLOUT_ADD,
 	ST_ROLLOUT_GET,
 	ST_ROLLOUTS,
+	ST_ARCHIVE,
 	ST_WAVE_COUNTS,
 	ST_ROLLOUT_UPDATE,
 	ST_MEMBER_ADD,
@@ -36,7 +37,9 @@ static const char *const sql[ST_N] = {
 	[ST_ROLLOUT_GET] = "SELECT spec, state, wave, wave_started_ms, reason, created_ms,"
 			   " updated_ms, evidence FROM rollouts WHERE name = ?1",
 	[ST_ROLLOUTS] = "SELECT name, spec, state, wave, wave_started_ms, reason, created_ms,"
-			" updated_ms FROM rollouts ORDER BY created_ms DESC, name",
+			" updated_ms, archived_ms FROM rollouts ORDER BY created_ms DESC, name",
+	[ST_ARCHIVE] = "UPDATE rollouts SET archived_ms = coalesce(archived_ms, ?2) WHERE name = ?1"
+		       " AND state IN ('done', 'rolled-back', 'aborted')",
 	[ST_WAVE_COUNTS] = "SELECT count(*) FROM rollout_hosts WHERE rollout = ?1"
 			   " GROUP BY wave ORDER BY wave",
 	[ST_ROLLOUT_UPDATE] = "UPDATE rollouts SET updated_ms = CASE WHEN state = ?2 AND wave = ?3"
@@ -240,6 +243,7 @@ int sq_rollouts(struct store *s,
 	while (ret == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (row_rollout(st, &r) < 0)
 			return -EIO;
+		r.archived_ms = int_or_null(st, 8);
 		wc = stmt(s, ST_WAVE_COUNTS);
 		sqlite3_bind_text(wc, 1, r.name, -1, SQLITE_STATIC);
 		for (n = 0; (wrc = sqlite3_step(wc)) == SQLITE_ROW && n < ARRAY_SIZE(members); n++)
@@ -521,4 +525,26 @@ int sq_lease(struct store *s, const char *name, const char *holder, int64_t now_
 	if (r == 0)
 		r = sqlite3_changes(DB(s)) > 0;
 	return sq_write_end(s, false, r);
+}
+
+int sq_rollout_archive(struct store *s, const char *name, int64_t now_ms)
+{
+	struct store_rollout r;
+	sqlite3_stmt *st;
+	int ret;
+
+	sq_write_begin(s, false);
+	st = stmt(s, ST_ARCHIVE);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, now_ms);
+	ret = step_done(st);
+	if (ret == 0 && !sqlite3_changes(DB(s)))
+		ret = -EBUSY;
+	ret = sq_write_end(s, false, ret);
+	/* nothing archived: no such rollout, or one not finished */
+	if (ret == -EBUSY && sq_rollout_get(s, name, &r) == -ENOENT)
+		return -ENOENT;
+	if (ret == -EBUSY)
+		store_rollout_clear(&r);
+	return ret;
 }

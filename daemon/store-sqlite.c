@@ -151,6 +151,7 @@ static const char *const migrations[] = {
 	 " last_seen_ms INTEGER, revoked_ms INTEGER, revoked_by TEXT) WITHOUT ROWID;"
 	 "CREATE INDEX operators_by_name ON operators (name);"
 	 "ALTER TABLE hosts ADD COLUMN off INTEGER;"
+	 "ALTER TABLE rollouts ADD COLUMN archived_ms INTEGER;"
 	 "CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	 " since_ms INTEGER, actor TEXT, reason TEXT) WITHOUT ROWID;"),
 };
@@ -573,6 +574,7 @@ const struct store_ops store_sqlite_ops = {
 	.host_facts = sq_host_facts,
 	.rollout_add = sq_rollout_add,
 	.rollout_get = sq_rollout_get,
+	.rollout_archive = sq_rollout_archive,
 	.rollouts = sq_rollouts,
 	.rollout_update = sq_rollout_update,
 	.rollout_start = sq_rollout_start,

@@ -145,6 +145,7 @@ struct store_rollout {
 	bool has_reason; /* false: it never changed state */
 	int64_t created_ms,
 		updated_ms; /* read, not written: rollout_add and rollout_update set them */
+	int64_t archived_ms; /* rollouts() only: when it was archived; STORE_NULL: not */
 	/*
 	 * Where it stood when rollout_get read it: rollout_update writes over
 	 * that only (read false: over anything). The engine's thread and an
@@ -426,6 +427,12 @@ struct store_ops {
 			   int64_t now_ms);
 	/* -ENOENT when there is none; store_rollout_clear() after. */
 	int (*rollout_get)(struct store *s, const char *name, struct store_rollout *r);
+	/*
+	 * A finished rollout (done, rolled back, aborted) archived: lists leave
+	 * it out; what its hosts run stays as it decided. -ENOENT, -EBUSY when
+	 * it is not finished; archived already: 0, its first time kept.
+	 */
+	int (*rollout_archive)(struct store *s, const char *name, int64_t now_ms);
 	/* Each rollout newest first, with its member count per wave (waves in order). */
 	int (*rollouts)(struct store *s,
 			int (*cb)(void *arg, const struct store_rollout *r, const uint64_t *members,

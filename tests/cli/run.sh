@@ -198,6 +198,10 @@ run rollout-pause rollout pause slow
 run rollout-pause-again rollout pause slow
 run rollout-resume rollout resume slow
 run rollout-abort rollout abort slow
+run rollout-archive-unknown rollout archive nope
+run rollout-archive rollout archive rstat-on
+run rollout-list-archived rollout list
+run rollout-list-all rollout list --all
 aborted_ms=$(date +%s%3N)
 # A host told base just before the abort still shows good in its row until
 # its next report says base, so rows are read once each host has reported

@@ -61,7 +61,7 @@ while read -r method path rest; do
 	[ "$method" = POST ] || path="GET $path"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 18 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 19 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -128,8 +128,14 @@ call /v1/rollouts 400 ops api ops POST /v1/rollouts "${JS[@]}" --data '{"name":"
 call /v1/rollouts 201 ops api ops POST /v1/rollouts "${JS[@]}" --data "$rollout"
 call /v1/rollouts/action 400 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"fly"}'
+call /v1/rollouts/archive 409 ops api ops POST /v1/rollouts/archive "${JS[@]}" \
+	--data '{"name":"r"}'
 call /v1/rollouts/action 200 ops api ops POST /v1/rollouts/action "${JS[@]}" \
 	--data '{"name":"r","action":"abort"}'
+call /v1/rollouts/archive 404 ops api ops POST /v1/rollouts/archive "${JS[@]}" \
+	--data '{"name":"nope"}'
+call /v1/rollouts/archive 200 ops api ops POST /v1/rollouts/archive "${JS[@]}" \
+	--data '{"name":"r"}'
 
 # reads and deletions: secrets listed, an assignment deleted, a silent host forgotten
 call 'GET /v1/enroll/secrets' 200 ops api ops GET /v1/enroll/secrets

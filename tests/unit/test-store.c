@@ -489,6 +489,40 @@ static void test_forget(void **state)
 	s->ops->close(s);
 }
 
+static int archived_cb(void *arg, const struct store_rollout *r, const uint64_t *members, size_t n)
+{
+	char *out = arg;
+	size_t len = strlen(out);
+
+	(void)members;
+	(void)n;
+	snprintf(out + len, 256 - len, "%s%s:%lld", len ? " " : "", r->name,
+		 r->archived_ms == STORE_NULL ? -1LL : (long long)r->archived_ms);
+	return 0;
+}
+
+/* A finished rollout archived: listed with its time, once; not finished: refused. */
+static void test_archive(void **state)
+{
+	static const char spec[] = "{\"name\":\"a1\",\"policy\":\"web\",\"version\":6}";
+	struct store_rollout r;
+	struct store *s = open_store();
+	char out[256] = "";
+
+	(void)state;
+	assert_int_equal(s->ops->rollout_add(s, "a1", spec, 100), 0);
+	assert_int_equal(s->ops->rollout_archive(s, "a1", 200), -EBUSY);
+	assert_int_equal(s->ops->rollout_get(s, "a1", &r), 0);
+	r.state = ROLLOUT_ABORTED;
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 150, NULL), 0);
+	store_rollout_clear(&r);
+	assert_int_equal(s->ops->rollout_archive(s, "a1", 200), 0);
+	assert_int_equal(s->ops->rollout_archive(s, "a1", 300), 0);
+	assert_int_equal(s->ops->rollouts(s, archived_cb, out), 0);
+	assert_non_null(strstr(out, "a1:200"));
+	s->ops->close(s);
+}
+
 static void test_secrets(void **state)
 {
 	struct store_secret a = { .sha256 = "aa", .created_ms = 1000 },
@@ -1074,6 +1108,7 @@ static void test_migrate_samples(void **state)
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
+			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
 			"DELETE FROM schema_version WHERE version >= 7;"
 			"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			" start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -1123,6 +1158,7 @@ static void test_migrate_json(void **state)
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
+			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -1455,6 +1491,9 @@ static void test_rollouts(void **state)
 	assert_int_equal(r.state, ROLLOUT_PENDING);
 	assert_string_equal(r.spec_json, spec);
 	store_rollout_clear(&r);
+	/* only a finished rollout is archived */
+	assert_int_equal(s->ops->rollout_archive(s, "r1", 2002), -EBUSY);
+	assert_int_equal(s->ops->rollout_archive(s, "r9", 2002), -ENOENT);
 	/* web-1 in wave 0; web-2 (ran base/4) and web-3 (ran nothing) in wave 1 */
 	for (size_t i = 0; i < 3; i++) {
 		m[i] = (struct store_member){ .host_id = hosts[i],
@@ -1914,6 +1953,7 @@ int main(void)
 		cmocka_unit_test(test_operators),
 		cmocka_unit_test(test_fleet_stop),
 		cmocka_unit_test(test_forget),
+		cmocka_unit_test(test_archive),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_enrollments),
 		cmocka_unit_test(test_names),
