@@ -47,6 +47,7 @@ int policy_create(int argc, char **argv);
 int policy_list(int argc, char **argv);
 int policy_show(int argc, char **argv);
 int policy_diff(int argc, char **argv);
+int policy_retire(int argc, char **argv);
 int do_host(int argc, char **argv);
 int do_rollout(int argc, char **argv);
 int do_telemetry(int argc, char **argv);

@@ -52,9 +52,11 @@ int policy_create(int argc, char **argv)
 }
 
 /* Every version kmemd has, oldest first per name. */
-static int fetch(json_t **all)
+/* Every version kmemd has; retired ones too when retired. */
+static int fetch(json_t **all, bool retired)
 {
-	return remote_call(EVHTTP_REQ_GET, "/v1/policies", NULL, NULL, 0, all);
+	return remote_call(EVHTTP_REQ_GET, retired ? "/v1/policies?retired=1" : "/v1/policies",
+			   NULL, NULL, 0, all);
 }
 
 int policy_list(int argc, char **argv)
@@ -68,12 +70,11 @@ int policy_list(int argc, char **argv)
 	size_t i;
 	int r;
 
-	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl policy list\n");
+	if (argc > 2 || (argc == 2 && strcmp(argv[1], "--all"))) {
+		fprintf(stderr, "usage: kmemctl policy list [--all]\n");
 		return EXIT_USAGE;
 	}
-	r = fetch(&all);
+	r = fetch(&all, argc == 2);
 	if (r != EXIT_OK)
 		return r;
 	if (cli.json) {
@@ -84,7 +85,8 @@ int policy_list(int argc, char **argv)
 	json_array_foreach(all, i, p)
 	{
 		table_cell(t, "%s", str(p, "name"));
-		table_cell(t, "%lld", num(p, "version"));
+		table_cell(t, "%lld%s", num(p, "version"),
+			   json_object_get(p, "retired_ms") ? " (retired)" : "");
 		table_cell(t, "%s",
 			   json_is_true(json_object_get(p, "signed")) ? str(p, "signer") :
 									"(unsigned)");
@@ -135,7 +137,7 @@ int policy_show(int argc, char **argv)
 	}
 	if (argc == 3 && parse_version(argv[2], &v) < 0)
 		return EXIT_USAGE;
-	r = fetch(&all);
+	r = fetch(&all, true);
 	if (r != EXIT_OK)
 		return r;
 	p = find(all, argv[1], v);
@@ -217,7 +219,7 @@ int policy_diff(int argc, char **argv)
 	}
 	if (parse_version(argv[2], &va) < 0 || parse_version(argv[3], &vb) < 0)
 		return EXIT_USAGE;
-	r = fetch(&all);
+	r = fetch(&all, true);
 	if (r != EXIT_OK)
 		return r;
 	a = find(all, argv[1], va);
@@ -257,5 +259,31 @@ int policy_diff(int argc, char **argv)
 	json_decref(ka);
 	json_decref(kb);
 	json_decref(all);
+	return EXIT_OK;
+}
+
+int policy_retire(int argc, char **argv)
+{
+	json_t *reply = NULL;
+	char *end = NULL;
+	long long v = argc == 3 ? strtoll(argv[2], &end, 10) : 0;
+	int r;
+
+	if (argc != 3 || !end || *end || v < 1) {
+		fprintf(stderr, "usage: kmemctl policy retire NAME VERSION\n");
+		return EXIT_USAGE;
+	}
+	r = remote_json(EVHTTP_REQ_POST, "/v1/policies/retire",
+			json_pack("{s:s, s:I}", "name", argv[1], "version", (json_int_t)v), &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(reply, cli.pretty);
+		return EXIT_OK;
+	}
+	printf("policy %s version %lld retired: policy list leaves it out (--all shows it), and it "
+	       "is assigned and rolled out no more\n",
+	       argv[1], v);
+	json_decref(reply);
 	return EXIT_OK;
 }

@@ -285,6 +285,7 @@ int do_policy(int argc, char **argv)
 		{ "list", policy_list, "every version kmemd has" },
 		{ "show", policy_show, "one version's document (the newest without VERSION)" },
 		{ "diff", policy_diff, "what one version changes from another" },
+		{ "retire", policy_retire, "a version nothing uses out of the lists, for good" },
 		{ NULL, NULL, NULL },
 	};
 

@@ -119,22 +119,37 @@ int admin_json_host(struct store *st, const char *host_id, json_t **out)
 	return r;
 }
 
+struct policy_rows {
+	json_t *rows;
+	bool retired; /* retired versions too */
+};
+
 static int add_policy(void *arg, const struct store_policy *p)
 {
-	json_t *o = json_pack("{s:o, s:I, s:o, s:o, s:b, s:I, s:o}", "name", json_text(p->name),
-			      "version", (json_int_t)p->version, "signer", json_text(p->signer),
-			      "key_id", json_text(p->key_id), "signed", p->bundle != NULL,
-			      "created_ms", (json_int_t)p->created_ms, "document",
-			      doc_or_null(p->document_json));
+	struct policy_rows *pr = arg;
+	json_t *o;
 
-	return o && json_array_append_new(arg, o) == 0 ? 0 : -ENOMEM;
+	if (p->retired_ms != STORE_NULL && !pr->retired)
+		return 0;
+	o = json_pack("{s:o, s:I, s:o, s:o, s:b, s:I, s:o}", "name", json_text(p->name), "version",
+		      (json_int_t)p->version, "signer", json_text(p->signer), "key_id",
+		      json_text(p->key_id), "signed", p->bundle != NULL, "created_ms",
+		      (json_int_t)p->created_ms, "document", doc_or_null(p->document_json));
+	if (o && p->retired_ms != STORE_NULL)
+		json_object_set_new(o, "retired_ms", json_integer(p->retired_ms));
+	return o && json_array_append_new(pr->rows, o) == 0 ? 0 : -ENOMEM;
+}
+
+int admin_json_policies_retired(struct store *st, bool retired, json_t **out)
+{
+	struct policy_rows pr = { .rows = json_array(), .retired = retired };
+
+	return done(pr.rows ? st->ops->policies(st, add_policy, &pr) : -ENOMEM, pr.rows, out);
 }
 
 int admin_json_policies(struct store *st, json_t **out)
 {
-	json_t *rows = json_array();
-
-	return done(rows ? st->ops->policies(st, add_policy, rows) : -ENOMEM, rows, out);
+	return admin_json_policies_retired(st, false, out);
 }
 
 /*

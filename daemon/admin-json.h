@@ -21,6 +21,8 @@ int admin_json_hosts_page(struct store *st, const char *after, const char *match
 int admin_json_host(struct store *st, const char *host_id, json_t **out);
 /* Each policy version: its document, signer, and whether it is signed. */
 int admin_json_policies(struct store *st, json_t **out);
+/* The same, retired versions too when retired (with their "retired_ms"). */
+int admin_json_policies_retired(struct store *st, bool retired, json_t **out);
 /* Each rollout newest first, with its member count per wave. */
 int admin_json_rollouts(struct store *st, json_t **out);
 /* The same, archived ones too when archived (with their "archived_ms"). */

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "policydoc.h"
 #include "report-check.h"
+#include "requests.h"
 #include "selector.h"
 #include "server.h"
 #include "sign.h"
@@ -37,10 +38,61 @@ void reply_rows(struct http_request *req, struct kmemd *k, int (*build)(struct s
 	reply_json(req, HTTP_OK, "OK", rows);
 }
 
+/* [?retired=1]: retired versions too. */
 void handle_policies_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
+	_cleanup_query_ struct evkeyvalq q = { 0 };
+	int64_t retired = 0;
+	json_t *rows = NULL;
+
 	(void)peer;
-	reply_rows(req, k, admin_json_policies);
+	if (!request_query(req, &q, "want [?retired=0|1]"))
+		return;
+	if (query_number(evhttp_find_header(&q, "retired"), 1, &retired) < 0) {
+		reply_error(req, HTTP_BADREQUEST, "Bad Request", "retired is 0 or 1");
+		return;
+	}
+	if (admin_json_policies_retired(k->store, retired, &rows) < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	reply_json(req, HTTP_OK, "OK", rows);
+}
+
+/* {"name", "version"}: a version nothing uses retired. */
+void handle_policy_retire(struct http_request *req, struct kmemd *k,
+			  const struct tls_identity *peer)
+{
+	const char *name = NULL;
+	json_int_t version = 0;
+	char why[256] = "", msg[384];
+	_cleanup_json_ json_t *o = request_json_unpack(req, "want {\"name\", \"version\"}", false,
+						       "{s:s, s:I}", "name", &name, "version",
+						       &version);
+	int r;
+
+	(void)peer;
+	if (!o)
+		return;
+	r = version < 1 ? -ENOENT :
+			  k->store->ops->policy_retire(k->store, name, (uint64_t)version,
+						       kmemd_now_ms(), why, sizeof(why));
+	if (r == -ENOENT || r == -EBUSY) {
+		snprintf(msg, sizeof(msg),
+			 r == -ENOENT ? "no policy %s version %lld%s" :
+					"policy %s version %lld is in use: %s",
+			 name, (long long)version, why);
+		reply_error(req, r == -ENOENT ? HTTP_NOTFOUND : 409,
+			    r == -ENOENT ? "Not Found" : "Conflict", msg);
+		return;
+	}
+	if (r < 0) {
+		reply_store_failed(req, k);
+		return;
+	}
+	audit_detail(req, NULL, "%s/%lld", name, (long long)version);
+	reply_json(req, HTTP_OK, "OK",
+		   json_pack("{s:s, s:I, s:b}", "name", name, "version", version, "retired", 1));
 }
 
 static const char *verify_error(int r)
@@ -210,10 +262,11 @@ void handle_assignments_post(struct http_request *req, struct kmemd *k,
 		reply_error(req, HTTP_NOTFOUND, "Not Found", why);
 		return;
 	}
-	if (!p.bundle) {
+	if (!p.bundle || p.retired_ms != STORE_NULL) {
 		snprintf(why, sizeof(why),
-			 "policy %s version %lld is unsigned: agents run signed "
-			 "policies only",
+			 p.bundle ? "policy %s version %lld is retired" :
+				    "policy %s version %lld is unsigned: agents run signed "
+				    "policies only",
 			 policy, (long long)version);
 		reply_error(req, 409, "Conflict", why);
 		return;

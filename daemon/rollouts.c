@@ -41,11 +41,16 @@ static int signed_policy(struct kmemd *k, const char *name, uint64_t version, ch
 		return r;
 	}
 	r = p.bundle ? 0 : -EPERM;
-	store_policy_clear(&p);
 	if (r < 0)
 		snprintf(why, len,
 			 "policy %s version %llu is unsigned: agents run signed policies only",
 			 name, (unsigned long long)version);
+	if (r == 0 && p.retired_ms != STORE_NULL) {
+		snprintf(why, len, "policy %s version %llu is retired", name,
+			 (unsigned long long)version);
+		r = -EPERM;
+	}
+	store_policy_clear(&p);
 	return r;
 }
 

@@ -27,6 +27,8 @@ static const struct route routes[] = {
 	{ HTTP_GET, "/v1/policies", ROLE_OBSERVER, 0, handle_policies_get },
 	{ HTTP_POST, "/v1/policies", ROLE_OPERATOR, ROUTE_AUDITED, handle_policies_post,
 	  "policy.add", MID_POLICY_UPLOADED },
+	{ HTTP_POST, "/v1/policies/retire", ROLE_OPERATOR, ROUTE_AUDITED, handle_policy_retire,
+	  "policy.retire", MID_POLICY_RETIRED },
 	{ HTTP_POST, "/v1/assignments", ROLE_OPERATOR, ROUTE_AUDITED, handle_assignments_post,
 	  "policy.assign", MID_POLICY_ASSIGNED },
 	{ HTTP_GET, "/v1/assignments", ROLE_OBSERVER, 0, handle_assignments_get },

@@ -47,6 +47,8 @@ void handle_web_static(struct http_request *req, struct kmemd *k, const struct t
 void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_policies_get(struct http_request *req, struct kmemd *k,
 			 const struct tls_identity *peer);
+void handle_policy_retire(struct http_request *req, struct kmemd *k,
+			  const struct tls_identity *peer);
 void handle_policies_post(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_assignments_post(struct http_request *req, struct kmemd *k,

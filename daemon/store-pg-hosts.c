@@ -27,6 +27,7 @@ enum stmt {
 	ST_POLICY_ADD,
 	ST_POLICY_GET,
 	ST_POLICIES,
+	ST_POLICY_RETIRE,
 	ST_ASSIGN,
 	ST_ASSIGNMENTS,
 	ST_REVOKE,
@@ -76,12 +77,28 @@ static const char *const sql[ST_N] = {
 			  " FROM hosts WHERE revoked = 0 AND last_seq > 0"
 			  " ORDER BY host_id",
 	/* no row inserted: that version exists (no error, which would end a caller's batch) */
-	[ST_POLICY_ADD] = "INSERT INTO policies VALUES ($1, $2, $3, $4, $5, $6, $7)"
+	[ST_POLICY_ADD] = "INSERT INTO policies (name, version, document, bundle, signer, key_id,"
+			  " created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7)"
 			  " ON CONFLICT DO NOTHING",
-	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms FROM policies"
-			  " WHERE name = $1 AND version = $2",
+	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms, retired_ms"
+			  " FROM policies WHERE name = $1 AND version = $2",
 	[ST_POLICIES] = "SELECT name, version, document, bundle IS NOT NULL, signer, key_id,"
-			" created_ms FROM policies ORDER BY name, version",
+			" created_ms, retired_ms FROM policies ORDER BY name, version",
+	/* who uses it, then the retirement when nothing does, in one statement */
+	[ST_POLICY_RETIRE] =
+		"WITH h AS (SELECT count(*) AS n FROM hosts WHERE policy_name = $1"
+		" AND policy_version = $2 AND revoked = 0),"
+		" a AS (SELECT min(id) AS id FROM assignments WHERE policy = $1 AND version = $2),"
+		" r AS (SELECT min(name) AS name FROM rollouts WHERE state NOT IN ('aborted',"
+		" 'rolled-back') AND ((spec::json->>'policy' = $1"
+		" AND (spec::json->>'version')::bigint = $2) OR (spec::json->'rollback'->>'policy' = $1"
+		" AND (spec::json->'rollback'->>'version')::bigint = $2))),"
+		" u AS (UPDATE policies SET retired_ms = coalesce(retired_ms, $3) WHERE name = $1"
+		" AND version = $2 AND (SELECT n FROM h) = 0 AND (SELECT id FROM a) IS NULL"
+		" AND (SELECT name FROM r) IS NULL RETURNING 1)"
+		" SELECT (SELECT n FROM h), (SELECT id FROM a), (SELECT name FROM r),"
+		" (SELECT count(*) FROM u), (SELECT count(*) FROM policies WHERE name = $1"
+		" AND version = $2)",
 	/* policies are never deleted: no row inserted is no such version */
 	[ST_ASSIGN] = "INSERT INTO assignments (policy, version, selector, created_ms)"
 		      " SELECT $1::text, $2::bigint, $3::text, $4::bigint WHERE EXISTS"
@@ -129,14 +146,15 @@ static const char *const sql[ST_N] = {
 	 * the forgetting when it has not since $2 (a revoked id keeps its row:
 	 * it stays refused, and listed as revoked)
 	 */
-	[ST_FORGET] = "WITH h AS (SELECT coalesce(last_seen_ms, 0) AS seen FROM hosts"
-		      " WHERE host_id = $1 FOR UPDATE),"
-		      " ok AS (SELECT 1 FROM h WHERE seen < $2),"
-		      " s AS (DELETE FROM states WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
-		      " e AS (DELETE FROM enrollments WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
-		      " d AS (DELETE FROM hosts WHERE host_id = $1 AND revoked = 0"
-		      " AND EXISTS (SELECT FROM ok))"
-		      " SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM ok)",
+	[ST_FORGET] =
+		"WITH h AS (SELECT coalesce(last_seen_ms, 0) AS seen FROM hosts"
+		" WHERE host_id = $1 FOR UPDATE),"
+		" ok AS (SELECT 1 FROM h WHERE seen < $2),"
+		" s AS (DELETE FROM states WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
+		" e AS (DELETE FROM enrollments WHERE host_id = $1 AND EXISTS (SELECT FROM ok)),"
+		" d AS (DELETE FROM hosts WHERE host_id = $1 AND revoked = 0"
+		" AND EXISTS (SELECT FROM ok))"
+		" SELECT (SELECT count(*) FROM h), (SELECT count(*) FROM ok)",
 };
 
 const struct pg_area pg_hosts_area = {
@@ -321,6 +339,7 @@ int pg_policy_get(struct store *s, const char *name, uint64_t version, struct st
 	snprintf(p->signer, sizeof(p->signer), "%s", pg_col_or_empty(res, 0, 2));
 	snprintf(p->key_id, sizeof(p->key_id), "%s", pg_col_or_empty(res, 0, 3));
 	p->created_ms = col_int0(res, 0, 4);
+	p->retired_ms = pg_col_int(res, 0, 5);
 	PQfreemem(blob);
 	PQclear(res);
 	if (r < 0)
@@ -347,6 +366,7 @@ int pg_policies(struct store *s, int (*cb)(void *arg, const struct store_policy 
 		snprintf(p.signer, sizeof(p.signer), "%s", pg_col_or_empty(res, i, 4));
 		snprintf(p.key_id, sizeof(p.key_id), "%s", pg_col_or_empty(res, i, 5));
 		p.created_ms = col_int0(res, i, 6);
+		p.retired_ms = pg_col_int(res, i, 7);
 		r = cb(arg, &p);
 	}
 	PQclear(res);
@@ -703,6 +723,35 @@ int pg_host_forget(struct store *s, const char *host, int64_t since_ms)
 	if (!res)
 		return -EIO;
 	r = col_int0(res, 0, 0) == 0 ? -ENOENT : col_int0(res, 0, 1) == 0 ? -EBUSY : 0;
+	PQclear(res);
+	return r;
+}
+
+int pg_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms, char *why,
+		     size_t whylen)
+{
+	struct pg_args a = { 0 };
+	PGresult *res;
+	int r = 0;
+
+	pg_text(&a, name);
+	pg_int(&a, (int64_t)version);
+	pg_int(&a, now_ms);
+	res = run(s, ST_POLICY_RETIRE, &a);
+	if (!res)
+		return -EIO;
+	if (!col_int0(res, 0, 4)) {
+		r = -ENOENT;
+	} else if (col_int0(res, 0, 0)) {
+		snprintf(why, whylen, "%lld hosts run it", (long long)col_int0(res, 0, 0));
+		r = -EBUSY;
+	} else if (pg_col(res, 0, 1)) {
+		snprintf(why, whylen, "assignment %lld names it", (long long)col_int0(res, 0, 1));
+		r = -EBUSY;
+	} else if (pg_col(res, 0, 2)) {
+		snprintf(why, whylen, "rollout %s names it", pg_col(res, 0, 2));
+		r = -EBUSY;
+	}
 	PQclear(res);
 	return r;
 }

@@ -111,6 +111,7 @@ static const char *const migrations[] = {
 	"CREATE INDEX operators_by_name ON operators (name);"
 	"ALTER TABLE hosts ADD COLUMN off INTEGER;"
 	"ALTER TABLE rollouts ADD COLUMN archived_ms BIGINT;"
+	"ALTER TABLE policies ADD COLUMN retired_ms BIGINT;"
 	"CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	" since_ms BIGINT, actor TEXT, reason TEXT);",
 };
@@ -631,6 +632,7 @@ const struct store_ops store_pg_ops = {
 	.policy_add = pg_policy_add,
 	.policy_get = pg_policy_get,
 	.policies = pg_policies,
+	.policy_retire = pg_policy_retire,
 	.assign = pg_assign,
 	.assignments = pg_assignments,
 	.audit = pg_audit,

@@ -22,6 +22,8 @@ enum stmt {
 	ST_POLICY_ADD,
 	ST_POLICY_GET,
 	ST_POLICIES,
+	ST_POLICY_USERS,
+	ST_POLICY_RETIRE,
 	ST_ASSIGN,
 	ST_ASSIGNMENTS,
 	ST_REVOKE,
@@ -62,11 +64,23 @@ static const char *const sql[ST_N] = {
 	[ST_HOST_FACTS] = "SELECT host_id, hostname, kernel_release, build_id, possible_cpus,"
 			  " online_cpus, mem_total, kasan, labels, policy_name, policy_version"
 			  " FROM hosts WHERE revoked = 0 AND last_seq > 0 ORDER BY host_id",
-	[ST_POLICY_ADD] = "INSERT INTO policies VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms FROM policies"
-			  " WHERE name = ?1 AND version = ?2",
+	[ST_POLICY_ADD] = "INSERT INTO policies (name, version, document, bundle, signer, key_id,"
+			  " created_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+	[ST_POLICY_GET] = "SELECT document, bundle, signer, key_id, created_ms, retired_ms"
+			  " FROM policies WHERE name = ?1 AND version = ?2",
 	[ST_POLICIES] = "SELECT name, version, document, bundle IS NOT NULL, signer, key_id,"
-			" created_ms FROM policies ORDER BY name, version",
+			" created_ms, retired_ms FROM policies ORDER BY name, version",
+	/* who uses it: hosts running it, assignments, rollouts that still decide */
+	[ST_POLICY_USERS] =
+		"SELECT (SELECT count(*) FROM hosts WHERE policy_name = ?1 AND policy_version = ?2"
+		" AND revoked = 0),"
+		" (SELECT min(id) FROM assignments WHERE policy = ?1 AND version = ?2),"
+		" (SELECT min(name) FROM rollouts WHERE state NOT IN ('aborted', 'rolled-back')"
+		" AND ((json_extract(spec, '$.policy') = ?1 AND json_extract(spec, '$.version') = ?2)"
+		" OR (json_extract(spec, '$.rollback.policy') = ?1"
+		" AND json_extract(spec, '$.rollback.version') = ?2)))",
+	[ST_POLICY_RETIRE] = "UPDATE policies SET retired_ms = coalesce(retired_ms, ?3)"
+			     " WHERE name = ?1 AND version = ?2",
 	[ST_ASSIGN] = "INSERT INTO assignments (policy, version, selector, created_ms)"
 		      " VALUES (?1, ?2, ?3, ?4)",
 	[ST_ASSIGNMENTS] = "SELECT id, policy, version, selector, created_ms FROM assignments"
@@ -104,7 +118,8 @@ static const char *const sql[ST_N] = {
 	[ST_SECRETS] = "SELECT id, created_ms, expires_ms, revoked, uses, max_uses, host_pattern"
 		       " FROM enroll_secrets ORDER BY id DESC",
 	[ST_ASSIGNMENT_DELETE] = "DELETE FROM assignments WHERE id = ?1",
-	[ST_FORGET_SEEN] = "SELECT coalesce(last_seen_ms, 0), revoked FROM hosts WHERE host_id = ?1",
+	[ST_FORGET_SEEN] =
+		"SELECT coalesce(last_seen_ms, 0), revoked FROM hosts WHERE host_id = ?1",
 	[ST_FORGET_STATES] = "DELETE FROM states WHERE host_id = ?1",
 	[ST_FORGET_ENROLLMENT] = "DELETE FROM enrollments WHERE host_id = ?1",
 	/* a revoked id keeps its row: it stays refused, and listed as revoked */
@@ -113,8 +128,9 @@ static const char *const sql[ST_N] = {
 
 /* stepped for one row and left there: sq_stmt() resets them */
 static const bool one_row[ST_N] = {
-	[ST_HOST] = true,	 [ST_POLICY_GET] = true, [ST_REVOKED] = true,
-	[ST_SECRET_FIND] = true, [ST_ENROLLED] = true, [ST_FORGET_SEEN] = true,
+	[ST_HOST] = true,	  [ST_POLICY_GET] = true, [ST_REVOKED] = true,
+	[ST_SECRET_FIND] = true,  [ST_ENROLLED] = true,	  [ST_FORGET_SEEN] = true,
+	[ST_POLICY_USERS] = true,
 };
 
 const struct sq_area sq_hosts_area = {
@@ -268,6 +284,7 @@ int sq_policy_get(struct store *s, const char *name, uint64_t version, struct st
 	snprintf(p->signer, sizeof(p->signer), "%s", text_or_empty(st, 2));
 	snprintf(p->key_id, sizeof(p->key_id), "%s", text_or_empty(st, 3));
 	p->created_ms = sqlite3_column_int64(st, 4);
+	p->retired_ms = int_or_null(st, 5);
 	if (!p->document_json || (blob && !p->bundle)) {
 		store_policy_clear(p);
 		return -ENOMEM;
@@ -291,6 +308,7 @@ int sq_policies(struct store *s, int (*cb)(void *arg, const struct store_policy 
 		snprintf(p.signer, sizeof(p.signer), "%s", text_or_empty(st, 4));
 		snprintf(p.key_id, sizeof(p.key_id), "%s", text_or_empty(st, 5));
 		p.created_ms = sqlite3_column_int64(st, 6);
+		p.retired_ms = int_or_null(st, 7);
 		r = cb(arg, &p);
 	}
 	if (r)
@@ -601,6 +619,41 @@ int sq_host_forget(struct store *s, const char *host, int64_t since_ms)
 		st = stmt(s, drops[i]);
 		sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 		r = step_done(st);
+	}
+	return sq_write_end(s, true, r);
+}
+
+int sq_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms, char *why,
+		     size_t whylen)
+{
+	sqlite3_stmt *st;
+	int r = sq_write_begin(s, true);
+
+	if (r < 0)
+		return r;
+	st = stmt(s, ST_POLICY_USERS);
+	sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
+	r = step_row(st);
+	if (r == 0 && sqlite3_column_int64(st, 0)) {
+		snprintf(why, whylen, "%lld hosts run it", (long long)sqlite3_column_int64(st, 0));
+		r = -EBUSY;
+	} else if (r == 0 && sqlite3_column_type(st, 1) != SQLITE_NULL) {
+		snprintf(why, whylen, "assignment %lld names it",
+			 (long long)sqlite3_column_int64(st, 1));
+		r = -EBUSY;
+	} else if (r == 0 && sqlite3_column_type(st, 2) != SQLITE_NULL) {
+		snprintf(why, whylen, "rollout %s names it", text_or_empty(st, 2));
+		r = -EBUSY;
+	}
+	if (r == 0) {
+		st = stmt(s, ST_POLICY_RETIRE);
+		sqlite3_bind_text(st, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 2, (sqlite3_int64)version);
+		sqlite3_bind_int64(st, 3, now_ms);
+		r = step_done(st);
+		if (r == 0 && !sqlite3_changes(DB(s)))
+			r = -ENOENT;
 	}
 	return sq_write_end(s, true, r);
 }

@@ -152,6 +152,7 @@ static const char *const migrations[] = {
 	 "CREATE INDEX operators_by_name ON operators (name);"
 	 "ALTER TABLE hosts ADD COLUMN off INTEGER;"
 	 "ALTER TABLE rollouts ADD COLUMN archived_ms INTEGER;"
+	 "ALTER TABLE policies ADD COLUMN retired_ms INTEGER;"
 	 "CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	 " since_ms INTEGER, actor TEXT, reason TEXT) WITHOUT ROWID;"),
 };
@@ -540,6 +541,7 @@ const struct store_ops store_sqlite_ops = {
 	.policy_add = sq_policy_add,
 	.policy_get = sq_policy_get,
 	.policies = sq_policies,
+	.policy_retire = sq_policy_retire,
 	.assign = sq_assign,
 	.assignments = sq_assignments,
 	.audit = sq_audit,

@@ -40,6 +40,7 @@ struct store_policy {
 	char signer[STORE_ID_MAX];
 	char key_id[32];
 	int64_t created_ms;
+	int64_t retired_ms; /* STORE_NULL: in use, or may be */
 };
 
 /* A direct assignment: a policy version for one host or a selector. */
@@ -340,6 +341,15 @@ struct store_ops {
 	int (*policy_add)(struct store *s, const struct store_policy *p, int64_t now_ms);
 	int (*policy_get)(struct store *s, const char *name, uint64_t version,
 			  struct store_policy *p);
+	/*
+	 * A version retired: lists leave it out, and it is assigned and rolled
+	 * out no more. -ENOENT; -EBUSY with what uses it in why when a host
+	 * (not revoked) reports running it, an assignment names it, or a
+	 * rollout not aborted or rolled back names it as its policy or
+	 * rollback. Retired already: 0.
+	 */
+	int (*policy_retire)(struct store *s, const char *name, uint64_t version, int64_t now_ms,
+			     char *why, size_t whylen);
 	/* Each version by name and version; p->bundle (NULL: unsigned) is the stored one. */
 	int (*policies)(struct store *s, int (*cb)(void *arg, const struct store_policy *p),
 			void *arg);

@@ -97,6 +97,7 @@ normalize() {
 		-e 's/\(ended the connection in TLS\): .*/\1: REASON/' \
 		-e 's/expected [0-9.e+-]\+ canary/expected N canary/g' \
 		-e 's/\b[0-9a-f]\{64\}\b/FINGERPRINT/g' -e 's/in [0-9]\+ \(days\|hours\)/in N \1/g' \
+		-e 's/in use: [0-9]\+ hosts run it/in use: N hosts run it/' \
 		-e 's/[0-9.e+-]\+ needed to detect/N needed to detect/g'
 }
 
@@ -202,6 +203,12 @@ run rollout-archive-unknown rollout archive nope
 run rollout-archive rollout archive rstat-on
 run rollout-list-archived rollout list
 run rollout-list-all rollout list --all
+run policy-retire-busy policy retire good 1
+run policy-retire policy retire good 2
+run policy-retire-bad policy retire good two
+run assignment-retired assignment create good@2 all
+run policy-list-retired policy list
+run policy-list-all policy list --all
 aborted_ms=$(date +%s%3N)
 # A host told base just before the abort still shows good in its row until
 # its next report says base, so rows are read once each host has reported

@@ -72,23 +72,23 @@ INSERT INTO events VALUES ('h1', $T - 590000, 'soft-lockup', 3, 22000000000, 'kw
 INSERT INTO events VALUES ('h1', $T - 300000, 'trip', 1, 0, NULL, 0, '[]',
 	'usercopy-fastpath', NULL, 'breaker: 3 calls over budget');
 INSERT INTO policies VALUES ('base', 1, '{"mitigations":{"rstat-yield":{"mode":"off"}}}',
-	NULL, 'ops', '', $T - 7200000);
+	NULL, 'ops', '', $T - 7200000, NULL);
 INSERT INTO policies VALUES ('good', 1, '{"mitigations":{"rstat-yield":{"mode":"on"}}}',
-	X'0a00', 'ops', '8d3f20a1c2b4e5f6', $T - 7100000);
+	X'0a00', 'ops', '8d3f20a1c2b4e5f6', $T - 7100000, NULL);
 INSERT INTO policies VALUES ('good', 2, '{"mitigations":{"rstat-yield":{"mode":"auto"}}}',
-	NULL, 'ops', '', $T - 7000000);
+	NULL, 'ops', '', $T - 7000000, NULL);
 INSERT INTO assignments VALUES (1, 'base', 1, '{"all":true}', $T - 6900000);
 INSERT INTO assignments VALUES (2, 'good', 1, '{"labels":{"role":"web"}}', $T - 6800000);
 INSERT INTO rollouts VALUES ('r-back', '{"name":"r-back","policy":"good","version":2,
 	"selector":{"labels":{"role":"web"}},"waves":[{"percent":50},{"percent":100}],
 	"bake_s":600}', 'rolled-back', 0, $T - 1800000, 'wave 1 failed: lockups', $T - 3000000,
-	$T - 900000, NULL);
+	$T - 900000, NULL, NULL);
 INSERT INTO rollouts VALUES ('r-done', '{"name":"r-done","policy":"good","version":1,
 	"selector":{"all":true},"waves":[{"percent":100}],"bake_s":60}', 'done', 0,
-	$T - 5000000, 'every wave passed', $T - 6000000, $T - 4000000, NULL);
+	$T - 5000000, 'every wave passed', $T - 6000000, $T - 4000000, NULL, NULL);
 INSERT INTO rollouts VALUES ('r-new', '{"name":"r-new","policy":"base","version":1,
 	"selector":{"host":"h2"},"waves":[{"percent":100}]}', 'pending', 0, NULL, NULL, $T - 60000,
-	$T - 60000, NULL);
+	$T - 60000, NULL, NULL);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h1', 'web', 0.25, 0, 'good', 1);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h3', 'web', 0.75, 1, 'good', 1);
 INSERT INTO rollout_hosts VALUES ('r-back', 'h4', 'web', 0.5, 0, NULL, NULL);

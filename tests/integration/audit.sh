@@ -61,7 +61,7 @@ while read -r method path rest; do
 	[ "$method" = POST ] || path="GET $path"
 	action[$path]=${rest##* }
 done < <($KMEMD -r)
-[ ${#action[@]} -ge 19 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
+[ ${#action[@]} -ge 20 ] || fail "kmemd -r lists ${#action[@]} audited routes: $($KMEMD -r)"
 echo "ok: kmemd lists ${#action[@]} audited routes"
 done_paths=()
 
@@ -123,6 +123,20 @@ call /v1/assignments 404 ops api ops POST /v1/assignments "${JS[@]}" \
 	--data '{"policy":"p","version":2,"selector":{"all":true}}'
 call /v1/assignments 201 ops api ops POST /v1/assignments "${JS[@]}" \
 	--data '{"policy":"p","version":1,"selector":{"all":true}}'
+call /v1/policies/retire 409 ops api ops POST /v1/policies/retire "${JS[@]}" \
+	--data '{"name":"p","version":1}'
+call /v1/policies/retire 404 ops api ops POST /v1/policies/retire "${JS[@]}" \
+	--data '{"name":"p","version":5}'
+$KMEMCTL policy sign -k signer.key -n p -v 2 -s ops -o p2.bundle p.json
+api ops POST /v1/policies -H 'Content-Type: application/x-protobuf' --data-binary @p2.bundle >/dev/null
+call /v1/policies/retire 200 ops api ops POST /v1/policies/retire "${JS[@]}" \
+	--data '{"name":"p","version":2}'
+expect 409 'is retired' "a retired version is assigned no more" ops POST /v1/assignments \
+	"${JS[@]}" --data '{"policy":"p","version":2,"selector":{"all":true}}'
+[ "$(api ops GET /v1/policies | head -1 | grep -o '"version":2')" = "" ] ||
+	fail "GET /v1/policies lists the retired version"
+api ops GET '/v1/policies?retired=1' | head -1 | grep -q '"version":2,.*"retired_ms":' ||
+	fail "GET /v1/policies?retired=1 has no retired version"
 rollout='{"name":"r","policy":"p","version":1,"selector":{"all":true},"waves":[{"percent":100}]}'
 call /v1/rollouts 400 ops api ops POST /v1/rollouts "${JS[@]}" --data '{"name":"r"}'
 call /v1/rollouts 201 ops api ops POST /v1/rollouts "${JS[@]}" --data "$rollout"

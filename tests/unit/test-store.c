@@ -523,6 +523,63 @@ static void test_archive(void **state)
 	s->ops->close(s);
 }
 
+static int policy_cb(void *arg, const struct store_policy *p)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 256 - n, "%s%s/%llu:%lld", n ? " " : "", p->name,
+		 (unsigned long long)p->version,
+		 p->retired_ms == STORE_NULL ? -1LL : (long long)p->retired_ms);
+	return 0;
+}
+
+/* A version is retired once nothing uses it: not a host, an assignment or a live rollout. */
+static void test_retire(void **state)
+{
+	static const char spec[] = "{\"name\":\"rt\",\"policy\":\"ret\",\"version\":3}";
+	struct store_policy p = { .name = "ret", .document_json = "{}" }, got;
+	struct store_assignment a = { .policy = "ret", .version = 2, .selector_json = "{}" };
+	struct store *s = open_store();
+	struct store_rollout r;
+	char out[256] = "", why[128];
+	int64_t id;
+
+	(void)state;
+	/* the hosts running a version are the other refusal: tests/cli has it */
+	for (p.version = 1; p.version <= 4; p.version++)
+		assert_int_equal(s->ops->policy_add(s, &p, 10), 0);
+	assert_int_equal(s->ops->assign(s, &a, 20, &id), 0);
+	assert_int_equal(s->ops->rollout_add(s, "rt", spec, 30), 0);
+	assert_int_equal(s->ops->policy_retire(s, "ret", 9, 40, why, sizeof(why)), -ENOENT);
+	assert_int_equal(s->ops->policy_retire(s, "ret", 2, 40, why, sizeof(why)), -EBUSY);
+	{
+		char want[64];
+
+		snprintf(want, sizeof(want), "assignment %lld names it", (long long)id);
+		assert_string_equal(why, want);
+	}
+	assert_int_equal(s->ops->policy_retire(s, "ret", 3, 40, why, sizeof(why)), -EBUSY);
+	assert_string_equal(why, "rollout rt names it");
+	assert_int_equal(s->ops->policy_retire(s, "ret", 4, 40, why, sizeof(why)), 0);
+	assert_int_equal(s->ops->policy_retire(s, "ret", 4, 50, why, sizeof(why)), 0);
+	/* the rollout aborted no longer decides: its version goes too */
+	assert_int_equal(s->ops->rollout_get(s, "rt", &r), 0);
+	r.state = ROLLOUT_ABORTED;
+	assert_int_equal(s->ops->rollout_update(s, &r, NULL, 60, NULL), 0);
+	store_rollout_clear(&r);
+	assert_int_equal(s->ops->policy_retire(s, "ret", 3, 70, why, sizeof(why)), 0);
+	assert_int_equal(s->ops->policy_get(s, "ret", 4, &got), 0);
+	assert_int_equal(got.retired_ms, 40);
+	store_policy_clear(&got);
+	assert_int_equal(s->ops->policy_get(s, "ret", 1, &got), 0);
+	assert_true(got.retired_ms == STORE_NULL);
+	store_policy_clear(&got);
+	assert_int_equal(s->ops->policies(s, policy_cb, out), 0);
+	assert_non_null(strstr(out, "ret/1:-1 ret/2:-1 ret/3:70 ret/4:40"));
+	s->ops->close(s);
+}
+
 static void test_secrets(void **state)
 {
 	struct store_secret a = { .sha256 = "aa", .created_ms = 1000 },
@@ -1109,6 +1166,7 @@ static void test_migrate_samples(void **state)
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
 			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
+			"ALTER TABLE policies DROP COLUMN retired_ms;"
 			"DELETE FROM schema_version WHERE version >= 7;"
 			"CREATE TABLE samples (host_id TEXT NOT NULL, probe TEXT NOT NULL,"
 			" start_ms INTEGER, end_ms INTEGER, first_bucket INTEGER, counts BLOB,"
@@ -1159,6 +1217,7 @@ static void test_migrate_json(void **state)
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
 			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
+			"ALTER TABLE policies DROP COLUMN retired_ms;"
 			"DELETE FROM schema_version WHERE version >= 8;"
 			"CREATE TABLE report_samples (host_id TEXT NOT NULL, end_ms INTEGER NOT NULL,"
 			" probes TEXT NOT NULL, counts BLOB);"
@@ -1954,6 +2013,7 @@ int main(void)
 		cmocka_unit_test(test_fleet_stop),
 		cmocka_unit_test(test_forget),
 		cmocka_unit_test(test_archive),
+		cmocka_unit_test(test_retire),
 		cmocka_unit_test(test_secrets),
 		cmocka_unit_test(test_enrollments),
 		cmocka_unit_test(test_names),
