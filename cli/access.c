@@ -25,23 +25,15 @@
 
 int do_whoami(int argc, char **argv)
 {
-	json_t *reply = NULL, *route;
+	json_t *reply, *route;
 	char when[32];
 	size_t i;
 	int r;
 
 	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl whoami\n");
-		return EXIT_USAGE;
-	}
-	r = remote_call(EVHTTP_REQ_GET, "/v1/whoami", NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_show(argc, "kmemctl whoami", "/v1/whoami", &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	printf("name        %s\n", str(reply, "name"));
 	printf("role        %s (%s)\n", str(reply, "role"),
 	       json_is_true(json_object_get(reply, "may_change")) ? "reads and changes" :
@@ -154,24 +146,16 @@ static int operator_list(int argc, char **argv)
 {
 	static const char *const heads[] = { "NAME",	  "ROLE",    "CERTIFICATE", "EXPIRES",
 					     "LAST SEEN", "REVOKED", NULL };
-	json_t *reply = NULL, *o;
+	json_t *reply, *o;
 	char when[32], ago[32];
 	struct table *t;
 	size_t i;
 	int r;
 
 	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl operator list\n");
-		return EXIT_USAGE;
-	}
-	r = remote_call(EVHTTP_REQ_GET, "/v1/operators", NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_show(argc, "kmemctl operator list", "/v1/operators", &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	t = table_new(heads);
 	json_array_foreach(json_object_get(reply, "operators"), i, o)
 	{

@@ -17,6 +17,7 @@
 #include "json-text.h"
 #include "kmemctl.h"
 #include "macro.h"
+#include "output.h"
 #include "remote.h"
 #include "text.h"
 #include "tls.h"
@@ -341,5 +342,22 @@ int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, jso
 		return EXIT_ERROR;
 	r = remote_call(method, path, "application/json", text, strlen(text), reply);
 	free(text);
+	return r;
+}
+
+int remote_show(int argc, const char *usage, const char *path, json_t **reply)
+{
+	int r;
+
+	*reply = NULL;
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s\n", usage);
+		return EXIT_USAGE;
+	}
+	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, reply);
+	if (r == EXIT_OK && cli.json) {
+		out_json(*reply, cli.pretty);
+		*reply = NULL;
+	}
 	return r;
 }

@@ -50,4 +50,11 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 /* remote_call() with a JSON body (stolen). */
 int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, json_t **reply);
 
+/*
+ * A verb without arguments that shows GET path: usage on stderr when
+ * argc is not 1; with -j the reply printed and *reply NULL; else *reply
+ * for the caller to show (json_decref() it).
+ */
+int remote_show(int argc, const char *usage, const char *path, json_t **reply);
+
 #endif

@@ -129,24 +129,16 @@ static int secret_revoke(int argc, char **argv)
 static int secret_list(int argc, char **argv)
 {
 	static const char *const heads[] = { "ID", "STATE", "USES", "HOSTS", "EXPIRES", NULL };
-	json_t *reply = NULL, *sec;
+	json_t *reply, *sec;
 	char ago[32];
 	struct table *t;
 	size_t i;
 	int r;
 
 	(void)argv;
-	if (argc != 1) {
-		fprintf(stderr, "usage: kmemctl secret list\n");
-		return EXIT_USAGE;
-	}
-	r = remote_call(EVHTTP_REQ_GET, "/v1/enroll/secrets", NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_show(argc, "kmemctl secret list", "/v1/enroll/secrets", &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	t = table_new(heads);
 	json_array_foreach(json_object_get(reply, "secrets"), i, sec)
 	{
