@@ -216,6 +216,58 @@ static int host_revoke(int argc, char **argv)
 			 "revoked: kmemd refuses its reports and enrollments from now on");
 }
 
+/* kmemd's newest 100 events of a host, with their stack tops (GET /v1/hosts/detail). */
+static int host_events(int argc, char **argv)
+{
+	static const char *const heads[] = { "WHEN", "KIND",	"CPU",	     "DURATION", "TASK",
+					     "OF",   "MESSAGE", "STACK TOP", NULL };
+	json_t *reply = NULL, *e;
+	char path[160], ago[32], dur[32];
+	struct table *t;
+	size_t i;
+	int r;
+
+	if (argc != 2) {
+		fprintf(stderr, "usage: kmemctl host events HOST\n");
+		return EXIT_USAGE;
+	}
+	/* a host id is of [A-Za-z0-9._-]: nothing in it needs escaping, and kmemd checks it */
+	snprintf(path, sizeof(path), "/v1/hosts/detail?id=%.64s", argv[1]);
+	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(reply, cli.pretty);
+		return EXIT_OK;
+	}
+	t = table_new(heads);
+	json_array_foreach(json_object_get(reply, "events"), i, e)
+	{
+		table_cell(t, "%s", out_ago(num(e, "unix_ms"), ago, sizeof(ago)));
+		table_state(t, str(e, "kind"));
+		table_cell(t, "%lld", num(e, "cpu"));
+		table_cell(t, "%s",
+			   num(e, "duration_ns") ? out_ns((unsigned long long)num(e, "duration_ns"),
+							  dur, sizeof(dur)) :
+						   "-");
+		if (str(e, "comm")[0])
+			table_cell(t, "%s[%lld]", str(e, "comm"), num(e, "pid"));
+		else
+			table_cell(t, "-");
+		table_cell(t, "%s",
+			   str(e, "mitigation")[0] ? str(e, "mitigation") :
+			   str(e, "probe")[0]	   ? str(e, "probe") :
+						     "-");
+		table_cell(t, "%s", str(e, "message"));
+		table_cell(t, "%s",
+			   json_string_value(json_array_get(json_object_get(e, "stack"), 0)) ?:
+											       "-");
+	}
+	table_print(t, stdout, cli.color);
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 static int host_forget(int argc, char **argv)
 {
 	return host_post(argc, argv, "/v1/hosts/forget",
@@ -236,6 +288,7 @@ int do_host(int argc, char **argv)
 		{ "revoke", host_revoke, "kmemd refuses the host's reports and enrollments" },
 		{ "reenroll", host_reenroll, "the host id may enroll once more (a reinstall)" },
 		{ "forget", host_forget, "kmemd forgets a decommissioned host (silent an hour)" },
+		{ "events", host_events, "a host's newest events: lockups, stalls, trips" },
 		{ NULL, NULL, NULL },
 	};
 

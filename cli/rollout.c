@@ -448,6 +448,87 @@ static int rollout_status(int argc, char **argv)
 	return r;
 }
 
+/*
+ * A wave's canaries against their baselines over time (GET
+ * /v1/rollouts/series): per step and side, the lockups, host-hours and
+ * each latency probe's p99.
+ */
+static int rollout_series(int argc, char **argv)
+{
+	json_t *reply = NULL, *series, *side, *probes, *p, *when;
+	char path[200], ago[32], ns[32];
+	const char *probe;
+	char *end = NULL;
+	long long wave = 0;
+	struct table *t;
+	size_t i, s, k;
+	int r;
+
+	if (argc == 4 && !strcmp(argv[2], "--wave"))
+		wave = strtoll(argv[3], &end, 10);
+	if ((argc != 2 && argc != 4) || (argc == 4 && (!end || *end || wave < 1)))
+		return usage("series", "NAME [--wave K]");
+	if (wave)
+		snprintf(path, sizeof(path), "/v1/rollouts/series?name=%.64s&wave=%lld", argv[1],
+			 wave);
+	else
+		snprintf(path, sizeof(path), "/v1/rollouts/series?name=%.64s", argv[1]);
+	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &reply);
+	if (r != EXIT_OK)
+		return r;
+	if (cli.json) {
+		out_json(reply, cli.pretty);
+		return EXIT_OK;
+	}
+	series = json_object_get(reply, "series");
+	probes = json_object_get(series, "probes");
+	printf("rollout %s, wave %lld: canaries against their baselines\n", argv[1],
+	       num(reply, "wave") + 1);
+	{
+		const char *heads[4 + 8 + 1] = { "STEP", "SIDE", "LOCKUPS", "HOST-HOURS" };
+
+		json_array_foreach(probes, k, p) if (k < 8) heads[4 + k] = json_string_value(p);
+		heads[4 + (json_array_size(probes) < 8 ? json_array_size(probes) : 8)] = NULL;
+		t = table_new(heads);
+	}
+	json_array_foreach(json_object_get(series, "t"), i, when)
+	{
+		json_array_foreach(json_object_get(series, "sides"), s, side)
+		{
+			table_cell(t, "%s", out_ago(json_integer_value(when), ago, sizeof(ago)));
+			table_cell(t, "%s", str(side, "name"));
+			table_cell(t, "%lld",
+				   (long long)json_integer_value(
+					   json_array_get(json_object_get(side, "lockups"), i)));
+			table_cell(t, "%.3f",
+				   json_number_value(
+					   json_array_get(json_object_get(side, "hours"), i)));
+			json_array_foreach(probes, k, p)
+			{
+				json_t *v;
+
+				if (k >= 8)
+					break;
+				probe = json_string_value(p);
+				v = json_array_get(
+					json_object_get(
+						json_object_get(json_object_get(side, "probes"),
+								probe),
+						"p99_ns"),
+					i);
+				table_cell(t, "%s",
+					   json_is_integer(v) ?
+						   out_ns((unsigned long long)json_integer_value(v),
+							  ns, sizeof(ns)) :
+						   "-");
+			}
+		}
+	}
+	table_print(t, stdout, cli.color);
+	json_decref(reply);
+	return EXIT_OK;
+}
+
 static int rollout_archive(int argc, char **argv)
 {
 	json_t *reply = NULL;
@@ -484,6 +565,7 @@ int do_rollout(int argc, char **argv)
 		{ "promote", act, "start the next wave now" },
 		{ "abort", act, "send every host reached back to the rollback policy" },
 		{ "archive", rollout_archive, "a finished rollout out of the lists" },
+		{ "series", rollout_series, "a wave's canaries and baselines over time" },
 		{ NULL, NULL, NULL },
 	};
 

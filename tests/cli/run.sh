@@ -187,6 +187,9 @@ run rollout-list rollout list
 run rollout-list-json -j rollout list
 run rollout-promote-done rollout promote rstat-on
 run rollout-status-unknown rollout status nope
+run rollout-series-unknown rollout series nope
+run rollout-series-bad rollout series rstat-on --wave zero
+run host-events-unknown host events h9
 run rollout-list-color --color always rollout list
 # the hosts run good@1 now: another rollout of it could not roll them back
 sed -e 's/"rstat-on"/"again"/' rollout.json >again.json

@@ -226,6 +226,13 @@ for h in "${hosts[@]}"; do
 done
 canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1")
 grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's agent saw no lockup"
+# the CLI's views of the same: the canary's events, the wave's series
+kmemctl host events "$canary" | grep -q "soft-lockup .*watchdog: BUG: soft lockup" ||
+	fail "kmemctl host events $canary: $(kmemctl host events "$canary" | head -5)"
+kmemctl rollout series bad --wave 1 >series.txt || fail "kmemctl rollout series bad failed"
+grep -q "^rollout bad, wave 1: canaries against their baselines" series.txt &&
+	grep -q " canary " series.txt && grep -q " baseline " series.txt ||
+	fail "kmemctl rollout series: $(head -5 series.txt)"
 echo "ok: canaries' soft lockups fail the wave; every host is back on good: $reason"
 # the lockups end here: what follows is the breaker's
 for p in "${pids[@]}"; do
