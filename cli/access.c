@@ -109,13 +109,9 @@ static int audit_list(int argc, char **argv)
 	}
 	memmove(path + strlen("/v1/audit"), path, strlen(path) + 1);
 	memcpy(path, "/v1/audit", strlen("/v1/audit"));
-	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_get(path, &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	t = table_new(heads);
 	json_array_foreach(json_object_get(reply, "entries"), i, e)
 	{

@@ -233,13 +233,9 @@ static int host_events(int argc, char **argv)
 	}
 	/* a host id is of [A-Za-z0-9._-]: nothing in it needs escaping, and kmemd checks it */
 	snprintf(path, sizeof(path), "/v1/hosts/detail?id=%.64s", argv[1]);
-	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_get(path, &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	t = table_new(heads);
 	json_array_foreach(json_object_get(reply, "events"), i, e)
 	{

@@ -345,19 +345,23 @@ int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, jso
 	return r;
 }
 
-int remote_show(int argc, const char *usage, const char *path, json_t **reply)
+int remote_get(const char *path, json_t **reply)
 {
-	int r;
+	int r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, reply);
 
-	*reply = NULL;
-	if (argc != 1) {
-		fprintf(stderr, "usage: %s\n", usage);
-		return EXIT_USAGE;
-	}
-	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, reply);
 	if (r == EXIT_OK && cli.json) {
 		out_json(*reply, cli.pretty);
 		*reply = NULL;
 	}
 	return r;
+}
+
+int remote_show(int argc, const char *usage, const char *path, json_t **reply)
+{
+	*reply = NULL;
+	if (argc != 1) {
+		fprintf(stderr, "usage: %s\n", usage);
+		return EXIT_USAGE;
+	}
+	return remote_get(path, reply);
 }

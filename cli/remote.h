@@ -56,5 +56,7 @@ int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, jso
  * for the caller to show (json_decref() it).
  */
 int remote_show(int argc, const char *usage, const char *path, json_t **reply);
+/* The same without the usage: GET path, printed with -j (*reply NULL), else *reply. */
+int remote_get(const char *path, json_t **reply);
 
 #endif

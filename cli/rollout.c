@@ -473,13 +473,9 @@ static int rollout_series(int argc, char **argv)
 			 wave);
 	else
 		snprintf(path, sizeof(path), "/v1/rollouts/series?name=%.64s", argv[1]);
-	r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, &reply);
-	if (r != EXIT_OK)
+	r = remote_get(path, &reply);
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json) {
-		out_json(reply, cli.pretty);
-		return EXIT_OK;
-	}
 	series = json_object_get(reply, "series");
 	probes = json_object_get(series, "probes");
 	printf("rollout %s, wave %lld: canaries against their baselines\n", argv[1],
