@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Operators' identities and their revocation (operators.h). */
-#include <ctype.h>
 #include <errno.h>
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -14,6 +13,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "operators.h"
+#include "requests.h"
 #include "server.h"
 #include "store.h"
 #include "text.h"
@@ -122,22 +122,6 @@ void handle_operators_get(struct http_request *req, struct kmemd *k,
 	}
 	audit_detail(req, NULL, "%zu operator certificates", json_array_size(rows));
 	reply_json(req, HTTP_OK, "OK", json_pack("{s:o}", "operators", rows));
-}
-
-/* s, 64 hex digits with or without colons between bytes, lower-cased into fp. */
-static bool fingerprint_parse(const char *s, char fp[65])
-{
-	size_t n = 0;
-
-	for (; *s; s++) {
-		if (*s == ':' && n % 2 == 0 && n > 0 && s[1])
-			continue;
-		if (!isxdigit((unsigned char)*s) || n == 64)
-			return false;
-		fp[n++] = (char)tolower((unsigned char)*s);
-	}
-	fp[n] = '\0';
-	return n == 64;
 }
 
 /* A PEM certificate's identity; false when pem is not exactly one certificate. */

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
+#include <ctype.h>
 #include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
@@ -83,4 +84,19 @@ int query_number(const char *s, int64_t max, int64_t *out)
 	}
 	*out = v;
 	return 0;
+}
+
+bool fingerprint_parse(const char *s, char fp[65])
+{
+	size_t n = 0;
+
+	for (; *s; s++) {
+		if (*s == ':' && n % 2 == 0 && n > 0 && s[1])
+			continue;
+		if (!isxdigit((unsigned char)*s) || n == 64)
+			return false;
+		fp[n++] = (char)tolower((unsigned char)*s);
+	}
+	fp[n] = '\0';
+	return n == 64;
 }

@@ -37,6 +37,13 @@ bool renew_request_valid(const Kmemctl__V1__EnrollRequest *er);
 int secret_request_parse(const char *body, size_t len, struct store_secret *sec, int64_t now,
 			 char *why, size_t whylen);
 
+/*
+ * A certificate's SHA-256 fingerprint as an operator gives it (POST
+ * /v1/operators/revoke): 64 hex digits, colons between bytes allowed,
+ * into fp lower-cased without them.
+ */
+bool fingerprint_parse(const char *s, char fp[65]);
+
 /* A pattern of host ids for fnmatch(3): their charset and its wildcards. */
 bool host_pattern_valid(const char *p);
 

@@ -64,14 +64,12 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);
 void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
-void handle_secrets_get(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer);
+void handle_secrets_get(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_assignments_get(struct http_request *req, struct kmemd *k,
 			    const struct tls_identity *peer);
 void handle_assignment_delete(struct http_request *req, struct kmemd *k,
 			      const struct tls_identity *peer);
-void handle_forget_post(struct http_request *req, struct kmemd *k,
-			const struct tls_identity *peer);
+void handle_forget_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_secret_post(struct http_request *req, struct kmemd *k, const struct tls_identity *peer);
 void handle_secret_revoke(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer);

@@ -143,8 +143,8 @@ int pg_hosts_page(struct store *s, const char *after, const char *match, unsigne
 int pg_host_facts(struct store *s, store_facts_cb cb, void *arg);
 int pg_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms);
 int pg_policy_get(struct store *s, const char *name, uint64_t version, struct store_policy *p);
-int pg_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms,
-		     char *why, size_t whylen);
+int pg_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms, char *why,
+		     size_t whylen);
 int pg_policies(struct store *s, int (*cb)(void *arg, const struct store_policy *p), void *arg);
 int pg_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id);
 int pg_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),

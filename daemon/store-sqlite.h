@@ -148,8 +148,8 @@ int sq_hosts_page(struct store *s, const char *after, const char *match, unsigne
 int sq_host_facts(struct store *s, store_facts_cb cb, void *arg);
 int sq_policy_add(struct store *s, const struct store_policy *p, int64_t now_ms);
 int sq_policy_get(struct store *s, const char *name, uint64_t version, struct store_policy *p);
-int sq_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms,
-		     char *why, size_t whylen);
+int sq_policy_retire(struct store *s, const char *name, uint64_t version, int64_t now_ms, char *why,
+		     size_t whylen);
 int sq_policies(struct store *s, int (*cb)(void *arg, const struct store_policy *p), void *arg);
 int sq_assign(struct store *s, const struct store_assignment *a, int64_t now_ms, int64_t *id);
 int sq_assignments(struct store *s, int (*cb)(void *arg, const struct store_assignment *a),

@@ -8,6 +8,7 @@
  *      admin routes read times (query_number())
  *   3  a selector (POST /v1/assignments): selector_parse()
  *   4  a rollout document (POST /v1/rollouts): rollout_spec_parse()
+ *   5  an operator certificate's fingerprint (POST /v1/operators/revoke)
  * What a parser takes must be within its bounds.
  */
 #include <sys/queue.h>
@@ -28,6 +29,12 @@ static void enroll(const uint8_t *data, size_t size)
 
 	if (!er)
 		return;
+	/* a renewal's is an enrollment's without the secret */
+	if (enroll_request_valid(er))
+		FUZZ_CHECK(renew_request_valid(er));
+	if (renew_request_valid(er))
+		FUZZ_CHECK(text_name_valid(er->host_id, REPORT_HOST_ID_MAX) &&
+			   strlen(er->csr_pem) <= ENROLL_CSR_MAX);
 	if (enroll_request_valid(er))
 		FUZZ_CHECK(text_name_valid(er->host_id, REPORT_HOST_ID_MAX) && er->secret[0] &&
 			   strlen(er->csr_pem) <= ENROLL_CSR_MAX);
@@ -82,6 +89,17 @@ static void rollout(const char *text, size_t len)
 		FUZZ_CHECK(s.nwaves >= 1 && s.nwaves <= ROLLOUT_MAX_WAVES && s.version >= 1);
 }
 
+static void fingerprint(const char *text)
+{
+	char fp[65];
+
+	if (!fingerprint_parse(text, fp))
+		return;
+	FUZZ_CHECK(strlen(fp) == 64);
+	for (size_t i = 0; i < 64; i++)
+		FUZZ_CHECK((fp[i] >= '0' && fp[i] <= '9') || (fp[i] >= 'a' && fp[i] <= 'f'));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *text;
@@ -92,7 +110,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	FUZZ_CHECK(text);
 	memcpy(text, data + 1, size - 1);
 	text[size - 1] = '\0';
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0:
 		enroll(data + 1, size - 1);
 		break;
@@ -105,8 +123,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3:
 		selector(text, size - 1);
 		break;
-	default:
+	case 4:
 		rollout(text, size - 1);
+		break;
+	default:
+		fingerprint(text);
 	}
 	free(text);
 	return 0;

@@ -392,7 +392,9 @@ static void test_operators(void **state)
 
 static void test_fleet_stop(void **state)
 {
-	struct store_fleet_stop f = { .stopped = true, .since_ms = 100, .actor = "ops",
+	struct store_fleet_stop f = { .stopped = true,
+				      .since_ms = 100,
+				      .actor = "ops",
 				      .reason = "lockups after the 6.1.0-58 update" },
 				got;
 	struct store *s = open_store();
@@ -436,14 +438,18 @@ static int host_id_cb(void *arg, const struct store_host *h)
 	char *out = arg;
 	size_t n = strlen(out);
 
-	snprintf(out + n, 256 - n, "%s%s%s", n ? " " : "", h->host_id, h->revoked ? "(revoked)" : "");
+	snprintf(out + n, 256 - n, "%s%s%s", n ? " " : "", h->host_id,
+		 h->revoked ? "(revoked)" : "");
 	return 0;
 }
 
 /* Lists and deletions: secrets listed, an assignment deleted, hosts forgotten. */
 static void test_forget(void **state)
 {
-	struct store_secret a = { .sha256 = "f1", .created_ms = 10, .expires_ms = 5000, .max_uses = 3,
+	struct store_secret a = { .sha256 = "f1",
+				  .created_ms = 10,
+				  .expires_ms = 5000,
+				  .max_uses = 3,
 				  .host_pattern = "web-*" },
 			    b = { .sha256 = "f2", .created_ms = 20 };
 	struct store_policy p = { .name = "base", .version = 1, .document_json = "{}" };
