@@ -17,18 +17,15 @@
 #     kernel supports can be enacted from inside the unit's sandbox: on 6.1
 #     rstat-yield (livepatched) and usercopy-fastpath, on 6.12
 #     usercopy-fastpath, where rstat-yield is native.
-# The root after debootstrap is cached in $XDG_CACHE_HOME/kmemctl/debroot,
-# keyed by what it holds; the packages come from the machine's apt mirror.
+# The root after debootstrap is tests/deploy/debroot.sh's, cached in
+# $XDG_CACHE_HOME/kmemctl/debroot; the packages come from the machine's apt
+# mirror.
 #   tests/deploy/debian.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 
 SRC=$(cd "${1:?usage: debian.sh SOURCE_DIR BUILD_DIR}" && pwd)
 BUILD=$(cd "${2:?usage: debian.sh SOURCE_DIR BUILD_DIR}" && pwd)
 KMEMCTL=$BUILD/cli/kmemctl
-SUITE=bookworm
-INCLUDE=systemd,systemd-sysv,dbus,udev,kmod,procps,initramfs-tools,linux-image-amd64,linux-headers-amd64,dkms,ca-certificates
-# the 6.12 LTS kernel Debian 12 fleets take, from the security suite
-SECURITY_KERNEL="linux-image-6.12-amd64 linux-headers-6.12-amd64"
 out=$BUILD/test-output/debian
 root=$out/root
 
@@ -36,7 +33,7 @@ fail() {
 	echo "FAIL: $*" >&2
 	exit 1
 }
-say() { echo "== $*"; }
+say() { echo "== [${SECONDS}s] $*"; }
 
 [ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
 for tool in dpkg-buildpackage lintian debootstrap mkfs.ext4 qemu-system-x86_64; do
@@ -59,7 +56,6 @@ unmount_in() {
 }
 unmount_root() {
 	unmount_in "$root"
-	unmount_in "$out/bootstrap"
 }
 trap unmount_root EXIT
 unmount_root
@@ -97,35 +93,7 @@ lintian "$out"/debs/*.deb >"$out/lintian.log" 2>&1 || true
 echo "ok: lintian finds no errors or warnings"
 
 # 2. a fresh Debian root, from the cache when it has one
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
-[ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
-[ -n "$mirror" ] || fail "no Debian mirror in the machine's apt sources"
-security=$(sed -n 's/^URIs: *\(http[^ ]*debian-security\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |
-	head -n 1)
-[ -n "$security" ] || security=$(awk '$1 == "deb" && $3 ~ /security/ { print $2; exit }' /etc/apt/sources.list)
-[ -n "$security" ] || fail "no Debian security mirror in the machine's apt sources"
-cache=${XDG_CACHE_HOME:-$HOME/.cache}/kmemctl/debroot
-key=$(echo "$SUITE $INCLUDE $mirror $SECURITY_KERNEL $security" | sha256sum | cut -c1-12)
-base=$cache/$SUITE-$key.tar
-if [ ! -f "$base" ]; then
-	say "debootstrap $SUITE from $mirror, and $SECURITY_KERNEL (once; cached in $base)"
-	mkdir -p "$cache" "$out/bootstrap"
-	debootstrap --variant=minbase --include="$INCLUDE" "$SUITE" "$out/bootstrap" "$mirror" \
-		>"$out/debootstrap.log" 2>&1 || { tail -20 "$out/debootstrap.log"; fail "debootstrap failed"; }
-	echo "deb $security $SUITE-security main" >"$out/bootstrap/etc/apt/sources.list.d/security.list"
-	mount_in "$out/bootstrap"
-	# shellcheck disable=SC2086 # a list of packages
-	{ chroot "$out/bootstrap" apt-get update &&
-		chroot "$out/bootstrap" env DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y --no-install-recommends $SECURITY_KERNEL; } \
-		>"$out/kernel-6.12.log" 2>&1 || { tail -20 "$out/kernel-6.12.log"; fail "installing $SECURITY_KERNEL failed"; }
-	chroot "$out/bootstrap" apt-get clean
-	unmount_in "$out/bootstrap"
-	rm -f "$out/bootstrap/etc/resolv.conf"
-	tar --numeric-owner -C "$out/bootstrap" -cf "$base.tmp" .
-	mv "$base.tmp" "$base"
-	rm -rf --one-file-system "$out/bootstrap"
-fi
+base=$("$SRC/tests/deploy/debroot.sh" "$out") || fail "no Debian root (tests/deploy/debroot.sh)"
 mkdir -p "$root"
 tar --numeric-owner -xpf "$base" -C "$root"
 mount_in "$root"
@@ -288,4 +256,4 @@ for kver in $kvers; do
 	[ "$got" = "$want" ] || fail "$kver: enacted '$got', expected '$want'"
 	echo "ok: $kver booted, enacted $got"
 done
-echo PASS
+echo "PASS in ${SECONDS}s"

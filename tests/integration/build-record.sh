@@ -18,7 +18,7 @@ TARBALL=/usr/src/linux-source-6.1.tar.xz
 TARBALL_612=/usr/src/linux-source-6.12.tar.xz
 BUILDS=$SRC/tests/fixtures/builds
 
-# scripts/install-deps kernel (make check-deps) installs both
+# scripts/install-deps kernel (make check) installs both
 for t in "$TARBALL" "$TARBALL_612"; do
 	[ -r "$t" ] || { echo "FAIL: $t missing: run scripts/install-deps kernel" >&2; exit 1; }
 done

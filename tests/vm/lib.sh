@@ -30,8 +30,12 @@ KMEMCTL_MODDIR=/lib/kmemctl
 _kmemctl_mark="kmemctl-vm: begin ${KMEMCTL_TEST_FILE:-}"
 _kmemctl_marks=0
 
+# The guest's uptime on each line: where a slow or stuck test spent its time.
 log() {
-	echo "${KMEMCTL_TEST:-test}: $*"
+	local up _
+
+	read -r up _ </proc/uptime
+	echo "${KMEMCTL_TEST:-test}: [$up] $*"
 }
 
 die() {

@@ -42,18 +42,34 @@ debian_require_known() {
 }
 
 # debian_resolve PKG: follow meta packages down to the concrete image,
-# into debian_pkg.
+# into debian_pkg and its candidate version into debian_version. apt-cache
+# takes a second a question here, and make check boots debian-6.1 a dozen
+# times: the answer is kept in $KERNEL_CACHE/.resolved/PKG for as long as
+# apt's lists and dpkg's status are unchanged.
 debian_resolve() {
-	local pkg=$1 dep
+	local pkg=$1 dep key k1 k2 saved=$KERNEL_CACHE/.resolved/$1 show
 
+	key="$(stat -c %Y /var/lib/apt/lists /var/lib/dpkg/status 2>/dev/null | xargs)"
+	if [ -f "$saved" ] && read -r k1 k2 debian_pkg debian_version <"$saved" &&
+		[ "$k1 $k2" = "$key" ] && [ -n "$debian_version" ]; then
+		return 0
+	fi
 	for _ in 1 2 3 4 5; do
-		debian_require_known "$pkg"
-		dep=$(debian_field "$pkg" Depends | tr ',' '\n' |
+		show=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null)
+		if [ -z "$show" ]; then
+			debian_apt_update || true
+			show=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null)
+			[ -n "$show" ] || die "package '$pkg' is not known to apt"
+		fi
+		dep=$(echo "$show" | sed -n 's/^Depends: //p' | head -n 1 | tr ',' '\n' |
 			sed 's/^ *//; s/[ |].*//' | grep '^linux-image-' | head -n 1 || true)
 		[ -n "$dep" ] || break
 		pkg=$dep
 	done
 	debian_pkg=$pkg
+	debian_version=$(echo "$show" | sed -n 's/^Version: //p' | head -n 1)
+	mkdir -p "$KERNEL_CACHE/.resolved"
+	echo "$key $debian_pkg $debian_version" >"$saved.tmp" && mv "$saved.tmp" "$saved"
 }
 
 debian_download() {
@@ -72,7 +88,7 @@ debian_fetch_image() {
 
 	[ "$(cat "$dir/.package" 2>/dev/null)" = "$pkg $version" ] && return 0
 	mkdir -p "$KERNEL_CACHE"
-	exec 9>"$KERNEL_CACHE/.lock"
+	exec 9>"$KERNEL_CACHE/.fetch.lock"
 	flock 9
 	if [ "$(cat "$dir/.package" 2>/dev/null)" != "$pkg $version" ]; then
 		msg "downloading $pkg $version into $dir"
@@ -104,12 +120,12 @@ debian_install_headers() {
 }
 
 kernel_source_debian() {
-	local debian_pkg pkg version headers hversion
+	local debian_pkg debian_version pkg version headers hversion
 
 	[ -n "${DEBIAN_IMAGE:-}" ] || die "$KERNEL_CONF: DEBIAN_IMAGE is not set"
 	debian_resolve "$DEBIAN_IMAGE"
 	pkg=$debian_pkg
-	version=$(debian_field "$pkg" Version)
+	version=$debian_version
 	KERNEL_RELEASE=${pkg#linux-image-}
 	KERNEL_RELEASE=${KERNEL_RELEASE%-unsigned}
 	KERNEL_MODROOT=$KERNEL_CACHE/$KERNEL_RELEASE

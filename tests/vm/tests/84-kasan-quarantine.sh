@@ -28,12 +28,19 @@ off) ;;
 native | unsupported) skip "kasan-quarantine: $(cat $M/reason)" ;;
 *) die "kasan-quarantine state at load: $(cat $M/state)" ;;
 esac
-# small objects: a 1 MiB batch is thousands of frees
-load_mod kmt_kasan size=32
-
 stat() {
 	sed -n "s/^$1 //p" $M/stats
 }
+
+# Fill the quarantine to its limit first, with pages (a few thousand
+# frees, not a million); the kernel's reduction then computes the limit
+# for the RAM and CPUs of now. The quarantine is the kernel's: it keeps
+# what the module freed after the module goes.
+load_mod kmt_kasan size=4096
+write_ok $K/churn $(($(stat max_bytes) + (4 << 20)))
+unload_mod kmt_kasan
+# small objects: a 1 MiB batch is thousands of frees
+load_mod kmt_kasan size=32
 
 # reduce_run: churn, then "<reductions> <longest ns> <bytes held>".
 reduce_run() {
@@ -42,9 +49,6 @@ reduce_run() {
 	echo "$(cat $R/count) $(cat $R/max_ns) $(stat held_bytes)"
 }
 
-# Fill the quarantine to its limit first; the kernel's reduction then
-# computes the limit for the RAM and CPUs of now.
-write_ok $K/churn $(($(stat max_bytes) + (4 << 20)))
 off_limit=$(stat max_bytes)
 off_batch=$(stat batch_bytes)
 set -- $(reduce_run)
