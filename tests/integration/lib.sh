@@ -7,15 +7,45 @@ kmemd_pid=
 agent_pid=
 
 # in_work: run in $work; at exit stop every process in pids, kmemd_pid and
-# agent_pid, then remove $work (unless KEEP is set)
+# agent_pid, then remove $work (unless KEEP is set). A test with a time
+# limit (TEST_TIMEOUT, which CMakeLists.txt sets to ctest's TIMEOUT) is
+# stopped 10 s before it by a watchdog that says what the test was
+# running: a timeout is then a diagnosis, not a silent kill.
 in_work() {
 	cd "$work"
 	FAIL_LOG=kmemd.log
 	trap leave_work EXIT
+	trap 'exit 124' TERM
+	[ -z "${TEST_TIMEOUT:-}" ] || watchdog $((TEST_TIMEOUT - 10)) &
+	watchdog_pid=$!
+}
+
+# watchdog SECONDS: after SECONDS, print what the test runs, how long
+# each has run, and the tail of $FAIL_LOG; then end what it runs, so
+# that the test exits through leave_work.
+watchdog() {
+	local test=$$ me=$BASHPID p
+	sleep "$1"
+	{
+		echo "TIMEOUT: $1 s of the test's ${TEST_TIMEOUT} s are over; it is running:"
+		ps -o pid=,etimes=,args= --ppid "$test" | awk -v me="$me" '$1 != me { print "  " $0 }'
+		if [ -n "${FAIL_LOG:-}" ]; then
+			echo "--- $FAIL_LOG"
+			tail -20 "$FAIL_LOG"
+		fi
+	} >&2
+	# the test first: it acts on it once what it waits for is ended
+	kill -TERM "$test"
+	for p in $(pgrep -P "$test"); do
+		[ "$p" = "$me" ] || kill -TERM "$p" 2>/dev/null
+	done
 }
 
 leave_work() {
 	local p
+	# its sleep too, which would hold ctest's output pipe open
+	pkill -P "$watchdog_pid" 2>/dev/null || true
+	kill "$watchdog_pid" 2>/dev/null || true
 	for p in "${pids[@]}" $agent_pid $kmemd_pid; do
 		# a stopped process would not act on SIGTERM before SIGCONT; a process
 		# killed makes wait fail, which set -e must not act on here
@@ -55,15 +85,15 @@ fail() {
 }
 
 # wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 when
-# SECONDS pass first. Never a bare sleep.
+# SECONDS pass first, however long CMD itself takes on a busy machine.
+# Never a bare sleep.
 wait_for() {
-	local i n=$(($1 * 10))
+	local deadline=$((SECONDS + $1))
 	shift
-	for i in $(seq $n); do
-		"$@" && return 0
+	until "$@"; do
+		[ "$SECONDS" -lt "$deadline" ] || return 1
 		sleep 0.1
 	done
-	return 1
 }
 
 # pki_fleet [ADDR...]: a fleet CA in pki/, kmemd's server certificate for
@@ -110,9 +140,10 @@ $(if [ -n "${KMEM_STORE_URL:-}" ]; then echo "url = $KMEM_STORE_URL"; else echo 
 CONF
 }
 
-# agent_conf HOST PORT ROLE [EXTRA]: an agent reporting every second to
-# kmemd on PORT with pki/HOST.crt, state and control socket in the work
-# dir, policy keys in keys/; EXTRA goes into its [agent] section
+# agent_conf HOST PORT ROLE [EXTRA [TLS]]: an agent reporting every second
+# to kmemd on PORT with pki/HOST.crt, state and control socket in the work
+# dir, policy keys in keys/; EXTRA goes into its [agent] section, TLS into
+# its [tls]
 agent_conf() {
 	cat <<CONF
 [agent]
@@ -127,6 +158,7 @@ ${4:-}
 cert = $PWD/pki/$1.crt
 key = $PWD/pki/$1.key
 ca = $PWD/pki/ca.crt
+${5:-}
 [policy]
 keys_dir = $PWD/keys
 [labels]
@@ -165,8 +197,8 @@ expect() {
 	echo "ok: $what"
 }
 
-# fixture_agent HOST ROLE [EXTRA]: a kmem-agent for HOST (role label ROLE,
-# EXTRA in its [agent] section) on its own copy of the 6.1 fixture tree,
+# fixture_agent HOST ROLE [EXTRA [TLS]]: a kmem-agent for HOST (role label
+# ROLE, EXTRA in its [agent] section, TLS in its [tls]) on its own copy of the 6.1 fixture tree,
 # root-HOST, whose /dev/kmsg is a FIFO the test writes the kernel's lines
 # into through fd ${kmsg[HOST]}; held open read-write, the agent never sees
 # its end. The agent's pid is ${agent[HOST]}.
@@ -179,7 +211,7 @@ fixture_agent() {
 	mkfifo -m 0666 root-$1/dev/kmsg
 	exec {fd}<>root-$1/dev/kmsg
 	kmsg[$1]=$fd
-	agent_conf $1 $port $2 "${3:-}" >agent-$1.conf
+	agent_conf $1 $port $2 "${3:-}" "${4:-}" >agent-$1.conf
 	$AGENT -d -r "$PWD/root-$1" -c agent-$1.conf >agent-$1.log 2>&1 &
 	pids+=($!)
 	agent[$1]=$!

@@ -23,12 +23,14 @@ in_work
 
 pki_fleet
 pki_hosts h2 h4
-# h3's as h1's, 5 s longer: the first to expire once h1 renewed
-"$BUILD/tests/integration/pki-expired" pki h1 -40 20
-"$BUILD/tests/integration/pki-expired" pki h3 -40 25
 kmemd_conf >kmemd.conf
 printf '[ca]\nkey = %s\n' "$work/pki/ca.key" >>kmemd.conf
 kmemd_start
+# made just before their agents start, whose first report must come
+# before they expire; h3's as h1's, 5 s longer: the first to expire once
+# h1 renewed
+"$BUILD/tests/integration/pki-expired" pki h1 -40 20
+"$BUILD/tests/integration/pki-expired" pki h3 -40 25
 
 not_after() { # FILE: its notAfter in unix seconds
 	date -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%s
@@ -39,13 +41,8 @@ old_key=$(sha256sum <pki/h1.key)
 
 h3_cert=$(sha256sum <pki/h3.crt)
 fixture_agent h1 web
-# h3 as h1, but with [tls] renew = no
-fixture_agent h3 web
-kill "${agent[h3]}"
-wait "${agent[h3]}" 2>/dev/null || true
-sed -i 's/^\[tls\]$/[tls]\nrenew = no/' agent-h3.conf
-$AGENT -d -r "$PWD/root-h3" -c agent-h3.conf >agent-h3.log 2>&1 &
-pids+=($!)
+# h3 as h1, but with [tls] renew = no from its start
+fixture_agent h3 web "" "renew = no"
 renewed() {
 	grep -q "renewed host certificate is kept" agent-h1.log
 }

@@ -10,12 +10,16 @@
  * /sys/kernel/kmt_lockup/sleep_d (write-only): writing S (0..60) sleeps S
  * seconds uninterruptibly (D state), which the hung-task detector reports
  * after kernel.hung_task_timeout_secs.
+ * /sys/kernel/kmt_lockup/release (write-only): writing anything ends every
+ * spin under way, for a test that holds a CPU until it has seen what the
+ * hold causes, however slowly a busy host runs the guest.
  * The write returns when the spin or sleep is over. Time is measured with
  * ktime_get_ns(), not jiffies, which need not advance while this CPU has
  * interrupts off.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/atomic.h>
 #include <linux/delay.h>
 #include <linux/irqflags.h>
 #include <linux/kobject.h>
@@ -31,6 +35,7 @@
 #define KMT_SPIN_IRQOFF_MAX 5
 
 static struct kobject *kmt_kobj;
+static atomic_t kmt_releases = ATOMIC_INIT(0);
 
 /*
  * Sum the forward steps of the clock rather than compare with a deadline: with
@@ -42,8 +47,9 @@ static void kmt_spin(unsigned int secs)
 	u64 limit = (u64)secs * NSEC_PER_SEC;
 	u64 prev = ktime_get_ns();
 	u64 spun = 0;
+	int releases = atomic_read(&kmt_releases);
 
-	while (spun < limit) {
+	while (spun < limit && atomic_read(&kmt_releases) == releases) {
 		u64 now;
 
 		cpu_relax();
@@ -111,12 +117,21 @@ static ssize_t sleep_d_store(struct kobject *kobj, struct kobj_attribute *attr, 
 	return count;
 }
 
+static ssize_t release_store(struct kobject *kobj, struct kobj_attribute *attr, const char *buf,
+			     size_t count)
+{
+	atomic_inc(&kmt_releases);
+	return count;
+}
+
 static struct kobj_attribute spin_attr = __ATTR_WO(spin);
+static struct kobj_attribute release_attr = __ATTR_WO(release);
 static struct kobj_attribute spin_irqoff_attr = __ATTR_WO(spin_irqoff);
 static struct kobj_attribute sleep_d_attr = __ATTR_WO(sleep_d);
 
 static struct attribute *kmt_attrs[] = {
 	&spin_attr.attr,
+	&release_attr.attr,
 	&spin_irqoff_attr.attr,
 	&sleep_d_attr.attr,
 	NULL,

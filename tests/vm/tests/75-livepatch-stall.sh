@@ -19,23 +19,32 @@ load_mod kmemctl probes=0 livepatch_stall_ms=1500
 [ "$(cat $M/state)" = off ] || skip "rstat-yield: $(cat $M/reason)"
 load_mod kmt_lockup
 
-# spin S: a task that stays in the kernel, preemption off, for S seconds.
+# hold: a task that stays in the kernel, preemption off, until release
+# (60 s at most). It lets go only once the test has seen what it holds
+# up, so a busy host that slows the guest changes no outcome. Lockup and
+# RCU stall reports wait longer than the longest hold meanwhile.
+thresh=$(cat /proc/sys/kernel/watchdog_thresh)
+rcu_stall=$(cat /sys/module/rcupdate/parameters/rcu_cpu_stall_timeout)
+echo 60 >/proc/sys/kernel/watchdog_thresh
+echo 100 >/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout
 spinning() {
-	dmesg_since_mark | grep -q "kmt_lockup: spinning $1 s"
+	dmesg_since_mark | grep -q "kmt_lockup: spinning 60 s"
 }
-spin() {
+hold() {
 	dmesg_mark
-	sh -c "echo $1 >$SPIN" &
+	sh -c "echo 60 >$SPIN" &
 	spinner=$!
-	wait_for 10 spinning "$1"
+	wait_for 30 spinning
+}
+release() {
+	echo 1 >/sys/kernel/kmt_lockup/release
+	wait $spinner
 }
 
-# 15 s (under the 20 s soft-lockup threshold): the stall (1.5 s) must
-# begin before the spinner ends, also when a busy host slows the guest
-spin 15
+hold
 write_ok $M/mode on
 assert_eq "$(cat $M/state)" transition "state while tasks are switched"
-wait_for 20 sh -c "grep -q stalled $M/reason"
+wait_for 30 sh -c "grep -q stalled $M/reason"
 reason=$(cat $M/reason)
 log "reason: $reason"
 assert_eq "$(cat $M/state)" transition "state while stalled"
@@ -47,15 +56,15 @@ evread -N -n 10 >/tmp/ev.on
 log "event: $(cat /tmp/ev.on)"
 grep -q "type=livepatch-stall source=rstat-yield .*threshold=1500000000 flags=1 pid=$spinner comm=sh" \
 	/tmp/ev.on || die "event: $(cat /tmp/ev.on)"
-wait $spinner
+release
 wait_for 30 sh -c "[ \"\$(cat $M/state)\" = on ]"
 assert_eq "$(cat $M/reason)" "on: enacted" "reason once the spinner is gone"
 assert_eq "$(cat $LP/transition)" 0 "livepatch transition"
 
-spin 15
+hold
 write_ok $M/mode off
 assert_eq "$(cat $M/state)" off "state after mode off"
-wait_for 20 sh -c "grep -q stalled $M/reason"
+wait_for 30 sh -c "grep -q stalled $M/reason"
 log "reason: $(cat $M/reason)"
 case "$(cat $M/reason)" in
 "off: livepatch removal stalled for "*"first sh:$spinner") ;;
@@ -65,16 +74,16 @@ write_fails $M/mode on "Device or resource busy"
 evread -N -n 10 >/tmp/ev.off
 grep -q "type=livepatch-stall source=rstat-yield .*flags=0 pid=$spinner" /tmp/ev.off ||
 	die "removal event: $(cat /tmp/ev.off)"
-wait $spinner
+release
 wait_for 30 sh -c "[ ! -d $LP ]"
 assert_eq "$(cat $M/reason)" "off: supported on this kernel" "reason after the removal"
 
-# Reversal: the default waits a minute; 3 s here, and the spinner outlasts it.
+# Reversal: the default waits a minute; 3 s here, and the hold outlasts it.
 assert_eq "$(cat /sys/module/kmemctl/parameters/livepatch_reverse_ms)" 60000 "livepatch_reverse_ms"
 echo 3000 >/sys/module/kmemctl/parameters/livepatch_reverse_ms
 flush=0
 [ "$(cat $F/state)" = off ] && flush=1
-spin 15
+hold
 write_ok $M/mode on
 assert_eq "$(cat $M/state)" transition "state while tasks are switched"
 [ $flush = 1 ] && write_ok $F/mode on
@@ -99,7 +108,7 @@ if [ $flush = 1 ]; then
 		die "no TRIP record for kasan-flush-batch: $(cat /tmp/ev.rev)"
 fi
 write_fails $M/mode on "Device or resource busy"
-wait $spinner
+release
 wait_for 30 sh -c "[ ! -d $LP ]"
 write_ok $M/reset 1
 [ $flush = 1 ] && write_ok $F/reset 1
@@ -108,6 +117,8 @@ wait_for 30 sh -c "[ \"\$(cat $M/state)\" = on ]"
 write_ok $M/mode off
 wait_for 30 sh -c "[ ! -d $LP ]"
 
+echo "$thresh" >/proc/sys/kernel/watchdog_thresh
+echo "$rcu_stall" >/sys/module/rcupdate/parameters/rcu_cpu_stall_timeout
 unload_mod kmt_lockup
 unload_mod kmemctl
 check_dmesg_clean
