@@ -77,7 +77,7 @@ if command -v npm >/dev/null; then
 	missing=$(echo "$missing" | tr ' ' '\n' | grep -v '^npm$' | xargs)
 fi
 [ -z "$missing" ] || fail "unmet build dependencies: $missing (scripts/install-deps package)"
-(cd "$out/src" && DEB_BUILD_OPTIONS=nocheck dpkg-buildpackage -us -uc -b -d) \
+(cd "$out/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b -d) \
 	>"$out/dpkg-buildpackage.log" 2>&1 ||
 	{ tail -40 "$out/dpkg-buildpackage.log"; fail "dpkg-buildpackage failed"; }
 mv "$out"/*.deb "$out/debs/"
