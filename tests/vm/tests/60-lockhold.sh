@@ -20,13 +20,15 @@ assert_ge $(($(cat $L/count) - c0)) 50 "holds for 50 cpu.stat reads"
 log "holds=$(cat $L/count) total_ns=$(cat $L/total_ns) max_ns=$(cat $L/max_ns)"
 before=$(cat $L/count)
 write_ok $L/reset 1
-# The kernel's own periodic rstat flush may take the lock just after the
-# reset. max_ns is read first: if no hold is counted by the later read of
-# count, none came before it either, and max_ns must be 0.
+# The kernel's own periodic rstat flush (every 2 s, a hold or more each)
+# may take the lock after the reset, the more often the longer a busy host
+# makes these reads take: a count restarted from 0 stays well under the 50
+# reads' 150, whatever the pace. max_ns is read first: if no hold is
+# counted by the later read of count, none came before it either, and
+# max_ns must be 0.
 max=$(cat $L/max_ns)
 after=$(cat $L/count)
-[ "$after" -le 2 ] && [ "$after" -lt "$before" ] ||
-	die "count after reset: $after (before: $before)"
+[ "$after" -lt 50 ] || die "count after reset: $after (before: $before)"
 [ "$after" -gt 0 ] || assert_eq "$max" 0 "max_ns after reset"
 write_fails $L/reset 0 "Invalid argument"
 rmdir $G
