@@ -2,7 +2,9 @@
 /*
  * notify-listen SOCKET SECONDS: stands in for systemd's notification
  * socket. Binds a datagram socket at SOCKET and prints each message it
- * gets, one line per assignment, for SECONDS seconds.
+ * gets, one line per assignment, until SECONDS seconds after READY=1 (or
+ * a minute without it): what comes after READY is then counted over the
+ * same time however long a busy machine takes to start the daemon.
  */
 #include <poll.h>
 #include <stdio.h>
@@ -19,7 +21,7 @@ int main(int argc, char **argv)
 	struct timespec end, now;
 	char buf[4096];
 	ssize_t n;
-	int fd;
+	int fd, ready = 0;
 
 	if (argc != 3 || strlen(argv[1]) >= sizeof(sa.sun_path)) {
 		fprintf(stderr, "usage: notify-listen SOCKET SECONDS\n");
@@ -33,7 +35,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += atoi(argv[2]);
+	end.tv_sec += 60;
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 
@@ -49,6 +51,11 @@ int main(int argc, char **argv)
 		buf[n] = '\0';
 		printf("%s%s", buf, buf[n - 1] == '\n' ? "" : "\n");
 		fflush(stdout);
+		if (!ready && (!strncmp(buf, "READY=1", 7) || strstr(buf, "\nREADY=1"))) {
+			ready = 1;
+			clock_gettime(CLOCK_MONOTONIC, &end);
+			end.tv_sec += atoi(argv[2]);
+		}
 	}
 	unlink(argv[1]);
 	return 0;
