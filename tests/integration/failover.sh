@@ -170,8 +170,10 @@ expect 200 '"state":"running"' "rollout r starts" ops POST /v1/rollouts/action "
 wait_for 30 in_state running 2 || fail "r did not reach wave 2: $(state), $(verdicts)"
 [ "$(verdicts)" = "1 pass," ] || fail "wave 1's verdicts: $(verdicts)"
 before=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'r'")
-grep -q "rollout r wave 1: pass" kmemd.log || fail "the first kmemd did not judge wave 1"
-echo "ok: the first kmemd's engine passed wave 1"
+# whichever holds the lease: a tick-short lease (3/4 of this test's tick)
+# can pass to the second kmemd while a busy machine stalls the first
+grep -q "rollout r wave 1: pass" kmemd.log kmemd-b.log || fail "no kmemd judged wave 1"
+echo "ok: the engine passed wave 1"
 
 # the first goes in wave 2's bake
 h2_moves=$(moves $h2 | wc -l)
