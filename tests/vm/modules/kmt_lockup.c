@@ -130,11 +130,7 @@ static struct kobj_attribute spin_irqoff_attr = __ATTR_WO(spin_irqoff);
 static struct kobj_attribute sleep_d_attr = __ATTR_WO(sleep_d);
 
 static struct attribute *kmt_attrs[] = {
-	&spin_attr.attr,
-	&release_attr.attr,
-	&spin_irqoff_attr.attr,
-	&sleep_d_attr.attr,
-	NULL,
+	&spin_attr.attr, &release_attr.attr, &spin_irqoff_attr.attr, &sleep_d_attr.attr, NULL,
 };
 
 static const struct attribute_group kmt_group = {
