@@ -199,9 +199,9 @@ expect() {
 
 # fixture_agent HOST ROLE [EXTRA [TLS]]: a kmem-agent for HOST (role label
 # ROLE, EXTRA in its [agent] section, TLS in its [tls]) on its own copy of
-# the 6.1 fixture tree, root-HOST, whose /dev/kmsg is a FIFO the test writes the kernel's lines
-# into through fd ${kmsg[HOST]}; held open read-write, the agent never sees
-# its end. The agent's pid is ${agent[HOST]}.
+# the 6.1 fixture tree, root-HOST, whose /dev/kmsg is a FIFO the test
+# writes the kernel's lines into through fd ${kmsg[HOST]}; held open
+# read-write, the agent never sees its end. The agent's pid is ${agent[HOST]}.
 declare -A kmsg agent
 fixture_agent() {
 	local fd
