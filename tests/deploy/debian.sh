@@ -2,7 +2,7 @@
 # debian/, end to end, as an operator meets it:
 #  1. dpkg-buildpackage builds kmemctl, kmem-agent, kmemd and kmemctl-dkms
 #     from a copy of the source tree; lintian finds no errors or warnings.
-#  2. apt installs them into a fresh Debian 12 root (debootstrap, with
+#  2. apt installs them into a fresh Debian 12 root (mmdebstrap, with
 #     systemd, Debian's 6.1 kernel and, from bookworm-security, its 6.12
 #     kernel, each with its headers). Checked there: each package's files,
 #     the users, group and directories, the units enabled but not started,
@@ -17,7 +17,7 @@
 #     kernel supports can be enacted from inside the unit's sandbox: on 6.1
 #     rstat-yield (livepatched) and usercopy-fastpath, on 6.12
 #     usercopy-fastpath, where rstat-yield is native.
-# The root after debootstrap is tests/deploy/debroot.sh's, cached in
+# The root before the packages is tests/deploy/debroot.sh's, cached in
 # $XDG_CACHE_HOME/kmemctl/debroot; the packages come from the machine's apt
 # mirror.
 #   tests/deploy/debian.sh SOURCE_DIR BUILD_DIR
@@ -35,8 +35,8 @@ fail() {
 }
 say() { echo "== [${SECONDS}s] $*"; }
 
-[ "$(id -u)" = 0 ] || fail "needs root (debootstrap, chroot)"
-for tool in dpkg-buildpackage lintian debootstrap mkfs.ext4 qemu-system-x86_64; do
+[ "$(id -u)" = 0 ] || fail "needs root (chroot, mounts)"
+for tool in dpkg-buildpackage lintian mmdebstrap mkfs.ext4 qemu-system-x86_64; do
 	command -v "$tool" >/dev/null || fail "no $tool: scripts/install-deps package vm"
 done
 

@@ -9,11 +9,14 @@
 #			a concrete linux-image-<release>[-unsigned]
 #   DEBIAN_HEADERS	optional; default linux-headers-<release>
 #
-# The image is never installed on the host (that would run initramfs and
-# grub hooks): `apt-get download` fetches it and `dpkg -x` unpacks it into
-# $KERNEL_CACHE/<release>/. The headers are installed with apt-get, since
-# their Makefiles use absolute /usr/src paths. `apt-get update` runs only
-# when a package is not found.
+# Nothing is installed on the host: an image's hooks would build its
+# initramfs (minutes of CPU), and Debian 6.12's headers depend on their
+# image. `apt-get download` fetches the image, its headers and theirs (the
+# -common tree and linux-kbuild) and `dpkg -x` unpacks them into
+# $KERNEL_CACHE/<release>/, where modules build against
+# usr/src/linux-headers-<release>, whose Makefile is made to include its
+# -common tree from beside it rather than from /usr/src. `apt-get update`
+# runs only when a package is not found.
 #
 # Sourced by tests/vm/run, which provides msg, die, need_root and
 # KERNEL_CACHE, and reads back what every kernel_source_<type> sets:
@@ -82,41 +85,53 @@ debian_download() {
 	(cd "$dir" && "$SRC/scripts/apt-get" -qq "${opts[@]}" download "$pkg=$version")
 }
 
-# debian_fetch_image PKG VERSION DIR: unpack PKG into DIR, once per version.
-debian_fetch_image() {
-	local pkg=$1 version=$2 dir=$3 tmp
+# debian_header_deps HEADERS VERSION: "package version" for HEADERS and
+# each linux-headers-* and linux-kbuild-* package it depends on, at the
+# version it names, or the candidate's.
+debian_header_deps() {
+	local dep version
 
-	[ "$(cat "$dir/.package" 2>/dev/null)" = "$pkg $version" ] && return 0
+	echo "$1 $2"
+	apt-cache show "$1=$2" 2>/dev/null | sed -n 's/^Depends: //p' | head -n 1 | tr ',' '\n' |
+		sed -n 's/^ *\(linux-\(headers\|kbuild\)-[^ |]*\)\( (= \([^)]*\))\)\{0,1\}.*/\1 \4/p' |
+		while read -r dep version; do
+			echo "$dep ${version:-$(debian_field "$dep" Version)}"
+		done
+}
+
+# debian_fetch PKG VERSION HEADERS HVERSION DIR: unpack the image PKG and
+# the headers HEADERS with what they need into DIR, once per version.
+debian_fetch() {
+	local pkg=$1 version=$2 headers=$3 hversion=$4 dir=$5 want tmp p v kdir common
+
+	want="$pkg $version $headers $hversion"
+	[ "$(cat "$dir/.package" 2>/dev/null)" = "$want" ] && return 0
 	mkdir -p "$KERNEL_CACHE"
 	exec 9>"$KERNEL_CACHE/.fetch.lock"
 	flock 9
-	if [ "$(cat "$dir/.package" 2>/dev/null)" != "$pkg $version" ]; then
-		msg "downloading $pkg $version into $dir"
+	if [ "$(cat "$dir/.package" 2>/dev/null)" != "$want" ]; then
 		tmp=$(mktemp -d "$KERNEL_CACHE/.fetch.XXXXXX")
-		debian_download "$pkg" "$version" "$tmp" || die "apt-get download '$pkg=$version' failed"
-		dpkg -x "$tmp"/*.deb "$tmp/root" || die "dpkg -x of '$pkg' failed"
+		while read -r p v; do
+			msg "downloading $p $v into $dir"
+			debian_download "$p" "$v" "$tmp" || die "apt-get download '$p=$v' failed"
+		done < <(echo "$pkg $version"; debian_header_deps "$headers" "$hversion")
+		for p in "$tmp"/*.deb; do
+			dpkg -x "$p" "$tmp/root" || die "dpkg -x of $p failed"
+		done
 		# What the package's postinst would do, for modprobe in the guest.
 		/sbin/depmod -b "$tmp/root" "${dir##*/}" || die "depmod for '$pkg' failed"
-		echo "$pkg $version" >"$tmp/root/.package"
+		kdir=$tmp/root/usr/src/$headers
+		common=$(sed -n 's|^include /usr/src/\([^/]*\)/Makefile$|\1|p' "$kdir/Makefile" 2>/dev/null)
+		[ -n "$common" ] && [ -f "$tmp/root/usr/src/$common/Makefile" ] ||
+			die "$headers: no Makefile including a -common tree that was unpacked"
+		# shellcheck disable=SC2016 # make's variables
+		printf 'include $(dir $(lastword $(MAKEFILE_LIST)))../%s/Makefile\n' "$common" >"$kdir/Makefile"
+		echo "$want" >"$tmp/root/.package"
 		rm -rf "$dir"
 		mv "$tmp/root" "$dir"
 		rm -rf "$tmp"
 	fi
 	exec 9>&-
-}
-
-debian_install_headers() {
-	local pkg=$1 status
-
-	status=$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)
-	case "$status" in
-	*" installed") return 0 ;;
-	esac
-	need_root "apt-get install $pkg"
-	debian_require_known "$pkg"
-	msg "installing $pkg"
-	DEBIAN_FRONTEND=noninteractive "$SRC/scripts/apt-get" install -y -qq --no-install-recommends "$pkg" >/dev/null ||
-		die "apt-get install '$pkg' failed"
 }
 
 kernel_source_debian() {
@@ -130,16 +145,14 @@ kernel_source_debian() {
 	KERNEL_RELEASE=${KERNEL_RELEASE%-unsigned}
 	KERNEL_MODROOT=$KERNEL_CACHE/$KERNEL_RELEASE
 	KERNEL_IMAGE=$KERNEL_MODROOT/boot/vmlinuz-$KERNEL_RELEASE
-	debian_fetch_image "$pkg" "$version" "$KERNEL_MODROOT"
-	[ -f "$KERNEL_IMAGE" ] || die "$pkg has no boot/vmlinuz-$KERNEL_RELEASE"
-
 	headers=${DEBIAN_HEADERS:-linux-headers-$KERNEL_RELEASE}
-	debian_install_headers "$headers"
-	KERNEL_KDIR=/usr/src/linux-headers-$KERNEL_RELEASE
-	[ -f "$KERNEL_KDIR/Makefile" ] || die "$headers did not provide $KERNEL_KDIR"
-	hversion=$(dpkg-query -W -f='${Version}' "$headers")
+	debian_require_known "$headers"
+	hversion=$(debian_field "$headers" Version)
 	[ "$hversion" = "$version" ] ||
 		msg "warning: $headers is $hversion, the image is $version"
+	debian_fetch "$pkg" "$version" "$headers" "$hversion" "$KERNEL_MODROOT"
+	[ -f "$KERNEL_IMAGE" ] || die "$pkg has no boot/vmlinuz-$KERNEL_RELEASE"
+	KERNEL_KDIR=$KERNEL_MODROOT/usr/src/$headers
 	# shellcheck disable=SC2034 # read by tests/vm/run
 	KERNEL_DESC="$pkg $version"
 }
