@@ -122,8 +122,9 @@ debian_fetch() {
 		/sbin/depmod -b "$tmp/root" "${dir##*/}" || die "depmod for '$pkg' failed"
 		kdir=$tmp/root/usr/src/$headers
 		common=$(sed -n 's|^include /usr/src/\([^/]*\)/Makefile$|\1|p' "$kdir/Makefile" 2>/dev/null)
-		[ -n "$common" ] && [ -f "$tmp/root/usr/src/$common/Makefile" ] ||
+		if [ -z "$common" ] || [ ! -f "$tmp/root/usr/src/$common/Makefile" ]; then
 			die "$headers: no Makefile including a -common tree that was unpacked"
+		fi
 		# shellcheck disable=SC2016 # make's variables
 		printf 'include $(dir $(lastword $(MAKEFILE_LIST)))../%s/Makefile\n' "$common" >"$kdir/Makefile"
 		echo "$want" >"$tmp/root/.package"
@@ -135,7 +136,7 @@ debian_fetch() {
 }
 
 kernel_source_debian() {
-	local debian_pkg debian_version pkg version headers hversion
+	local debian_pkg debian_version pkg version headers hversion p='' v='' h=''
 
 	[ -n "${DEBIAN_IMAGE:-}" ] || die "$KERNEL_CONF: DEBIAN_IMAGE is not set"
 	debian_resolve "$DEBIAN_IMAGE"
@@ -146,13 +147,19 @@ kernel_source_debian() {
 	KERNEL_MODROOT=$KERNEL_CACHE/$KERNEL_RELEASE
 	KERNEL_IMAGE=$KERNEL_MODROOT/boot/vmlinuz-$KERNEL_RELEASE
 	headers=${DEBIAN_HEADERS:-linux-headers-$KERNEL_RELEASE}
-	debian_require_known "$headers"
-	hversion=$(debian_field "$headers" Version)
-	[ "$hversion" = "$version" ] ||
-		msg "warning: $headers is $hversion, the image is $version"
+	# apt-cache costs a second or more of CPU: a kernel unpacked before
+	# names its headers' version, and only a new one asks apt.
+	read -r p v h hversion _ <"$KERNEL_MODROOT/.package" 2>/dev/null || true
+	if [ "$p $v $h" != "$pkg $version $headers" ] || [ -z "$hversion" ]; then
+		debian_require_known "$headers"
+		hversion=$(debian_field "$headers" Version)
+		[ "$hversion" = "$version" ] ||
+			msg "warning: $headers is $hversion, the image is $version"
+	fi
 	debian_fetch "$pkg" "$version" "$headers" "$hversion" "$KERNEL_MODROOT"
 	[ -f "$KERNEL_IMAGE" ] || die "$pkg has no boot/vmlinuz-$KERNEL_RELEASE"
 	KERNEL_KDIR=$KERNEL_MODROOT/usr/src/$headers
+	[ -f "$KERNEL_KDIR/Makefile" ] || die "$headers did not provide $KERNEL_KDIR"
 	# shellcheck disable=SC2034 # read by tests/vm/run
 	KERNEL_DESC="$pkg $version"
 }
