@@ -54,7 +54,7 @@ fi
 echo "== mmdebstrap $SUITE from $mirror and $security (once; cached in $base)" >&2
 rm -f "$base.tmp"
 # Before the kernels come in: their initramfs holds what the test's boot
-# needs from it (a virtio disk with ext4), not MODULES=most, which took two
+# needs from it (a virtio disk with ext4), not MODULES=most, which took three
 # minutes of CPU a kernel to make here and the guest longer to unpack.
 # shellcheck disable=SC2016 # expanded by mmdebstrap's hook shell
 mmdebstrap --variant=minbase --include="$INCLUDE,$SECURITY_KERNEL" --format=tar \

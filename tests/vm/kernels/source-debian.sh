@@ -149,7 +149,7 @@ kernel_source_debian() {
 	headers=${DEBIAN_HEADERS:-linux-headers-$KERNEL_RELEASE}
 	# apt-cache costs a second or more of CPU: a kernel unpacked before
 	# names its headers' version, and only a new one asks apt.
-	read -r p v h hversion _ <"$KERNEL_MODROOT/.package" 2>/dev/null || true
+	read -r p v h hversion _ 2>/dev/null <"$KERNEL_MODROOT/.package" || true
 	if [ "$p $v $h" != "$pkg $version $headers" ] || [ -z "$hversion" ]; then
 		debian_require_known "$headers"
 		hversion=$(debian_field "$headers" Version)
