@@ -269,6 +269,19 @@ json_ok() {
 	python3 -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8"))' "$1" 2>/dev/null
 }
 
+# ops_get PATH [curl args...]: GET as the operator. A connection kmemd
+# closes before it answers is tried twice more, as any client would: under
+# a handshake flood (attacks.sh) kmemd evicts a handshake whose ClientHello
+# has not come 100 ms after accept, and curl builds its TLS context only
+# once connected, which a loaded machine can stretch past that. An answer,
+# whatever its status, is not tried again.
+ops_get() {
+	local path=$1
+	shift
+	curl -sS --retry 2 --retry-all-errors --retry-delay 1 --cacert pki/ca.crt \
+		--cert pki/ops.crt --key pki/ops.key "$@" "$URL$path"
+}
+
 # routes_answer HOST: what operators read answers 200, in JSON where it is
 # JSON: hosts, fleet, HOST's detail page, policies, rollouts, /metrics, the
 # dashboard
@@ -276,20 +289,17 @@ routes_answer() {
 	local path code
 	for path in /v1/hosts "/v1/hosts?limit=10" /v1/fleet "/v1/hosts/detail?id=$1" \
 		/v1/policies /v1/rollouts; do
-		code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
-			-o route.out -w '%{http_code}' "$URL$path") || fail "GET $path: curl failed"
+		code=$(ops_get "$path" -o route.out -w '%{http_code}') || fail "GET $path: curl failed"
 		[ "$code" = 200 ] || fail "GET $path answered $code: $(head -c 300 route.out)"
 		json_ok route.out || fail "GET $path is not JSON: $(head -c 300 route.out)"
 	done
 	for path in /metrics /; do
-		code=$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
-			-o route.out -w '%{http_code}' "$URL$path") || fail "GET $path: curl failed"
+		code=$(ops_get "$path" -o route.out -w '%{http_code}') || fail "GET $path: curl failed"
 		[ "$code" = 200 ] || fail "GET $path answered $code"
 	done
 }
 
 # metric NAME: its value on /metrics (NAME with its labels, as printed)
 metric() {
-	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key "$URL/metrics" |
-		awk -v m="$1" '$1 == m { print $2 }'
+	ops_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
 }
