@@ -179,12 +179,18 @@ kmemd_start() {
 	URL=https://127.0.0.1:$port
 }
 
+# as_curl AS [curl args...]: curl to kmemd with AS's certificate
+as_curl() {
+	local who=$1
+	shift
+	curl -sS --cacert pki/ca.crt --cert "pki/$who.crt" --key "pki/$who.key" "$@"
+}
+
 # api AS METHOD PATH [curl args...]: prints the body, then the status code
 api() {
 	local who=$1 method=$2 path=$3
 	shift 3
-	curl -sS --cacert pki/ca.crt --cert pki/$who.crt --key pki/$who.key -X "$method" \
-		-w '\n%{http_code}\n' "$@" "$URL$path"
+	as_curl "$who" -X "$method" -w '\n%{http_code}\n' "$@" "$URL$path"
 }
 
 # expect CODE TEXT WHAT api-args...: the call answers CODE with TEXT in it
@@ -274,12 +280,12 @@ json_ok() {
 # a handshake flood (attacks.sh) kmemd evicts a handshake whose ClientHello
 # has not come 100 ms after accept, and curl builds its TLS context only
 # once connected, which a loaded machine can stretch past that. An answer,
-# whatever its status, is not tried again.
+# whatever its status, is not tried again; nor is anything but a GET (api),
+# which kmemd may have carried out before the connection ended.
 ops_get() {
 	local path=$1
 	shift
-	curl -sS --retry 2 --retry-all-errors --retry-delay 1 --cacert pki/ca.crt \
-		--cert pki/ops.crt --key pki/ops.key "$@" "$URL$path"
+	as_curl ops --retry 2 --retry-all-errors --retry-delay 1 "$@" "$URL$path"
 }
 
 # routes_answer HOST: what operators read answers 200, in JSON where it is
