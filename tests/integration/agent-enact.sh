@@ -42,9 +42,9 @@ wait_more() {
 	fail "'$2' did not appear again in $1"
 }
 
-wait_for() { # file pattern
+wait_for() { # file pattern: 40 s at most, as lib.sh's wait_for 10
 	local i
-	for i in $(seq 100); do
+	for i in $(seq 400); do
 		grep -q -- "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done

@@ -85,10 +85,12 @@ fail() {
 }
 
 # wait_for SECONDS CMD...: run CMD every 0.1 s until it succeeds; 1 when
-# SECONDS pass first, however long CMD itself takes on a busy machine.
-# Never a bare sleep.
+# four times SECONDS pass first, however long CMD itself takes. SECONDS is
+# what the step takes at most on an idle machine; the sanitizer tier beside
+# another test and a busy core have made steps take three times that, and
+# waiting longer costs nothing when the step succeeds. Never a bare sleep.
 wait_for() {
-	local deadline=$((SECONDS + $1))
+	local deadline=$((SECONDS + 4 * $1))
 	shift
 	until "$@"; do
 		[ "$SECONDS" -lt "$deadline" ] || return 1

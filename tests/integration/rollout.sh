@@ -207,7 +207,8 @@ expect 201 '"state":"pending"' "rollout bad is created" ops POST /v1/rollouts "$
 	\"waves\":[{\"percent\":25},{\"percent\":100}],\"bake_s\":600,$GATES}"
 act bad start
 # the sequential test stops it long before its 10-minute bake is over
-wait_for 60 in_state bad rolled-back 1 || fail "bad was not rolled back: $(state bad), $(verdicts bad)"
+wait_for 60 in_state bad rolled-back 1 ||
+	fail "bad was not rolled back: $(state bad), $(verdicts bad); hosts: $(db 'SELECT host_id, policy_name FROM hosts'); usercopy-fastpath on in: $(grep -l on root-*/sys/kernel/kmemctl/mitigations/usercopy-fastpath/mode | cut -d/ -f1)"
 [ "$(verdicts bad)" = "1 fail lockups-sequential," ] || fail "bad's verdicts: $(verdicts bad)"
 reason=$(db "SELECT reason FROM verdicts WHERE rollout = 'bad'")
 grep -q "^lockups: likelihood ratio [0-9.e+]* of canaries at a higher rate, at least 200$" <<<"$reason" ||
