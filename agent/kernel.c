@@ -10,8 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "kernel.h"
+#include "kimage.h"
 #include "macro.h"
 #include "policydoc.h"
 #include "kmemctl-names.h"
@@ -402,4 +405,90 @@ int kernel_write_record(const struct rootfs *rfs, const char *record)
 	if (abi < 0)
 		return abi;
 	return abi == KMEMCTL_ABI ? rootfs_write(rfs, SYSFS "/records", record) : -EPROTO;
+}
+
+/* The whole file at path, of at most max bytes. */
+static int read_all(const struct rootfs *rfs, const char *path, size_t max, uint8_t **out,
+		    size_t *len)
+{
+	int fd = rootfs_open(rfs, path, O_RDONLY | O_CLOEXEC), r = 0;
+	struct stat st;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (st.st_size <= 0 || (uint64_t)st.st_size > max)
+		r = -EFBIG;
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*out = malloc((size_t)st.st_size);
+	*len = 0;
+	while (*out && *len < (size_t)st.st_size) {
+		n = read(fd, *out + *len, (size_t)st.st_size - *len);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+		*len += (size_t)n;
+	}
+	close(fd);
+	if (!*out)
+		return -ENOMEM;
+	if (r < 0)
+		free(*out);
+	return r;
+}
+
+/* A sysfs binary file takes a page per write(): the blob in as many. */
+static int write_all(const struct rootfs *rfs, const char *path, const uint8_t *data, size_t len)
+{
+	int fd = rootfs_open(rfs, path, O_WRONLY | O_CLOEXEC), r = 0;
+	ssize_t n;
+
+	if (fd < 0)
+		return fd;
+	for (size_t off = 0; off < len; off += (size_t)n) {
+		n = write(fd, data + off, len - off);
+		if (n <= 0) {
+			r = n < 0 ? -errno : -EIO;
+			break;
+		}
+	}
+	close(fd);
+	return r;
+}
+
+int kernel_write_sites(const struct rootfs *rfs, char *err, size_t len)
+{
+	char release[128], path[192], why[KIMAGE_ERR_MAX];
+	struct kimage_sites s;
+	uint8_t *image;
+	size_t n;
+	ssize_t rn;
+	int r = kernel_abi(rfs);
+
+	if (r >= 0 && r != KMEMCTL_ABI)
+		return snprintf(err, len, "kmemctl.ko speaks ABI %d", r), -EPROTO;
+	rn = rootfs_read(rfs, "/proc/sys/kernel/osrelease", release, sizeof(release));
+	if (rn <= 0)
+		return snprintf(err, len, "no kernel release"), rn < 0 ? (int)rn : -EIO;
+	release[strcspn(release, "\n")] = '\0';
+	snprintf(path, sizeof(path), "/boot/vmlinuz-%s", release);
+	r = read_all(rfs, path, KIMAGE_VMLINUX_MAX, &image, &n);
+	if (r < 0)
+		return snprintf(err, len, "reading %s: %s", path, strerror(-r)), r;
+	r = kimage_sites(image, n, &s, why);
+	free(image);
+	if (r < 0)
+		return snprintf(err, len, "%s: %s", path, why), r;
+	r = write_all(rfs, SYSFS "/sites", s.blob, s.len);
+	if (r < 0)
+		snprintf(err, len, "kmemctl.ko refused the patch sites of %s: %s (dmesg says why)",
+			 path, strerror(-r));
+	kimage_sites_free(&s);
+	return r;
 }

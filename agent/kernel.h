@@ -93,6 +93,12 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
 int kernel_read_build(const struct rootfs *rfs, struct build_info *b);
 /* One build record to the records file, in one write; the module's errno. */
 int kernel_write_record(const struct rootfs *rfs, const char *record);
+/*
+ * The running build's patch sites, taken from its image (/boot/vmlinuz-
+ * <release>), written to kmemctl.ko: 0, or a negative errno with err
+ * saying why (the image's reason, or the module's refusal).
+ */
+int kernel_write_sites(const struct rootfs *rfs, char *err, size_t len);
 
 const char *kernel_state_name(enum kernel_state s);
 

@@ -64,6 +64,7 @@ static void usage(FILE *out)
  */
 static void load_module(const struct agent *a)
 {
+	char why[320];
 	int r;
 
 	if (a->disabled || !a->cfg->module[0])
@@ -77,10 +78,19 @@ static void load_module(const struct agent *a)
 	if (r == 0)
 		log_notice("kmemctl.ko loaded (%s)", a->cfg->module);
 	r = kernel_abi(&a->rfs);
-	if (r >= 0 && r != KMEMCTL_ABI)
+	if (r >= 0 && r != KMEMCTL_ABI) {
 		log_error("kmemctl.ko speaks ABI %d, this agent %d: it turns nothing on and tunes "
 			  "nothing until the two are upgraded together",
 			  r, KMEMCTL_ABI);
+		return;
+	}
+	/* the module fingerprints the build's functions only once it has them */
+	r = kernel_write_sites(&a->rfs, why, sizeof(why));
+	if (r < 0)
+		log_error_errno(r,
+				"the build's patch sites: %s; mitigations with copies stay "
+				"unsupported",
+				why);
 }
 
 static void on_result(struct agent *a, const struct privsep_result *res)

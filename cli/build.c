@@ -4,6 +4,7 @@
  *   kmemctl build check --source DIR|TARBALL [--kmod DIR]
  *   kmemctl build record --source DIR|TARBALL --build FILE [--source-package NAME]
  *       [--source-version V] [--kmod DIR] [--kmemctl VERSION] -o RECORD
+ *   kmemctl build sites [--image FILE] -o SITES
  *   kmemctl build sign -k KEY [-s SIGNER] -o BUNDLE RECORD
  *   kmemctl build verify -K KEYS_DIR BUNDLE
  * check and record compare every declared copy of kernel code in kmod/
@@ -12,6 +13,8 @@
  * source: Debian's builds name the package version in uname -v; for a
  * self-built kernel the operator's --source-version stands in, with a
  * warning. Either way its upstream part must be the source's Makefile's.
+ * sites takes a build's patch-site tables from its image (default: the
+ * running kernel's /boot/vmlinuz-RELEASE) for /sys/kernel/kmemctl/sites.
  */
 #include <archive.h>
 #include <archive_entry.h>
@@ -24,10 +27,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "buildrec.h"
+#include "kimage.h"
 #include "copycheck.h"
 #include "fileio.h"
 #include "kmemctl.h"
@@ -597,6 +602,16 @@ static int read_build(const char *path, struct build_info *b)
 	r = build_parse(text, len, b, err);
 	if (r == -EBADMSG)
 		log_error("'%s' is not a kmemctl.ko build file: %s", path, err);
+	for (size_t i = 0; r == 0 && i < b->nfuncs; i++)
+		if (!strcmp(b->funcs[i].fingerprint, "-")) {
+			log_error(
+				"'%s': the module had no patch sites of build %s yet and "
+				"fingerprinted nothing: write them (kmemctl build sites), then read "
+				"the build file again",
+				path, b->build_id);
+			build_info_free(b);
+			r = -EBADMSG;
+		}
 	return r;
 }
 
@@ -659,6 +674,61 @@ static int build_record(int argc, char **argv)
 	if (r == 0)
 		r = make_record(&a, &b);
 	build_info_free(&b);
+	return r < 0 ? EXIT_ERROR : EXIT_OK;
+}
+
+static int build_sites(int argc, char **argv)
+{
+	static const char usage[] = "usage: kmemctl build sites [--image FILE] -o SITES\n";
+	static const struct option opts[] = {
+		{ "image", required_argument, NULL, 'i' },
+		{ "output", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	_cleanup_free_ char *image = NULL, *path = NULL;
+	const char *out = NULL, *in = NULL;
+	char err[KIMAGE_ERR_MAX];
+	struct kimage_sites s;
+	struct utsname u;
+	size_t len;
+	int c, r;
+
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "i:o:", opts, NULL)) != -1) {
+		if (c == 'i') {
+			in = optarg;
+		} else if (c == 'o') {
+			out = optarg;
+		} else {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc || !out) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!in) {
+		uname(&u);
+		if (asprintf(&path, "/boot/vmlinuz-%s", u.release) < 0)
+			return log_error_errno(-ENOMEM, "out of memory"), EXIT_ERROR;
+		in = path;
+	}
+	r = read_file_max(in, KIMAGE_VMLINUX_MAX, &image, &len);
+	if (r < 0)
+		return log_error_errno(r, "reading the kernel image '%s' failed: %m", in),
+		       EXIT_ERROR;
+	r = kimage_sites((const uint8_t *)image, len, &s, err);
+	if (r < 0) {
+		log_error("'%s': %s", in, err);
+		return EXIT_ERROR;
+	}
+	r = write_out(out, s.blob, s.len);
+	if (r < 0)
+		log_error_errno(r, "writing '%s' failed: %m", out);
+	else
+		log_info("build %s: %zu bytes of patch sites", s.build_id, s.len);
+	kimage_sites_free(&s);
 	return r < 0 ? EXIT_ERROR : EXIT_OK;
 }
 
@@ -763,6 +833,7 @@ int do_build(int argc, char **argv)
 	static const struct cmd verbs[] = {
 		{ "check", build_check, "check kmod/'s copies of kernel code against its source" },
 		{ "record", build_record, "make a build record for a kernel build" },
+		{ "sites", build_sites, "take a build's patch-site tables from its image" },
 		{ "sign", build_sign, "sign a build record into a bundle" },
 		{ "verify", build_verify, "check a record bundle against pinned keys and show it" },
 		{ NULL, NULL, NULL },

@@ -88,4 +88,16 @@
 #endif
 #endif
 
+/*
+ * Patch sites (sites.c): 6.3 made struct alt_instr's feature a word of
+ * feature and flags (ALT_FLAG_NOT for the old inverted bit); 6.8 turned
+ * paravirt sites into alternatives, dropping .parainstructions.
+ */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+#define HAVE_ALT_FT_FLAGS
+#endif
+#if defined(CONFIG_PARAVIRT) && LINUX_VERSION_CODE < KERNEL_VERSION(6, 8, 0)
+#define HAVE_PV_SITES
+#endif
+
 #endif

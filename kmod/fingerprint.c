@@ -26,14 +26,21 @@
  *   as is	everything else: opcodes, ModRM and SIB, displacements off
  *		registers, immediates, %gs per-CPU offsets
  *
- * Not normalized: alternatives and paravirt sites, which the kernel
- * rewrites once at boot for the CPU and hypervisor it runs on (their
- * tables are freed with init memory), and Jcc to a retpoline thunk, which
- * the kernel expands when retpolines are off. A record therefore vouches
- * for a build on CPUs that patch those sites alike. Whatever the
- * normalization cannot explain, such as the int3 or jump of someone's
- * kprobe, changes the fingerprint: the function then differs, which is the
- * safe answer.
+ *   patch sites	what the kernel patched at boot for this CPU and hypervisor
+ *		(sites.c: alternatives, 6.1's paravirt sites, SMP lock
+ *		prefixes): each site as the image has it, every variant the
+ *		kernel may put there, once the live code is found to be one
+ *		of them; a lock prefix as lock
+ *
+ * A target's text is copied at load, before anything of the module
+ * touches kernel text, and fingerprinted from the copy once the build's
+ * patch sites are known. Still per CPU: a Jcc to a retpoline thunk, which
+ * the kernel expands when retpolines are off, and call-depth tracking
+ * (retbleed=stuff), which moves calls into the padding before functions.
+ * Whatever the normalization cannot explain, such as the int3 or jump of
+ * someone's kprobe or code at a patch site that none of its variants has,
+ * changes the fingerprint: the function then differs, which is the safe
+ * answer.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -77,6 +84,12 @@ enum token {
 	TOK_ADDR_RODATA,
 	TOK_ADDR_IMAGE,	/* offset from _text */
 	TOK_ADDR_OUTSIDE,
+	TOK_ALT,	/* a site of alternatives: their features and variants */
+	TOK_VARIANT,
+	TOK_DIRECT_CALL, /* a call through the pointer at an address */
+	TOK_PV,		/* a paravirt site: its pv_ops slot */
+	TOK_ADDR_SITE,	/* offset inside the patch site's variant */
+	TOK_UNEXPLAINED, /* a patch site holding what no variant has */
 };
 
 static const siphash_key_t fp_key = { { 0x6b6d656d63746c20ULL, 0x62756c6420667020ULL } };
@@ -94,23 +107,40 @@ struct site {
 	bool flag;		/* jump label: initially a branch; static call: tail */
 };
 
+/* A range of text: its address, and the bytes it had at load. */
+struct text_range {
+	unsigned long start, end;
+	u8 *bytes;
+};
+
+struct kmem_text {
+	char symbol[KSYM_NAME_LEN];
+	unsigned int nranges;
+	struct text_range ranges[RANGES_MAX];
+};
+
 struct fp {
 	const char *symbol;
-	struct {
-		unsigned long start, end;
-	} ranges[RANGES_MAX];
-	unsigned int nranges;
-	struct site sites[SITES_MAX];
+	struct text_range ranges[RANGES_MAX];
+	unsigned int nranges, taken;	/* ranges copied here, freed with f */
+	/* what is being decoded: a range, or a variant of a patch site */
+	struct text_range win;
+	bool in_site;
+	bool sites;		/* normalize the build's patch sites */
+	struct site sites_at[SITES_MAX];
 	unsigned int nsites;
+	struct kmem_patches patches;
 	u8 *buf;
 	size_t len, cap;
 	int err;
 	char name[KSYM_NAME_LEN];
+	char note[96];		/* the first patch site no variant explains */
 };
 
 /* Kernel layout, from kallsyms at kmem_fingerprint_init(). */
 static unsigned long image_start, image_end, rodata_start, rodata_end;
 static unsigned long jump_start, jump_stop, calls_start, calls_stop;
+static unsigned long pv_ops_addr, pv_nop, pv_bug, nop_fn, bug_fn;
 static const char *init_missing;
 
 void kmem_fingerprint_init(void)
@@ -134,6 +164,12 @@ void kmem_fingerprint_init(void)
 	jump_stop = kmem_symbol("__stop___jump_table");
 	calls_start = kmem_symbol("__start_static_call_sites");
 	calls_stop = kmem_symbol("__stop_static_call_sites");
+	/* what paravirt and direct-call sites may be patched to, where the kernel has them */
+	pv_ops_addr = kmem_symbol("pv_ops");
+	pv_nop = kmem_symbol("_paravirt_nop");
+	pv_bug = kmem_symbol("paravirt_BUG");
+	nop_fn = kmem_symbol("nop_func");
+	bug_fn = kmem_symbol("BUG_func");
 }
 
 static void put(struct fp *f, const void *data, size_t n)
@@ -189,6 +225,11 @@ static void put_addr(struct fp *f, unsigned long addr)
 	int i = range_of(f, addr);
 	int n;
 
+	if (f->in_site && addr >= f->win.start && addr < f->win.end) {
+		put_u8(f, TOK_ADDR_SITE);
+		put_u32(f, addr - f->win.start);
+		return;
+	}
 	if (i >= 0) {
 		put_u8(f, TOK_ADDR_HERE);
 		put_u8(f, i);
@@ -216,6 +257,22 @@ static void put_addr(struct fp *f, unsigned long addr)
 	put_u32(f, offset);
 }
 
+/* Adds [start, end) to f's ranges, its bytes copied as they are now. */
+static void add_text_range(struct fp *f, unsigned long start, unsigned long end)
+{
+	struct text_range *r = &f->ranges[f->nranges];
+
+	r->bytes = kmemdup((void *)start, end - start, GFP_KERNEL);
+	if (!r->bytes) {
+		f->err = -ENOMEM;
+		return;
+	}
+	r->start = start;
+	r->end = end;
+	f->nranges++;
+	f->taken++;
+}
+
 /* The compiler's .cold part of this function, when target lies in it. */
 static void add_cold(struct fp *f, unsigned long target)
 {
@@ -223,14 +280,12 @@ static void add_cold(struct fp *f, unsigned long target)
 	size_t len = strlen(f->symbol);
 
 	if (f->nranges == RANGES_MAX || range_of(f, target) >= 0 ||
-	    !kmem_symbol_at(target, &size, &offset))
+	    !kmem_symbol_at(target, &size, &offset) || size > FUNC_SIZE_MAX)
 		return;
 	snprintf(f->name, sizeof(f->name), "%ps", (void *)target);
 	if (strncmp(f->name, f->symbol, len) || strcmp(f->name + len, ".cold"))
 		return;
-	f->ranges[f->nranges].start = target - offset;
-	f->ranges[f->nranges].end = target - offset + size;
-	f->nranges++;
+	add_text_range(f, target - offset, target - offset + size);
 }
 
 static void add_site(struct fp *f, const struct site *s)
@@ -239,7 +294,7 @@ static void add_site(struct fp *f, const struct site *s)
 		f->err = -E2BIG;
 		return;
 	}
-	f->sites[f->nsites++] = *s;
+	f->sites_at[f->nsites++] = *s;
 }
 
 /* The jump-label and static-call sites inside [start, end). */
@@ -291,8 +346,8 @@ static const struct site *site_at(struct fp *f, unsigned long addr)
 	int i;
 
 	for (i = 0; i < f->nsites; i++)
-		if (f->sites[i].addr == addr)
-			return &f->sites[i];
+		if (f->sites_at[i].addr == addr)
+			return &f->sites_at[i];
 	return NULL;
 }
 
@@ -371,10 +426,15 @@ static bool ends_with(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-static int decode(struct insn *insn, unsigned long addr, unsigned long end)
+/* The bytes at addr of the window being decoded. */
+static const u8 *at(const struct fp *f, unsigned long addr)
 {
-	return kmem_insn_decode(insn, (void *)addr,
-				min_t(unsigned long, end - addr, MAX_INSN_SIZE));
+	return f->win.bytes + (addr - f->win.start);
+}
+
+static int decode_in(const struct fp *f, struct insn *insn, unsigned long addr, unsigned long end)
+{
+	return kmem_insn_decode(insn, at(f, addr), min_t(unsigned long, end - addr, MAX_INSN_SIZE));
 }
 
 /* A relative call or jump: its target, and whether it is one. */
@@ -464,12 +524,13 @@ static void put_insn(struct fp *f, const struct insn *insn, unsigned long addr)
 }
 
 /* The instruction after an lfence is an indirect call or jump through a register. */
-static bool lfence_before_indirect(const struct insn *insn, unsigned long addr, unsigned long end)
+static bool lfence_before_indirect(const struct fp *f, const struct insn *insn, unsigned long addr,
+				   unsigned long end)
 {
 	struct insn next;
 	int kind;
 
-	return is_lfence(insn) && !decode(&next, addr + insn->length, end) &&
+	return is_lfence(insn) && !decode_in(f, &next, addr + insn->length, end) &&
 	       indirect_reg(&next, &kind) >= 0;
 }
 
@@ -502,7 +563,7 @@ static bool skipped(struct fp *f, const struct insn *insn, unsigned long addr, u
 		    bool entry)
 {
 	return is_nop(insn) || is_endbr64(insn) || opcode(insn, 0) == 0xcc ||
-	       (entry && fentry_call(f, insn, addr)) || lfence_before_indirect(insn, addr, end);
+	       (entry && fentry_call(f, insn, addr)) || lfence_before_indirect(f, insn, addr, end);
 }
 
 static void put_one(struct fp *f, const struct insn *insn, unsigned long addr)
@@ -525,21 +586,283 @@ static void put_one(struct fp *f, const struct insn *insn, unsigned long addr)
 	}
 }
 
+/* A jump over padding to its end, in a patch site's variant: the kernel's long NOPs. */
+static bool jump_over_padding(const struct fp *f, const struct insn *insn, unsigned long addr)
+{
+	unsigned long target, p;
+	struct insn pad;
+
+	if (!f->in_site || (opcode(insn, 0) != 0xeb && opcode(insn, 0) != 0xe9) ||
+	    !rel_branch(insn, addr, &target) || target <= addr || target > f->win.end)
+		return false;
+	for (p = addr + insn->length; p < target; p += pad.length)
+		if (decode_in(f, &pad, p, target) || !(is_nop(&pad) || opcode(&pad, 0) == 0xcc))
+			return false;
+	return true;
+}
+
+static struct kmem_patch *patch_at(struct fp *f, unsigned long addr, enum kmem_patch_kind kind)
+{
+	int i;
+
+	for (i = 0; i < f->patches.n; i++)
+		if (f->patches.p[i].addr == addr && f->patches.p[i].kind == kind)
+			return &f->patches.p[i];
+	return NULL;
+}
+
+/* Only NOPs in [addr, end) of the window. */
+static bool nops_only(const struct fp *f, unsigned long addr, unsigned long end)
+{
+	struct insn insn;
+
+	for (; addr < end; addr += insn.length)
+		if (decode_in(f, &insn, addr, end) || !is_nop(&insn))
+			return false;
+	return true;
+}
+
+/*
+ * The paravirt site p at addr of the window holds the image's indirect call
+ * through its pv_ops slot, or what apply_paravirt() put there: a direct
+ * call to what the slot holds (paravirt_BUG for none), or NOPs for
+ * _paravirt_nop.
+ */
+static bool pv_explained(const struct fp *f, const struct kmem_patch *p, unsigned long addr)
+{
+	unsigned long end = addr + p->len, slot = pv_ops_addr + p->pv_type * sizeof(void *), target;
+	unsigned long want = p->pv_target ?: pv_bug;
+	struct insn insn;
+
+	if (end > f->win.end)
+		return false;
+	if (p->pv_target && p->pv_target == pv_nop && nops_only(f, addr, end))
+		return true;
+	if (decode_in(f, &insn, addr, end))
+		return false;
+	if (opcode(&insn, 0) == 0xff && insn.modrm.nbytes && insn.modrm.bytes[0] == 0x15)
+		target = addr + insn.length + (long)insn.displacement.value;
+	else if (opcode(&insn, 0) == 0xe8 && rel_branch(&insn, addr, &target))
+		target = target == want ? slot : 0;
+	else
+		return false;
+	return pv_ops_addr && target == slot && nops_only(f, addr + insn.length, end);
+}
+
+/* A byte that does not decode, as itself: the function then differs. */
+static void put_bad(struct fp *f, unsigned long *addr)
+{
+	put_u8(f, TOK_BAD);
+	put_u8(f, *at(f, *addr));
+	(*addr)++;
+}
+
+/*
+ * The instructions of a variant of a patch site: bytes at va, len of them,
+ * as the kernel would put them at the site (addresses inside the variant
+ * as offsets). pv: it is the site's own code, where paravirt sites apply.
+ */
+static void put_variant(struct fp *f, unsigned long va, const u8 *bytes, unsigned int len, bool pv)
+{
+	struct text_range saved = f->win;
+	unsigned long addr = va, end = va + len;
+	const struct kmem_patch *p;
+	struct insn insn;
+
+	f->win = (struct text_range){ va, end, (u8 *)bytes };
+	f->in_site = true;
+	put_u8(f, TOK_VARIANT);
+	while (addr < end && !f->err) {
+		p = pv ? patch_at(f, addr, KMEM_PATCH_PV) : NULL;
+		if (p && pv_explained(f, p, addr)) {
+			put_u8(f, TOK_PV);
+			put_u8(f, p->pv_type);
+			addr += p->len;
+			continue;
+		}
+		if (decode_in(f, &insn, addr, end)) {
+			put_bad(f, &addr);
+			continue;
+		}
+		if (jump_over_padding(f, &insn, addr)) {
+			rel_branch(&insn, addr, &addr);
+			continue;
+		}
+		if (!skipped(f, &insn, addr, end, false))
+			put_one(f, &insn, addr);
+		addr += insn.length;
+	}
+	f->in_site = false;
+	f->win = saved;
+}
+
+/* The pointer a direct-call alternative's original calls through, or 0. */
+static unsigned long direct_slot(struct fp *f, const struct kmem_patch *p)
+{
+	struct text_range saved = f->win;
+	unsigned long slot = 0;
+	struct insn insn;
+
+	f->win = (struct text_range){ p->addr, p->addr + p->len, (u8 *)p->orig };
+	if (!decode_in(f, &insn, p->addr, p->addr + p->len) && opcode(&insn, 0) == 0xff &&
+	    insn.modrm.nbytes && insn.modrm.bytes[0] == 0x15)
+		slot = p->addr + insn.length + (long)insn.displacement.value;
+	f->win = saved;
+	return in_image(slot) ? slot : 0;
+}
+
+/*
+ * A direct-call alternative's variant: a call to what the pointer the
+ * original calls through holds (BUG_func for none), or NOPs for nop_func.
+ */
+static void put_direct_call(struct fp *f, const struct kmem_patch *p)
+{
+	unsigned long slot = direct_slot(f, p), target;
+
+	put_u8(f, TOK_VARIANT);
+	if (!slot)
+		return;
+	target = *(unsigned long *)slot ?: bug_fn;
+	if (target == nop_fn)
+		return;
+	put_u8(f, TOK_CALL);
+	put_addr(f, target);
+}
+
+static bool any_always(const struct kmem_patch *p)
+{
+	int i;
+
+	for (i = 0; i < p->nalts; i++)
+		if (p->alts[i].always)
+			return true;
+	return false;
+}
+
+/* Whether the last two token strings from mark on, split at mid, are equal. */
+static bool same_tokens(const struct fp *f, size_t mark, size_t mid)
+{
+	return !f->err && mid - mark == f->len - mid &&
+	       !memcmp(f->buf + mark, f->buf + mid, mid - mark);
+}
+
+/* The live code at patch site p, at the window's bytes, is one of its variants. */
+static bool patch_explained(struct fp *f, const struct kmem_patch *p)
+{
+	size_t mark = f->len, mid;
+	bool ok = false;
+	int i;
+
+	put_variant(f, p->addr, at(f, p->addr), p->len, true);
+	mid = f->len;
+	if (p->kind == KMEM_PATCH_PV) {
+		ok = f->len == mark + 3 && f->buf[mark + 1] == TOK_PV;
+		f->len = mark;
+		return ok;
+	}
+	if (!any_always(p)) {
+		put_variant(f, p->addr, p->orig, p->len, true);
+		ok = same_tokens(f, mark, mid);
+		f->len = mid;
+	}
+	for (i = 0; i < p->nalts && !ok; i++) {
+		if (p->alts[i].direct_call)
+			put_direct_call(f, p);
+		else
+			put_variant(f, p->alts[i].repl, p->alts[i].bytes, p->alts[i].len, false);
+		ok = same_tokens(f, mark, mid);
+		f->len = mid;
+	}
+	f->len = mark;
+	return ok;
+}
+
+/* Patch site p as the image has it, with what may be put there on any CPU. */
+static void put_patch(struct fp *f, const struct kmem_patch *p)
+{
+	int i;
+
+	if (!patch_explained(f, p)) {
+		if (!f->note[0])
+			snprintf(f->note, sizeof(f->note),
+				 "%s at %pS holds code none of its variants has",
+				 p->kind == KMEM_PATCH_PV ? "the paravirt site" : "the alternative",
+				 (void *)p->addr);
+		put_u8(f, TOK_UNEXPLAINED);
+		put_variant(f, p->addr, at(f, p->addr), p->len, false);
+		return;
+	}
+	if (p->kind == KMEM_PATCH_PV) {
+		put_u8(f, TOK_PV);
+		put_u8(f, p->pv_type);
+		return;
+	}
+	put_u8(f, TOK_ALT);
+	put_u8(f, p->nalts);
+	for (i = 0; i < p->nalts; i++) {
+		put_u32(f, p->alts[i].feature);
+		if (p->alts[i].direct_call) {
+			put_u8(f, TOK_DIRECT_CALL);
+			put_addr(f, direct_slot(f, p));
+		} else {
+			put_variant(f, p->alts[i].repl, p->alts[i].bytes, p->alts[i].len, false);
+		}
+	}
+	if (!any_always(p))
+		put_variant(f, p->addr, p->orig, p->len, true);
+}
+
+/* The range's bytes with each SMP lock prefix as lock, whatever a UP boot made it. */
+static u8 *with_locks(const struct fp *f, const struct text_range *r)
+{
+	u8 *b = kmemdup(r->bytes, r->end - r->start, GFP_KERNEL);
+	int i;
+
+	for (i = 0; b && i < f->patches.nlocks; i++)
+		if (f->patches.locks[i] >= r->start && f->patches.locks[i] < r->end &&
+		    b[f->patches.locks[i] - r->start] == 0x3e)
+			b[f->patches.locks[i] - r->start] = 0xf0;
+	return b;
+}
+
 /* One range's instructions; entry: it is the function's start. */
 static void put_range(struct fp *f, int i, bool entry)
 {
-	unsigned long start = f->ranges[i].start, addr = start, end = f->ranges[i].end;
+	struct text_range r = f->ranges[i];
+	unsigned long addr = r.start, end = r.end;
+	const struct kmem_patch *p;
 	const struct site *s;
 	struct insn insn;
+	int ret;
 
+	if (f->sites) {
+		ret = kmem_sites_collect(r.start, r.end, &f->patches);
+		if (ret) {
+			f->err = ret;
+			return;
+		}
+		r.bytes = with_locks(f, &f->ranges[i]);
+		if (!r.bytes) {
+			f->err = -ENOMEM;
+			return;
+		}
+	}
+	f->win = r;
 	collect_sites(f, addr, end);
 	put_u8(f, TOK_RANGE);
 	put_u8(f, i);
 	while (addr < end && !f->err) {
-		if (decode(&insn, addr, end)) {
-			put_u8(f, TOK_BAD);
-			put_u8(f, *(u8 *)addr);
-			addr++;
+		p = NULL;
+		if (f->sites)
+			p = patch_at(f, addr, KMEM_PATCH_ALT) ?: patch_at(f, addr, KMEM_PATCH_PV);
+		if (p && p->len <= end - addr) {
+			put_patch(f, p);
+			entry = false;
+			addr += p->len;
+			continue;
+		}
+		if (decode_in(f, &insn, addr, end)) {
+			put_bad(f, &addr);
 			continue;
 		}
 		s = site_at(f, addr);
@@ -548,22 +871,53 @@ static void put_range(struct fp *f, int i, bool entry)
 		else if (!skipped(f, &insn, addr, end, entry))
 			put_one(f, &insn, addr);
 		/* the fentry site follows endbr64, or the 4-byte NOP IBT seals it into */
-		entry = entry && !s && addr == start && insn.length == 4 &&
+		entry = entry && !s && addr == r.start && insn.length == 4 &&
 			(is_endbr64(&insn) || is_nop(&insn));
 		/* a static-call site is 5 bytes whatever is patched in: ret comes with int3s */
 		addr += s && !s->jump_label ? 5 : insn.length;
 	}
+	if (f->sites)
+		kfree(r.bytes);
+}
+
+static void fp_free(struct fp *f)
+{
+	int i;
+
+	for (i = f->nranges - f->taken; i < f->nranges; i++)
+		kfree(f->ranges[i].bytes);
+	kfree(f->buf);
+	kvfree(f);
+}
+
+/* Walks the ranges of f; a .cold part found in one adds another. */
+static int walk(struct fp *f, char *why, size_t len)
+{
+	int i;
+
+	for (i = 0; i < f->nranges && !f->err; i++)
+		put_range(f, i, i == 0);
+	if (f->err == -E2BIG)
+		snprintf(why, len, "more than %d jump-label, static-call or patch sites",
+			 SITES_MAX);
+	else if (f->err == -ENODATA)
+		snprintf(why, len, "no patch sites of this build");
+	else if (f->err)
+		snprintf(why, len, "error %d", f->err);
+	return f->err;
 }
 
 /*
- * Fingerprints the function at addr, symbol its name in kallsyms; size is
- * its size there. Returns 0, or a negative errno with why filled in.
+ * Copies the function at addr, symbol its name in kallsyms and size its
+ * size there, and any .cold part of it, into *text. Returns 0, or a
+ * negative errno with why filled in.
  */
-int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size, u64 *fp,
-		     char *why, size_t len)
+int kmem_text_take(const char *symbol, unsigned long addr, unsigned long size,
+		   struct kmem_text **text, char *why, size_t len)
 {
+	struct kmem_text *t;
 	struct fp *f;
-	int i, ret;
+	int ret;
 
 	if (init_missing) {
 		snprintf(why, len, "kernel symbol %s not found", init_missing);
@@ -573,25 +927,61 @@ int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size,
 		snprintf(why, len, "%lu bytes, more than a function has", size);
 		return -E2BIG;
 	}
-	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	f = kvzalloc(sizeof(*f), GFP_KERNEL);
+	t = kzalloc(sizeof(*t), GFP_KERNEL);
+	if (!f || !t) {
+		kvfree(f);
+		kfree(t);
+		return -ENOMEM;
+	}
+	f->symbol = symbol;
+	add_text_range(f, addr, addr + size);
+	ret = walk(f, why, len);
+	if (!ret) {
+		strscpy(t->symbol, symbol, sizeof(t->symbol));
+		t->nranges = f->nranges;
+		memcpy(t->ranges, f->ranges, sizeof(t->ranges));
+		/* the text keeps the copies */
+		f->taken = 0;
+		*text = t;
+	} else {
+		kfree(t);
+	}
+	fp_free(f);
+	return ret;
+}
+
+void kmem_text_free(struct kmem_text *t)
+{
+	int i;
+
+	for (i = 0; t && i < t->nranges; i++)
+		kfree(t->ranges[i].bytes);
+	kfree(t);
+}
+
+/*
+ * Fingerprints text with the build's patch sites, sites_lock held. Returns
+ * 0, with why naming the first patch site no variant explains if one does
+ * not, or a negative errno with why filled in.
+ */
+int kmem_fingerprint(const struct kmem_text *text, u64 *fp, char *why, size_t len)
+{
+	struct fp *f = kvzalloc(sizeof(*f), GFP_KERNEL);
+	int ret;
+
 	if (!f)
 		return -ENOMEM;
-	f->symbol = symbol;
-	f->ranges[0].start = addr;
-	f->ranges[0].end = addr + size;
-	f->nranges = 1;
-	/* a .cold part found while walking one range adds another */
-	for (i = 0; i < f->nranges && !f->err; i++)
-		put_range(f, i, i == 0);
-	ret = f->err;
-	if (ret == -E2BIG)
-		snprintf(why, len, "more than %d jump-label and static-call sites", SITES_MAX);
-	else if (ret)
-		snprintf(why, len, "error %d", ret);
-	else
+	f->symbol = text->symbol;
+	f->sites = true;
+	f->nranges = text->nranges;
+	memcpy(f->ranges, text->ranges, sizeof(f->ranges));
+	ret = walk(f, why, len);
+	if (!ret) {
 		*fp = siphash(f->buf, f->len, &fp_key);
-	kfree(f->buf);
-	kfree(f);
+		strscpy(why, f->note, len);
+	}
+	fp_free(f);
 	return ret;
 }
 
@@ -617,7 +1007,7 @@ int kmem_calls_to(const char *caller, const char *helper, unsigned long callee)
 	if (end - start > FUNC_SIZE_MAX)
 		return -E2BIG;
 	for (addr = start; addr < end; addr += insn.length) {
-		if (decode(&insn, addr, end)) {
+		if (kmem_insn_decode(&insn, (void *)addr, min(end - addr, MAX_INSN_SIZE))) {
 			insn.length = 1;
 			continue;
 		}

@@ -27,10 +27,61 @@ int kmem_symbol_each(const char *name, int (*fn)(void *data, unsigned long addr)
 int kmem_insn_decode(struct insn *insn, const void *kaddr, int len);
 const char *kmem_symbols_check(const char *const *names, const char *user);
 
-/* fingerprint.c: KASLR-invariant fingerprints of kernel functions. */
+/*
+ * sites.c: the running build's patch sites, from its image through
+ * /sys/kernel/kmemctl/sites (docs/kmod.md, "Patch sites").
+ */
+#define KMEM_ALTS_MAX 4
+#define KMEM_PATCHES_MAX 96
+#define KMEM_LOCKS_MAX 64
+
+/* One .altinstructions entry: what the kernel may put at its site. */
+struct kmem_alt {
+	u32 feature;		/* as the table has it: CPU feature and flags */
+	bool always;		/* X86_FEATURE_ALWAYS: the original never stays */
+	bool direct_call;	/* a call through the pointer the original calls through */
+	u8 len;
+	unsigned long repl;	/* where the replacement's bytes were linked, KASLR applied */
+	const u8 *bytes;
+};
+
+enum kmem_patch_kind { KMEM_PATCH_ALT, KMEM_PATCH_PV };
+
+struct kmem_patch {
+	enum kmem_patch_kind kind;
+	unsigned long addr;	/* in the running kernel */
+	unsigned int len;
+	unsigned int nalts;	/* alternatives at addr, in the table's order */
+	struct kmem_alt alts[KMEM_ALTS_MAX];
+	const u8 *orig;		/* the image's len bytes at addr */
+	u8 pv_type;		/* paravirt site: its pv_ops slot, and what the slot holds */
+	unsigned long pv_target;
+};
+
+struct kmem_patches {
+	unsigned int n, nlocks;
+	struct kmem_patch p[KMEM_PATCHES_MAX];
+	unsigned long locks[KMEM_LOCKS_MAX];	/* SMP lock prefixes */
+};
+
+extern struct bin_attribute kmem_sites_attr;
+void kmem_sites_exit(void);
+void kmem_sites_lock(void);
+void kmem_sites_unlock(void);
+int kmem_sites_collect(unsigned long start, unsigned long end, struct kmem_patches *p);
+
+/*
+ * fingerprint.c: fingerprints of kernel functions that neither KASLR nor
+ * the CPU's boot-time patching changes. A target's text is copied at load
+ * (kmem_text_take), before anything of the module touches kernel text, and
+ * fingerprinted once the build's patch sites are known (sites_lock held).
+ */
+struct kmem_text;
 void kmem_fingerprint_init(void);
-int kmem_fingerprint(const char *symbol, unsigned long addr, unsigned long size, u64 *fp,
-		     char *why, size_t len);
+int kmem_text_take(const char *symbol, unsigned long addr, unsigned long size,
+		   struct kmem_text **text, char *why, size_t len);
+void kmem_text_free(struct kmem_text *text);
+int kmem_fingerprint(const struct kmem_text *text, u64 *fp, char *why, size_t len);
 int kmem_calls_to(const char *caller, const char *helper, unsigned long callee);
 
 /*
@@ -50,6 +101,8 @@ bool kmem_native_kasan_flush_batch(char *reason, size_t len);
 void kmem_verify_init(void);
 void kmem_verify_exit(void);
 void kmem_verify_measure(enum kmemctl_mitigation id, const char *const *targets);
+void kmem_verify_remeasure(void);
+const char *kmem_verify_build_id(void);
 bool kmem_verify_check(enum kmemctl_mitigation id, char *reason, size_t len);
 extern const struct attribute_group kmem_verify_group;
 

@@ -55,7 +55,10 @@ static const char *const clone_suffixes[] = { "", ".constprop.0", ".isra.0", ".p
 struct target {
 	char symbol[SYMBOL_MAX];
 	unsigned long size;
+	struct kmem_text *text;	/* as it was at load */
+	bool known;		/* fp: the build's patch sites were known */
 	u64 fp;
+	char note[96];		/* a patch site no variant explains, or "" */
 };
 
 /* The running kernel's targets of one mitigation. */
@@ -165,7 +168,7 @@ static int find_target(const char *name, unsigned long near, char *symbol, unsig
 static int measure_target(struct measured *m, const char *name, unsigned long *near)
 {
 	unsigned long addr, offset;
-	struct target t;
+	struct target t = { 0 };
 	char why[64];
 	int ret;
 
@@ -182,7 +185,7 @@ static int measure_target(struct measured *m, const char *name, unsigned long *n
 		snprintf(m->error, sizeof(m->error), "cannot size %s", t.symbol);
 		return -ERANGE;
 	}
-	ret = kmem_fingerprint(t.symbol, addr, t.size, &t.fp, why, sizeof(why));
+	ret = kmem_text_take(t.symbol, addr, t.size, &t.text, why, sizeof(why));
 	if (ret) {
 		snprintf(m->error, sizeof(m->error), "cannot fingerprint %s: %s", t.symbol, why);
 		return ret;
@@ -191,6 +194,15 @@ static int measure_target(struct measured *m, const char *name, unsigned long *n
 		*near = addr;
 	m->t[m->n++] = t;
 	return 0;
+}
+
+static void measured_free(struct measured *m)
+{
+	int i;
+
+	for (i = 0; i < m->n; i++)
+		kmem_text_free(m->t[i].text);
+	m->n = 0;
 }
 
 /* At load, before anything of the module touches kernel text. */
@@ -203,16 +215,60 @@ void kmem_verify_measure(enum kmemctl_mitigation id, const char *const *targets)
 	for (; *targets; targets++)
 		if (measure_target(m, *targets, &near)) {
 			pr_info("%s: %s\n", kmem_mitigation_name(id), m->error);
-			m->n = 0;
+			measured_free(m);
 			return;
 		}
+}
+
+/*
+ * The build's patch sites arrived (sites_lock held): every target is
+ * fingerprinted from its copy, and the mitigations are gated again.
+ */
+void kmem_verify_remeasure(void)
+{
+	struct target *t;
+	struct measured *m;
+	char why[96];
+	bool failed;
+	u64 fp;
+	int id, i, ret;
+
+	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
+		m = &measured[id];
+		failed = false;
+		for (i = 0; i < m->n; i++) {
+			t = &m->t[i];
+			ret = kmem_fingerprint(t->text, &fp, why, sizeof(why));
+			mutex_lock(&records_lock);
+			if (ret) {
+				snprintf(m->error, sizeof(m->error), "cannot fingerprint %s: %s",
+					 t->symbol, why);
+				failed = true;
+			} else {
+				t->fp = fp;
+				t->known = true;
+				strscpy(t->note, why, sizeof(t->note));
+			}
+			mutex_unlock(&records_lock);
+			if (failed) {
+				pr_info("%s: %s\n", kmem_mitigation_name(id), m->error);
+				break;
+			}
+		}
+	}
+	kmem_mitigations_regate();
+}
+
+const char *kmem_verify_build_id(void)
+{
+	return build_id;
 }
 
 static bool func_matches(const struct record_func *f, enum kmemctl_mitigation id,
 			 const struct target *t, bool code)
 {
 	return f->mitigation == id && !strcmp(f->symbol, t->symbol) &&
-	       (!code || (f->size == t->size && f->fp == t->fp));
+	       (!code || (t->known && f->size == t->size && f->fp == t->fp));
 }
 
 /* r has t as it is here (code) or at all. */
@@ -259,14 +315,18 @@ static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 		strscpy(why, m->error, len);
 		return;
 	}
+	if (m->n && !m->t[0].known) {
+		snprintf(why, len, "no patch sites of this build yet (kmemctl build sites)");
+		return;
+	}
 	for (i = 0; i < m->n; i++) {
 		t = &m->t[i];
 		if (some_record_has(id, t, true))
 			continue;
 		if (some_record_has(id, t, false))
 			snprintf(why, len,
-				 "%s differs from every verified copy (size %lu, fingerprint %016llx)",
-				 t->symbol, t->size, t->fp);
+				 "%s differs from every verified copy (size %lu, fingerprint %016llx)%s%s",
+				 t->symbol, t->size, t->fp, t->note[0] ? ": " : "", t->note);
 		else
 			snprintf(why, len, "no record has %s", t->symbol);
 		return;
@@ -277,7 +337,7 @@ static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 bool kmem_verify_check(enum kmemctl_mitigation id, char *reason, size_t len)
 {
 	const struct record *r;
-	char why[160];
+	char why[224];
 	bool ok = false;
 
 	mutex_lock(&records_lock);
@@ -580,12 +640,16 @@ void kmem_verify_init(void)
 void kmem_verify_exit(void)
 {
 	struct record *r, *next;
+	int i;
 
 	list_for_each_entry_safe(r, next, &records, node)
 		kfree(r);
 	INIT_LIST_HEAD(&records);
 	written = 0;
+	for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
+		measured_free(&measured[i]);
 	memset(measured, 0, sizeof(measured));
+	kmem_sites_exit();
 }
 
 static ssize_t build_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
@@ -596,13 +660,19 @@ static ssize_t build_show(struct kobject *kobj, struct kobj_attribute *attr, cha
 
 	len = sysfs_emit(buf, "build_id %s\nrelease %s\nversion %s\n", build_id,
 			 init_utsname()->release, init_utsname()->version);
+	mutex_lock(&records_lock);
 	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
 		m = &measured[id];
-		for (i = 0; i < m->n; i++)
-			len += sysfs_emit_at(buf, len, "func %s %s %lu %016llx\n",
-					     kmem_mitigation_name(id), m->t[i].symbol,
-					     m->t[i].size, m->t[i].fp);
+		for (i = 0; i < m->n; i++) {
+			len += sysfs_emit_at(buf, len, "func %s %s %lu ", kmem_mitigation_name(id),
+					     m->t[i].symbol, m->t[i].size);
+			if (m->t[i].known)
+				len += sysfs_emit_at(buf, len, "%016llx\n", m->t[i].fp);
+			else
+				len += sysfs_emit_at(buf, len, "-\n");
+		}
 	}
+	mutex_unlock(&records_lock);
 	return len;
 }
 
@@ -672,6 +742,12 @@ static struct attribute *verify_attrs[] = {
 	NULL,
 };
 
+static struct bin_attribute *verify_bin_attrs[] = {
+	&kmem_sites_attr,
+	NULL,
+};
+
 const struct attribute_group kmem_verify_group = {
 	.attrs = verify_attrs,
+	.bin_attrs = verify_bin_attrs,
 };

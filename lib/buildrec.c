@@ -51,7 +51,11 @@ static int copy_field(char *dst, size_t size, const char *v, const char *set)
 	return 0;
 }
 
-static int parse_func(struct build_info *b, char *v, unsigned int line, char *err)
+/*
+ * A record's fingerprint is 16 hex digits; a build file's is "-" until
+ * the module has the build's patch sites.
+ */
+static int parse_func(struct build_info *b, char *v, unsigned int line, bool record, char *err)
 {
 	char *save = NULL, *m = strtok_r(v, " ", &save), *sym = strtok_r(NULL, " ", &save);
 	char *size = strtok_r(NULL, " ", &save), *fp = strtok_r(NULL, " ", &save), *end;
@@ -63,7 +67,10 @@ static int parse_func(struct build_info *b, char *v, unsigned int line, char *er
 	f.size = strtoull(size, &end, 10);
 	if (copy_field(f.mitigation, sizeof(f.mitigation), m, NAME) ||
 	    copy_field(f.symbol, sizeof(f.symbol), sym, IDENT) || !all_of(size, "0123456789") ||
-	    errno || *end || strlen(fp) != 16 || copy_field(f.fingerprint, 17, fp, HEX))
+	    errno || *end ||
+	    (record || strcmp(fp, "-") ?
+		     strlen(fp) != 16 || copy_field(f.fingerprint, 17, fp, HEX) :
+		     copy_field(f.fingerprint, 17, fp, NULL)))
 		return bad(err, line, "func '%s %s %s %s' is malformed", m, sym, size, fp);
 	for (size_t i = 0; i < b->nfuncs; i++)
 		if (!strcmp(b->funcs[i].mitigation, m) && !strcmp(b->funcs[i].symbol, sym))
@@ -101,7 +108,7 @@ static int parse_line(struct build_info *b, char *l, unsigned int line, bool rec
 	if (v)
 		*v++ = '\0';
 	if (!strcmp(l, "func") && v)
-		return parse_func(b, v, line, err);
+		return parse_func(b, v, line, record, err);
 	for (k = 0; k < F_N && strcmp(l, keys[k]); k++)
 		;
 	if (k == F_N || (!record && k >= F_KMEMCTL) || (k != F_END) != !!v)

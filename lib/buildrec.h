@@ -7,7 +7,8 @@
  *   build_id <hex>
  *   release <uname -r>
  *   version <uname -v>
- *   func <mitigation> <symbol> <size> <fingerprint>	(any number)
+ *   func <mitigation> <symbol> <size> <fingerprint>	(any number; the
+ *	fingerprint "-" until the module has the build's patch sites)
  *
  * A build record, at most BUILDREC_MAX bytes:
  *   kmemctl-build-record 1

@@ -84,7 +84,7 @@
 
 #include <linux/types.h>
 
-#define KMEMCTL_ABI 4
+#define KMEMCTL_ABI 5
 
 #define KMEMCTL_EVENT_RING 1024
 
@@ -260,6 +260,38 @@ struct kmemctl_event {
 	__u32 pid;
 	__u32 flags;
 	char comm[16];
+};
+
+/*
+ * /sys/kernel/kmemctl/sites (write, binary): the running build's patch-site
+ * tables, taken from its image by userspace (kmemctl build sites, the
+ * agent), since the kernel frees them with init memory. A header, nsections
+ * section entries, then their bytes; every number little-endian. build_id
+ * must be the running kernel's; text_addr is where the image links _text,
+ * so that addr - text_addr + the running _text is where a section's code
+ * runs (KASLR). Beside the image's own sections, "kmemctl.orig" holds what
+ * the image has at each alternative site before the kernel patched it: the
+ * instrlen bytes of every .altinstructions entry (alt_size bytes each,
+ * instrlen the second to last), one after another in the table's order.
+ */
+#define KMEMCTL_SITES_MAGIC "kmsites1"
+#define KMEMCTL_SITES_MAX (4 << 20)
+#define KMEMCTL_SITES_SECTIONS 8
+
+struct kmemctl_sites_header {
+	char magic[8];
+	__u32 nsections;
+	__u32 build_id_len;
+	__u8 build_id[20];
+	__u32 alt_size;		/* sizeof(struct alt_instr) in the image */
+	__u64 text_addr;
+};
+
+struct kmemctl_sites_section {
+	char name[24];		/* ".altinstructions", NUL-padded */
+	__u64 addr;		/* link address */
+	__u32 offset;		/* of its bytes, from the header's start */
+	__u32 size;
 };
 
 #endif

@@ -222,7 +222,7 @@ static void test_nothing_to_write_to(void **state)
 	fixture_put(f->root, "/sys/kernel/kmemctl/abi", "3\n");
 	t = builds_admit(&f->rfs, &f->kr, f->dir, NOW);
 	assert_int_equal(t.admitted + t.refused + t.skipped, 0);
-	fixture_put(f->root, "/sys/kernel/kmemctl/abi", "4\n");
+	fixture_put(f->root, "/sys/kernel/kmemctl/abi", "5\n");
 	snprintf(path, sizeof(path), "%s/sys/kernel/kmemctl/build", f->root);
 	assert_int_equal(unlink(path), 0);
 	t = builds_admit(&f->rfs, &f->kr, f->dir, NOW);

@@ -49,7 +49,7 @@ static void test_read(void **state)
 
 	(void)state;
 	assert_int_equal(rootfs_open_root(&rfs, root), 0);
-	assert_int_equal(kernel_abi(&rfs), 4);
+	assert_int_equal(kernel_abi(&rfs), KMEMCTL_ABI);
 	assert_int_equal(kernel_ids(&rfs, "mitigations", ids, KERNEL_MAX_IDS, &n), 0);
 	assert_int_equal(n, 5);
 	assert_string_equal(ids[0], "kasan-flush-batch");
@@ -135,7 +135,7 @@ static void test_write(void **state)
 
 	/* a module of another ABI: turning off only */
 	strcpy(kv[0].key, "batch_bytes");
-	put("/sys/kernel/kmemctl/abi", "5\n");
+	put("/sys/kernel/kmemctl/abi", "6\n");
 	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", true), -EPROTO);
 	assert_int_equal(kernel_set_params(&rfs, "kasan-quarantine", kv, 2), -EPROTO);
 	assert_int_equal(kernel_set_probe(&rfs, "vmap-purge", 1, -1), -EPROTO);
@@ -147,7 +147,7 @@ static void test_write(void **state)
 	assert_string_equal(buf, "off");
 	put("/sys/kernel/kmemctl/abi", "three\n");
 	assert_int_equal(kernel_set_mode(&rfs, "usercopy-fastpath", true), -EBADMSG);
-	put("/sys/kernel/kmemctl/abi", "4\n");
+	put("/sys/kernel/kmemctl/abi", "5\n");
 	rootfs_close(&rfs);
 }
 
@@ -209,7 +209,7 @@ static void test_bad_files(void **state)
 	}
 	put("/sys/kernel/kmemctl/abi", "three\n");
 	assert_int_equal(kernel_abi(&rfs), -EBADMSG);
-	put("/sys/kernel/kmemctl/abi", "4\n");
+	put("/sys/kernel/kmemctl/abi", "5\n");
 	rootfs_close(&rfs);
 }
 

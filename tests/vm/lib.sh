@@ -22,8 +22,10 @@ set -eu
 # shellcheck source=/dev/null
 [ -r /etc/kmemctl-test.env ] && . /etc/kmemctl-test.env
 
-# Kernel log lines that fail a test; tests/vm/run reads this same line.
-KMEMCTL_SPLAT_RE='BUG:|Oops|WARNING:|Call Trace|general protection|kernel BUG|UBSAN:|KASAN:|unreferenced object|blocked for more than|rcu.*stall'
+# Kernel log lines that fail a test; tests/vm/run reads this same line. A
+# WARN() or lockdep splat starts its line with "WARNING:"; boot notices
+# such as "RETBleed: WARNING: ..." on some CPU models do not.
+KMEMCTL_SPLAT_RE='BUG:|Oops|^WARNING:|Call Trace|general protection|kernel BUG|UBSAN:|KASAN:|unreferenced object|blocked for more than|rcu.*stall'
 
 KMEMCTL_MODDIR=/lib/kmemctl
 
@@ -62,7 +64,9 @@ dmesg_tail() {
 }
 
 # load_mod NAME [PARAM=VALUE...]: insmod /lib/kmemctl/NAME.ko, or
-# modprobe NAME for a kernel module the conf's KERNEL_MODULES names.
+# modprobe NAME for a kernel module the conf's KERNEL_MODULES names. After
+# kmemctl.ko, the kernel's patch sites are written to it, as the agent
+# does on a host, unless KMEMCTL_NO_SITES=1.
 load_mod() {
 	local name=$1 cmd
 	shift
@@ -79,6 +83,29 @@ load_mod() {
 		dmesg_tail 20 >&2
 		die "loading '$name' failed"
 	fi
+	if [ "$name" = kmemctl ] && [ "${KMEMCTL_NO_SITES:-0}" != 1 ] &&
+		! cat "$KMEMCTL_MODDIR/sites" >/sys/kernel/kmemctl/sites; then
+		dmesg_tail 5 >&2
+		die "writing the kernel's patch sites to kmemctl.ko failed"
+	fi
+}
+
+# shipped_verify WHAT ID...: each mitigation ID is admitted by a record the
+# module ships (kmod/records/, made by kmemctl build record with every copy
+# checked against the Debian linux-source of this kernel's series); WHAT
+# says when, in the failure.
+shipped_verify() {
+	local what=$1 id reason series
+
+	shift
+	series=$(uname -r | cut -d. -f1-2)
+	for id in "$@"; do
+		reason=$(cat "/sys/kernel/kmemctl/mitigations/$id/reason")
+		case "$reason" in
+		"off: verified: its code matches record "*" linux-source-$series "*) ;;
+		*) die "$id $what: $reason" ;;
+		esac
+	done
 }
 
 # build_record [SOURCE]: a build record (docs/kmod.md) of the build file on
