@@ -46,6 +46,9 @@ leader() { # PORT: its kmemd_engine_leader
 	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
 		"https://127.0.0.1:$1/metrics" | awk '$1 == "kmemd_engine_leader" { print $2 }'
 }
+is_leader() { # PORT
+	[ "$(leader "$1")" = 1 ]
+}
 wait_for 10 grep -q "runs the rollout engine" kmemd.log || fail "the first kmemd runs no engine"
 [ "$(leader $pa)" = 1 ] && [ "$(leader $pb)" = 0 ] ||
 	fail "engine leaders: first $(leader $pa), second $(leader $pb)"
@@ -180,9 +183,10 @@ h2_moves=$(moves $h2 | wc -l)
 kill -9 "$kmemd_pid"
 wait "$kmemd_pid" 2>/dev/null || true
 kmemd_pid=
-wait_for 10 grep -q "runs the rollout engine" kmemd-b.log ||
-	fail "the second kmemd did not take the engine over"
-[ "$(leader $pb)" = 1 ] || fail "the second kmemd's kmemd_engine_leader: $(leader $pb)"
+# its log may say so from before: on a busy machine the lease can pass to
+# it and back while the first stalls (above)
+wait_for 10 is_leader $pb || fail "the second kmemd did not take the engine over: kmemd_engine_leader $(leader $pb)"
+grep -q "runs the rollout engine" kmemd-b.log || fail "the second kmemd did not log taking the engine over"
 after=$(db "SELECT wave || ' ' || wave_started_ms FROM rollouts WHERE name = 'r'")
 [ "$before" = "$after" ] || fail "after the takeover the wave is $after, was $before"
 echo "ok: the second kmemd took the engine over in wave 2, its start unchanged"
