@@ -235,6 +235,20 @@ stop_agent() {
 	trap - EXIT
 }
 
+# await_agent_module: the agent loaded kmemctl.ko and wrote the build's
+# patch sites into it. In between, for the moment reading the image takes,
+# mitigations with copies say "no patch sites of this build yet": not what
+# a test means to read.
+await_agent_module() {
+	await 60 test -e /sys/kernel/kmemctl/build || agent_fail "the agent did not load kmemctl.ko"
+	await 60 sites_written ||
+		agent_fail "the agent wrote no patch sites: $(grep '^func ' /sys/kernel/kmemctl/build)"
+}
+
+sites_written() {
+	! grep -q '^func .* -$' /sys/kernel/kmemctl/build
+}
+
 # status_has RE: `kmemctl status` (into status.txt) has a line matching RE.
 status_has() {
 	kmemctl status >status.txt 2>&1 && grep -q "$1" status.txt

@@ -18,7 +18,7 @@ disk_up $W/disk
 [ ! -e $W/disk/state ] || die "the disk is not new: it has a state directory"
 
 start_agent_alone $W/disk/state /host/keys "guard_window = 10m" "file = /host/v1.bundle"
-await 60 test -e $M/state || agent_fail "the agent did not load kmemctl.ko"
+await_agent_module
 state=$(cat $M/state)
 [ "$state" != unsupported ] || agent_fail "$MIT is unsupported here: $(cat $M/reason)"
 await 60 grep -q "policy confirm version 1 from file accepted" agent.log ||

@@ -48,7 +48,7 @@ if [ $disabled = 1 ]; then
 	exit 0
 fi
 
-await 60 test -e /sys/kernel/kmemctl/version || agent_fail "the agent did not load kmemctl.ko"
+await_agent_module
 await 30 grep -q "kmemctl.ko loaded (/lib/kmemctl/kmemctl.ko)" agent.log ||
 	agent_fail "no load notice"
 await 60 grep -q "policy vm version 1 from file accepted" agent.log ||

@@ -25,7 +25,7 @@ cp op.pem keys/
 printf '{"mitigations":{"%s":{"mode":"on","params":{"trip_call_ms":50}}}}' $UC >doc.json
 kmemctl policy sign -k op.key -n trip -v 1 -o policy.bin doc.json
 start_agent_alone $W/state $W/keys "guard_window = 10m" "file = $W/policy.bin"
-await 60 test -e $M/state || agent_fail "the agent did not load kmemctl.ko"
+await_agent_module
 case "$(cat $M/state)" in
 unsupported | native)
 	stop_agent
