@@ -344,8 +344,6 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 		event_base_free(base);
 		return r;
 	}
-	load_keys(&keys, cfg);
-	raise_nofile();
 	if (cfg->webhook) {
 		r = notify_new(base, cfg->webhook, cfg->webhook_ca, &k.notify, err, sizeof(err));
 		if (r < 0) {
@@ -355,6 +353,8 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 			return r;
 		}
 	}
+	load_keys(&keys, cfg);
+	raise_nofile();
 	r = names_new(k.store,
 		      &(struct names_limits){ .fleet = (unsigned)cfg->names_max,
 					      .host = (unsigned)cfg->host_names_max },

@@ -28,7 +28,7 @@ fail() {
 [ "$(id -u)" = 0 ] || fail "needs root (mmdebstrap, chroot)"
 command -v mmdebstrap >/dev/null || fail "no mmdebstrap: scripts/install-deps package"
 
-mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | head -n 1)
+mirror=$(sed -n 's/^URIs: *\(http[^ ]*debian\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null | sed -n 1p)
 [ -n "$mirror" ] || mirror=$(awk '$1 == "deb" && $3 !~ /security/ { print $2; exit }' /etc/apt/sources.list)
 [ -n "$mirror" ] || fail "no Debian mirror in the machine's apt sources"
 security=$(sed -n 's/^URIs: *\(http[^ ]*debian-security\)$/\1/p' /etc/apt/sources.list.d/*.sources 2>/dev/null |

@@ -140,7 +140,7 @@ grep -q '"kernel_release": "6.1.0-57-amd64"' status.json || fail "status --json 
 echo "ok: kmemctl status shows the policy's states"
 
 # a bundle with one byte changed, then a reload: refused, nothing changes
-off=$(grep -obUa '"on"' policy.bin | head -1 | cut -d: -f1)
+off=$(grep -obUa '"on"' policy.bin | sed -n 1p | cut -d: -f1)
 printf f | dd of=policy.bin bs=1 seek=$((off + 2)) conv=notrunc status=none
 # and a policy bundle where a build record belongs
 cp policy.bin builds/b-policy.bundle

@@ -69,7 +69,7 @@ done_paths=()
 call /v1/enroll/secrets 400 ops api ops POST /v1/enroll/secrets "${JS[@]}" --data '{"uses":-1}'
 call /v1/enroll/secrets 201 ops api ops POST /v1/enroll/secrets "${JS[@]}" --data '{"uses":5}'
 secret_id=$(sqlite3 kmemd.sqlite 'SELECT max(id) FROM enroll_secrets')
-api ops POST /v1/enroll/secrets "${JS[@]}" --data '{}' | head -1 |
+api ops POST /v1/enroll/secrets "${JS[@]}" --data '{}' | sed -n 1p |
 	python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])' >secret
 enroll() { # host secret-file: kmemctl enroll's exit status, then the code it stands for
 	local rc=0
@@ -133,9 +133,9 @@ call /v1/policies/retire 200 ops api ops POST /v1/policies/retire "${JS[@]}" \
 	--data '{"name":"p","version":2}'
 expect 409 'is retired' "a retired version is assigned no more" ops POST /v1/assignments \
 	"${JS[@]}" --data '{"policy":"p","version":2,"selector":{"all":true}}'
-[ "$(api ops GET /v1/policies | head -1 | grep -o '"version":2')" = "" ] ||
+[ "$(api ops GET /v1/policies | sed -n 1p | grep -o '"version":2')" = "" ] ||
 	fail "GET /v1/policies lists the retired version"
-api ops GET '/v1/policies?retired=1' | head -1 | grep -q '"version":2,.*"retired_ms":' ||
+grep -q '"version":2,.*"retired_ms":' <<<"$(api ops GET '/v1/policies?retired=1' | sed -n 1p)" ||
 	fail "GET /v1/policies?retired=1 has no retired version"
 rollout='{"name":"r","policy":"p","version":1,"selector":{"all":true},"waves":[{"percent":100}]}'
 call /v1/rollouts 400 ops api ops POST /v1/rollouts "${JS[@]}" --data '{"name":"r"}'
@@ -181,7 +181,7 @@ call 'GET /v1/audit' 400 ops api ops GET '/v1/audit?limit=0'
 call 'GET /v1/audit' 200 ops api ops GET '/v1/audit?limit=1'
 
 for path in "${!action[@]}"; do
-	printf '%s\n' "${done_paths[@]}" | grep -qxF "$path" ||
+	grep -qxF "$path" <<<"$(printf '%s\n' "${done_paths[@]}")" ||
 		fail "audited route $path has no case here: add one that changes state through it"
 done
 echo "ok: each of the ${#action[@]} audited routes writes one audit row on 2xx, none on a refusal"
@@ -216,7 +216,7 @@ total=$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')
 total=$(sqlite3 kmemd.sqlite 'SELECT count(*) FROM audit')
 seen=0 before=
 while :; do
-	page=$(api ops GET "/v1/audit?limit=2${before:+&before=$before}" | head -1)
+	page=$(api ops GET "/v1/audit?limit=2${before:+&before=$before}" | sed -n 1p)
 	n=$(python3 -c 'import json, sys; print(len(json.loads(sys.argv[1])["entries"]))' "$page")
 	seen=$((seen + n))
 	before=$(python3 -c 'import json, sys; n = json.loads(sys.argv[1])["next_before"]; print("" if n is None else n)' "$page")

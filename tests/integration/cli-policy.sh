@@ -44,7 +44,7 @@ $KMEMCTL policy sign -k op.key -n base -v 7 doc.json >stdout.bin
 expect_rc 0 "^version 7$" "sign to stdout" $KMEMCTL policy verify -K keys stdout.bin
 
 # one flipped byte inside the document: "on" becomes "of"
-off=$(grep -obUa '"on"' b.bin | head -1 | cut -d: -f1)
+off=$(grep -obUa '"on"' b.bin | sed -n 1p | cut -d: -f1)
 cp b.bin tampered.bin
 printf f | dd of=tampered.bin bs=1 seek=$((off + 2)) conv=notrunc status=none
 cmp -s b.bin tampered.bin && fail "tampering changed nothing"

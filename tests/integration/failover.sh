@@ -39,7 +39,7 @@ $KMEMD -d -c kmemd.conf >kmemd-b.log 2>&1 &
 kmemd_b=$!
 pids+=($kmemd_b)
 wait_for 10 grep -q "listening on port" kmemd-b.log || fail "the second kmemd did not start"
-pb=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd-b.log | head -1)
+pb=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd-b.log | sed -n 1p)
 ops_cli=($KMEMCTL -s "127.0.0.1:$pa, 127.0.0.1:$pb" --ca pki/ca.crt --cert pki/ops.crt
 	--key pki/ops.key)
 leader() { # PORT: its kmemd_engine_leader
@@ -75,7 +75,7 @@ echo "ok: three enrollments a minute from one network, counted across both kmemd
 # the first, h2 one that picks the second, named here for these ports.
 servers="127.0.0.1:$pa,127.0.0.1:$pb"
 for i in $(seq 200); do
-	case $($BUILD/tests/integration/server-order host-$i "$servers" | head -1) in
+	case $($BUILD/tests/integration/server-order host-$i "$servers" | sed -n 1p) in
 	0) h1=${h1:-host-$i} ;;
 	1) h2=${h2:-host-$i} ;;
 	esac
@@ -140,7 +140,7 @@ wait_for 30 sh -c "[ \$(grep -c \"report [0-9]* from '$h2'\" kmemd-b.log) -ge $(
 moves() { # HOST: its agent's moves between kmemd, the last one last
 	grep -E 'reporting to|trying kmemd at' agent-$1.log || true
 }
-moves $h2 | tail -1 | grep -q "trying kmemd at 127.0.0.1:$pb again" ||
+grep -q "trying kmemd at 127.0.0.1:$pb again" <<<"$(moves $h2 | tail -1)" ||
 	fail "$h2 is not back on the second kmemd: $(moves $h2 | tail -3)"
 echo "ok: with room again, the host's next try stays on the kmemd its name picks"
 

@@ -125,7 +125,7 @@ expect 403 "may not call" "a host certificate on an admin route" \
 out=$(curl -sS --cacert pki/ca.crt -w '\n%{http_code}\n' "$URL/v1/hosts")
 [ "$(echo "$out" | tail -1)" = 401 ] || fail "no client certificate: $out"
 echo "ok: no client certificate on an admin route is 401"
-off=$(grep -obUa '"on"' web-1.bundle | head -1 | cut -d: -f1)
+off=$(grep -obUa '"on"' web-1.bundle | sed -n 1p | cut -d: -f1)
 cp web-1.bundle tampered.bundle
 printf f | dd of=tampered.bundle bs=1 seek=$((off + 2)) conv=notrunc status=none
 expect 400 "not a validly signed policy" "a tampered bundle" \
@@ -341,7 +341,7 @@ web_run() { # policy why
 waves=$(db "SELECT count(*) FROM rollout_hosts WHERE rollout = 'rstat-on' GROUP BY wave
 	ORDER BY wave" | paste -sd,)
 [ "$waves" = 1,1 ] || fail "rollout members per wave: $waves"
-head -1 <<<"$(api ops GET /v1/rollouts)" | grep -q '"members":\[1,1\]' ||
+grep -q '"members":\[1,1\]' <<<"$(api ops GET /v1/rollouts | sed -n 1p)" ||
 	fail "GET /v1/rollouts: $(api ops GET /v1/rollouts)"
 wait_for 30 sh -c "grep -q 'policy rstat version 1 from kmemd accepted' agent-web-1.log agent-web-2.log" ||
 	fail "wave 1 reached no host"
@@ -368,7 +368,7 @@ all_modes() { # the mode of every mitigation of every host, one word each
 	done | sort -u | xargs
 }
 host_off() { # HOST OFF: kmemd's record of why HOST applies nothing
-	[ "$(api ops GET /v1/hosts | head -1 | python3 -c 'import json, sys
+	[ "$(api ops GET /v1/hosts | sed -n 1p | python3 -c 'import json, sys
 print({h["host_id"]: h["off"] for h in json.load(sys.stdin)}[sys.argv[1]])' "$1")" = "$2" ]
 }
 [ "$(all_modes)" = "off on" ] || fail "before the stop, modes are: $(all_modes)"

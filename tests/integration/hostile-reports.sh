@@ -44,7 +44,7 @@ spooler=$!
 wait_for 10 sh -c 'ls state-evil/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
 kill $spooler
 wait $spooler || true
-report=$(ls state-evil/spool/*.report | head -1)
+report=$(ls state-evil/spool/*.report | sed -n 1p)
 
 post() { # cert-name body-file: prints the status code; the reply in body.out
 	curl -sS --cacert pki/ca.crt --cert pki/$1.crt --key pki/$1.key -o body.out \

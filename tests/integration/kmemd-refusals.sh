@@ -47,7 +47,7 @@ CONF
 	wait_for 10 grep -q "listening on port" kmemd.log || fail "kmemd did not start"
 }
 start_kmemd 127.0.0.1:0
-port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | sed -n 1p)
 URL=https://127.0.0.1:$port
 
 # the listener's backlog holds a fleet reconnecting at once: the kernel's
@@ -89,7 +89,7 @@ spooler=$!
 wait_for 10 sh -c 'ls state-spool/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
 kill $spooler
 wait $spooler || true
-report=$(ls state-spool/spool/*.report | head -1)
+report=$(ls state-spool/spool/*.report | sed -n 1p)
 
 # The body waits for kmemd's go-ahead (100-continue): a refusal sent on
 # the headers alone then never races the upload into a reset connection.

@@ -95,7 +95,7 @@ hours=$(sqlite3 kmemd.sqlite "SELECT count(DISTINCT host_id || '/' || (unix_ms /
 recent=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM counters WHERE unix_ms >= $now - 3600000")
 
 start_kmemd
-port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | sed -n 1p)
 wait_for 20 grep -q "rolled [0-9]* rows of telemetry" kmemd.log || fail "no rollup pass"
 old=$(sqlite3 kmemd.sqlite "SELECT count(*) FROM report_samples WHERE end_ms < $now - 3600000")
 [ "$old" = 0 ] || fail "$old raw samples older than raw_retention remain"

@@ -46,7 +46,7 @@ spooler=$!
 wait_for 10 sh -c 'ls state-spool/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
 kill $spooler
 wait $spooler || true
-report=$(ls state-spool/spool/*.report | head -1)
+report=$(ls state-spool/spool/*.report | sed -n 1p)
 
 post() { # cert-name body-file: prints the status code
 	curl -sS --cacert pki/ca.crt --cert pki/$1.crt --key pki/$1.key -o /dev/null \

@@ -7,7 +7,8 @@ kmemd_pid=
 agent_pid=
 
 # in_work: run in $work; at exit stop every process in pids, kmemd_pid and
-# agent_pid, then remove $work (unless KEEP is set). A test with a time
+# agent_pid, fail if a sanitizer reported in any file of $work, then
+# remove $work (unless KEEP is set). A test with a time
 # limit (TEST_TIMEOUT, which CMakeLists.txt sets to ctest's TIMEOUT) is
 # stopped 10 s before it by a watchdog that says what the test was
 # running: a timeout is then a diagnosis, not a silent kill.
@@ -42,7 +43,7 @@ watchdog() {
 }
 
 leave_work() {
-	local p
+	local p reports
 	# its sleep too, which would hold ctest's output pipe open
 	pkill -P "$watchdog_pid" 2>/dev/null || true
 	kill "$watchdog_pid" 2>/dev/null || true
@@ -54,6 +55,17 @@ leave_work() {
 			wait "$p" 2>/dev/null || true
 		fi
 	done
+	# a process the test expected to fail (a refused configuration) must
+	# still fail cleanly: a sanitizer's report in any of its logs fails the test
+	reports=$(grep -rIlE '^==[0-9]+==ERROR: [A-Za-z]+Sanitizer|: runtime error: ' "$work" || true)
+	if [ -n "$reports" ]; then
+		for p in $reports; do
+			echo "FAIL: a sanitizer's report in ${p#"$work"/}:" >&2
+			grep -m 1 -A 12 -E '^==[0-9]+==ERROR|: runtime error: ' "$p" >&2
+		done
+		[ -n "${KEEP:-}" ] || rm -rf "$work"
+		exit 1
+	fi
 	[ -n "${KEEP:-}" ] || rm -rf "$work"
 }
 

@@ -52,7 +52,7 @@ new_end=$(not_after pki/h1.crt)
 	fail "h1's renewed certificate runs until $new_end, not [enroll] host_cert_days"
 [ "$(sha256sum <pki/h1.key)" != "$old_key" ] || fail "h1's key was not replaced"
 [ "$(stat -c %a pki/h1.key)" = 600 ] || fail "h1's new key is mode $(stat -c %a pki/h1.key)"
-openssl x509 -in pki/h1.crt -noout -subject | grep -q 'CN *= *h1' || fail "h1's new certificate's subject"
+grep -q 'CN *= *h1' <<<"$(openssl x509 -in pki/h1.crt -noout -subject)" || fail "h1's new certificate's subject"
 [ ! -e pki/h1.key.prev ] && [ ! -e pki/h1.key.new ] && [ ! -e pki/h1.crt.new ] ||
 	fail "files of the renewal left behind: $(ls pki/h1.*)"
 [ "$(db "SELECT count(*) FROM audit WHERE action = 'host.renew' AND actor = 'h1' AND host = 'h1'")" = 1 ] ||

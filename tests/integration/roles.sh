@@ -95,7 +95,7 @@ want_routes() { # ROLE...: the routes of those roles in kmemd -r
 [ "$(whoami alice)" = "$(printf 'operator True\n%s' "$(want_routes observer operator)")" ] ||
 	fail "whoami as an operator: $(whoami alice)"
 # a certificate issued as "admin" before observers existed is an operator
-[ "$(whoami ops | head -1)" = "operator True" ] || fail "an \"admin\" certificate: $(whoami ops)"
+[ "$(whoami ops | sed -n 1p)" = "operator True" ] || fail "an \"admin\" certificate: $(whoami ops)"
 echo "ok: whoami gives each role the routes kmemd lets it call"
 
 # bad revocations change nothing
@@ -195,7 +195,7 @@ if [ -n "${KMEM_STORE_URL:-}" ]; then
 	$KMEMD -d -c kmemd2.conf >kmemd2.log 2>&1 &
 	pids+=($!)
 	wait_for 10 grep -q 'listening on port' kmemd2.log || fail "the second kmemd did not start"
-	port2=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd2.log | head -1)
+	port2=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd2.log | sed -n 1p)
 	URL=https://127.0.0.1:$port2 expect 403 revoked "alice at a second kmemd" alice GET /v1/hosts
 	# and one revoked at the second is refused at the first at once
 	URL=https://127.0.0.1:$port2 expect 200 '"revoked":1' "revoke ops at the second kmemd" \

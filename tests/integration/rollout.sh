@@ -165,7 +165,7 @@ for h in "${hosts[@]}"; do
 done
 # the verdicts keep their numbers: wave 2 compared 6 canaries with 6 baselines
 out=$(api ops GET "/v1/rollouts/status?name=good")
-head -1 <<<"$out" | grep -q '"strata":{"[^"]*":{"canaries":6,"baselines":6}}' ||
+grep -q '"strata":{"[^"]*":{"canaries":6,"baselines":6}}' <<<"$(sed -n 1p <<<"$out")" ||
 	fail "wave 2's verdict: $out"
 grep -q "rollout good wave 3: pass" kmemd.log || fail "no verdict in kmemd's log"
 echo "ok: the good policy passes every wave and reaches every host"
@@ -228,8 +228,8 @@ done
 canary=$(db "SELECT host_id FROM rollout_hosts WHERE rollout = 'bad' AND wave = 0 LIMIT 1")
 grep -q "kernel reported a soft lockup" "agent-$canary.log" || fail "$canary's agent saw no lockup"
 # the CLI's views of the same: the canary's events, the wave's series
-kmemctl host events "$canary" | grep -q "soft-lockup .*watchdog: BUG: soft lockup" ||
-	fail "kmemctl host events $canary: $(kmemctl host events "$canary" | head -5)"
+grep -q "soft-lockup .*watchdog: BUG: soft lockup" <<<"$(kmemctl host events "$canary")" ||
+	fail "kmemctl host events $canary: $(kmemctl host events "$canary" | sed -n 1,5p)"
 kmemctl rollout series bad --wave 1 >series.txt || fail "kmemctl rollout series bad failed"
 grep -q "^rollout bad, wave 1: canaries against their baselines" series.txt &&
 	grep -q " canary " series.txt && grep -q " baseline " series.txt ||
@@ -361,8 +361,8 @@ $1"
 	fail "the webhook's verdicts: $(grep -c verdict hooks.jsonl) of them: $(head -c 2000 hooks.jsonl)"
 [ "$(hooks 'print(sum(1 for x in h if x["kind"] == "verdict" and x["rollout"] == "good"))')" = 4 ] ||
 	fail "the webhook had $(grep -c '"rollout":"good"' hooks.jsonl) verdicts of good, not 4"
-hooks 'print(next(x for x in h if x["kind"] == "trip"))' | grep -q "'mitigation': 'usercopy-fastpath'" ||
-	fail "the webhook had no trip: $(grep trip hooks.jsonl | head -3)"
+grep -q "'mitigation': 'usercopy-fastpath'" <<<"$(hooks 'print(next(x for x in h if x["kind"] == "trip"))')" ||
+	fail "the webhook had no trip: $(grep trip hooks.jsonl | sed -n 1,3p)"
 sent=$(grep -c . hooks.jsonl)
 grep -q '^kmemd_webhook_posts_total{outcome="sent"} [1-9]' metrics.txt &&
 	grep -q '^kmemd_webhook_posts_total{outcome="failed"} 0$' metrics.txt ||
@@ -391,7 +391,7 @@ sleep 3 # six engine ticks: none may move it
 in_state tripping2 paused 1 || fail "tripping2 left its pause: $(state tripping2)"
 [ "$(verdicts tripping2)" = "1 fail health," ] || fail "tripping2's verdicts: $(verdicts tripping2)"
 canaries || fail "the paused wave's canaries were moved"
-db "SELECT reason FROM rollouts WHERE name = 'tripping2'" | grep -q "paused (on_fail = pause)" ||
+grep -q "paused (on_fail = pause)" <<<"$(db "SELECT reason FROM rollouts WHERE name = 'tripping2'")" ||
 	fail "tripping2's reason: $(db "SELECT reason FROM rollouts WHERE name = 'tripping2'")"
 act tripping2 abort
 wait_for 30 running good || fail "the aborted rollout's hosts are not back on good"
@@ -417,7 +417,7 @@ expect 201 '"state":"pending"' "rollout gated is created" ops POST /v1/rollouts 
 	\"waves\":[{\"percent\":25},{\"percent\":100,\"manual\":true}],\"bake_s\":2,$GATES}"
 act gated start
 wait_for 60 in_state gated paused 1 || fail "gated did not stop at its gate: $(state gated), $(verdicts gated)"
-db "SELECT reason FROM rollouts WHERE name = 'gated'" | grep -q "wave 2 waits for kmemctl rollout promote" ||
+grep -q "wave 2 waits for kmemctl rollout promote" <<<"$(db "SELECT reason FROM rollouts WHERE name = 'gated'")" ||
 	fail "gated's reason: $(db "SELECT reason FROM rollouts WHERE name = 'gated'")"
 sleep 3 # six engine ticks: none may move it
 in_state gated paused 1 || fail "gated moved past its gate by itself: $(state gated)"

@@ -88,7 +88,7 @@ M=root-h2/sys/kernel/kmemctl/mitigations/usercopy-fastpath
 echo "tripped: slow call: 2100 ms in a replacement, over trip_call_ms" >$M/reason
 echo tripped >$M/state
 failed() {
-	api ops GET /metrics | grep -q '^kmemd_webhook_posts_total{outcome="failed"} [1-9]'
+	grep -q '^kmemd_webhook_posts_total{outcome="failed"} [1-9]' <<<"$(api ops GET /metrics)"
 }
 wait_for 30 failed || fail "the unverifiable receiver's post is not counted failed: $(api ops GET /metrics | grep webhook)"
 [ ! -s bad.jsonl ] || fail "kmemd posted to a receiver it cannot verify: $(cat bad.jsonl)"
