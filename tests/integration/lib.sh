@@ -189,7 +189,7 @@ kmemd_start() {
 	kmemd_pid=$!
 	wait_for 10 sh -c "[ \$(grep -c 'listening on port' kmemd.log) -gt ${n:-0} ]" ||
 		fail "kmemd did not start"
-	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | head -1)
+	port=$(sed -n 's/.*listening on port \([0-9]*\).*/\1/p' kmemd.log | sed -n 1p)
 	URL=https://127.0.0.1:$port
 }
 
@@ -279,7 +279,7 @@ no_report_lost() {
 		sed -n 's/.*report \([0-9]*\) acknowledged.*/\1/p' agent-$h.log | sort -u >acked-$h
 		db "SELECT seq FROM counters WHERE host_id = '$h'" | sort -u >stored-$h
 		[ -s acked-$h ] || fail "$h had no report acknowledged"
-		missing=$(comm -23 acked-$h stored-$h | head -3 | tr '\n' ' ')
+		missing=$(comm -23 acked-$h stored-$h | sed -n 1,3p | tr '\n' ' ')
 		[ -z "$missing" ] || fail "$h: acknowledged reports missing from the store: $missing"
 	done
 }

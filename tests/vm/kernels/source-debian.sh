@@ -35,7 +35,7 @@ debian_apt_update() {
 
 # debian_field PKG FIELD: FIELD of PKG's candidate version.
 debian_field() {
-	apt-cache show --no-all-versions "$1" 2>/dev/null | sed -n "s/^$2: //p" | head -n 1
+	apt-cache show --no-all-versions "$1" 2>/dev/null | sed -n "s/^$2: //p" | sed -n 1p
 }
 
 debian_require_known() {
@@ -64,13 +64,13 @@ debian_resolve() {
 			show=$(apt-cache show --no-all-versions "$pkg" 2>/dev/null)
 			[ -n "$show" ] || die "package '$pkg' is not known to apt"
 		fi
-		dep=$(echo "$show" | sed -n 's/^Depends: //p' | head -n 1 | tr ',' '\n' |
-			sed 's/^ *//; s/[ |].*//' | grep '^linux-image-' | head -n 1 || true)
+		dep=$(echo "$show" | sed -n 's/^Depends: //p' | sed -n 1p | tr ',' '\n' |
+			sed 's/^ *//; s/[ |].*//' | grep '^linux-image-' | sed -n 1p || true)
 		[ -n "$dep" ] || break
 		pkg=$dep
 	done
 	debian_pkg=$pkg
-	debian_version=$(echo "$show" | sed -n 's/^Version: //p' | head -n 1)
+	debian_version=$(echo "$show" | sed -n 's/^Version: //p' | sed -n 1p)
 	mkdir -p "$KERNEL_CACHE/.resolved"
 	echo "$key $debian_pkg $debian_version" >"$saved.tmp" && mv "$saved.tmp" "$saved"
 }
@@ -92,7 +92,7 @@ debian_header_deps() {
 	local dep version
 
 	echo "$1 $2"
-	apt-cache show "$1=$2" 2>/dev/null | sed -n 's/^Depends: //p' | head -n 1 | tr ',' '\n' |
+	apt-cache show "$1=$2" 2>/dev/null | sed -n 's/^Depends: //p' | sed -n 1p | tr ',' '\n' |
 		sed -n 's/^ *\(linux-\(headers\|kbuild\)-[^ |]*\)\( (= \([^)]*\))\)\{0,1\}.*/\1 \4/p' |
 		while read -r dep version; do
 			echo "$dep ${version:-$(debian_field "$dep" Version)}"
