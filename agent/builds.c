@@ -6,8 +6,10 @@
  * record parses; it is skipped unless it could verify something here:
  * the module matches records on the code (func lines), never on the build
  * id or a version, and keeps a bounded number of written records, so the
- * agent writes only records made for the module's version that share at
- * least one func line with the running kernel's build file.
+ * agent writes only records that share at least one func line with the
+ * running kernel's build file, of a mitigation whose copies are the
+ * module's (its copy lines): a record outlives kmemctl upgrades that
+ * leave its copies as they were.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -160,29 +162,51 @@ static bool same_func(const struct build_func *a, const struct build_func *b)
 	       a->size == b->size && !strcmp(a->fingerprint, b->fingerprint);
 }
 
-/* Whether rec could verify anything of the build running: one func line in common. */
-static bool concerns(const struct build_info *rec, const struct build_info *running)
+/*
+ * Whether rec could verify anything of the build running: one func line
+ * in common. *copies: whether a mitigation of such a line has the
+ * module's copies; when none has, why names the first that differs.
+ */
+static bool concerns(const struct build_info *rec, const struct build_info *running, bool *copies,
+		     char *why, size_t size)
 {
+	bool common = false;
+
+	*copies = false;
 	for (size_t i = 0; i < rec->nfuncs; i++)
-		for (size_t j = 0; j < running->nfuncs; j++)
-			if (same_func(&rec->funcs[i], &running->funcs[j]))
+		for (size_t j = 0; j < running->nfuncs; j++) {
+			const char *m = rec->funcs[i].mitigation;
+			char w[200];
+
+			if (!same_func(&rec->funcs[i], &running->funcs[j]))
+				continue;
+			if (build_same_copies(rec, running, m, "the record", "the module", w,
+					      sizeof(w))) {
+				*copies = true;
 				return true;
-	return false;
+			}
+			if (!common)
+				snprintf(why, size, "%s: %s", m, w);
+			common = true;
+		}
+	return common;
 }
 
 static void admit(const struct rootfs *rfs, const struct build_info *running, struct bundle *b,
 		  struct builds_tally *t)
 {
-	char why[160];
+	char why[256];
+	bool copies;
 	int r;
 
-	if (strcmp(b->rec.kmemctl, running->kmemctl)) {
+	if (concerns(&b->rec, running, &copies, why, sizeof(why)) && !copies) {
 		t->skipped++;
-		log_info("build record bundle '%s' skipped: made for kmemctl %s, the module is %s",
-			 b->name, b->rec.kmemctl, running->kmemctl);
+		log_info("build record bundle '%s' skipped: it was checked with other copies than "
+			 "the module's (%s): make it again with this kmemctl",
+			 b->name, why);
 		return;
 	}
-	if (!concerns(&b->rec, running)) {
+	if (!copies) {
 		t->skipped++;
 		log_info("build record bundle '%s' skipped: build %s (%s) shares no function with "
 			 "this kernel's, build %s (%s)",

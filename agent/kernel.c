@@ -375,27 +375,20 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
 
 int kernel_read_build(const struct rootfs *rfs, struct build_info *b)
 {
-	char text[FILE_MAX], version[sizeof(b->kmemctl) + 1], err[BUILDREC_ERR_MAX];
+	_cleanup_free_ char *text = malloc(BUILDREC_MAX);
+	char err[BUILDREC_ERR_MAX];
 	ssize_t n;
-	int abi = kernel_abi(rfs), r;
+	int abi = kernel_abi(rfs);
 
 	if (abi >= 0 && abi != KMEMCTL_ABI)
 		return -EPROTO;
-	n = rootfs_read(rfs, SYSFS "/build", text, sizeof(text));
+	if (!text)
+		return -ENOMEM;
+	/* a copy line per copy: more than a page */
+	n = rootfs_read(rfs, SYSFS "/build", text, BUILDREC_MAX);
 	if (n < 0)
 		return n == -EFBIG ? -EBADMSG : (int)n;
-	r = build_parse(text, (size_t)n, b, err);
-	if (r < 0)
-		return r;
-	n = rootfs_read(rfs, SYSFS "/version", version, sizeof(version));
-	if (n > 0 && version[n - 1] == '\n')
-		version[--n] = '\0';
-	if (n <= 0 || (size_t)n >= sizeof(b->kmemctl) || strchr(version, '\n')) {
-		build_info_free(b);
-		return n < 0 && n != -EFBIG ? (int)n : -EBADMSG;
-	}
-	memcpy(b->kmemctl, version, (size_t)n + 1);
-	return 0;
+	return build_parse(text, (size_t)n, b, err);
 }
 
 int kernel_write_record(const struct rootfs *rfs, const char *record)

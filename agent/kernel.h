@@ -85,8 +85,8 @@ int kernel_read_probe(const struct rootfs *rfs, const char *id, struct kernel_pr
 int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int64_t threshold_ns);
 
 /*
- * The running build as the module describes it (its build file), with the
- * module's version in b->kmemctl. -ENOENT: no module, or one without
+ * The running build as the module describes it (its build file, with the
+ * module's copies). -ENOENT: no module, or one without
  * verified builds; -EPROTO: a module of another ABI. Free b with
  * build_info_free().
  */

@@ -3,7 +3,8 @@
  * kmemctl build: verified kernel builds (docs/kmod.md, "Verified builds").
  *   kmemctl build check --source DIR|TARBALL [--kmod DIR]
  *   kmemctl build record --source DIR|TARBALL --build FILE [--source-package NAME]
- *       [--source-version V] [--kmod DIR] [--kmemctl VERSION] -o RECORD
+ *       [--source-version V] [--kmod DIR] -o RECORD
+ *   kmemctl build copies [--kmod DIR] [--c] [-o FILE]
  *   kmemctl build sites [--image FILE] -o SITES
  *   kmemctl build sign -k KEY [-s SIGNER] -o BUNDLE RECORD
  *   kmemctl build verify -K KEYS_DIR BUNDLE
@@ -13,6 +14,9 @@
  * source: Debian's builds name the package version in uname -v; for a
  * self-built kernel the operator's --source-version stands in, with a
  * warning. Either way its upstream part must be the source's Makefile's.
+ * A record names the copies it was checked with by their digests, so it
+ * holds for every kmemctl whose copies are the same; copies prints them,
+ * and with --c the table kmod/copies.c compiles into the module.
  * sites takes a build's patch-site tables from its image (default: the
  * running kernel's /boot/vmlinuz-RELEASE) for /sys/kernel/kmemctl/sites.
  */
@@ -319,6 +323,35 @@ struct verdict {
 	char why[COPY_MSG_MAX];
 };
 
+/* The copies checked, as records name them. */
+struct copies {
+	struct build_copy *v;
+	size_t n;
+};
+
+static int copies_add(struct copies *c, const struct copy_file *f, const struct copy_decl *d)
+{
+	struct build_copy *nv = realloc(c->v, (c->n + 1) * sizeof(*nv)), *e;
+	char name[COPY_NAME_MAX];
+
+	if (!nv)
+		return -ENOMEM;
+	c->v = nv;
+	e = &nv[c->n];
+	*e = (struct build_copy){ 0 };
+	copy_name(f, d, name);
+	snprintf(e->mitigation, sizeof(e->mitigation), "%s", d->mitigation);
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	for (size_t i = 0; i < c->n; i++)
+		if (!strcmp(c->v[i].mitigation, e->mitigation) && !strcmp(c->v[i].name, e->name))
+			return log_error_errno(-EINVAL, "%s:%u: a second copy named %s", f->name,
+					       d->line, e->name);
+	if (copy_digest(f, d, e->digest) < 0)
+		return -ENOMEM;
+	c->n++;
+	return 0;
+}
+
 static struct verdict *verdict_of(struct verdict *v, size_t *n, const char *mitigation)
 {
 	for (size_t i = 0; i < *n; i++)
@@ -333,10 +366,11 @@ static struct verdict *verdict_of(struct verdict *v, size_t *n, const char *miti
 
 /*
  * Check every copy, printing "ok" or the first difference for each when
- * verbose; v gets one verdict per mitigation. 0 or -ENOMEM.
+ * verbose; v gets one verdict per mitigation, and copies (when given)
+ * every copy checked. 0, -EINVAL (two copies of one name) or -ENOMEM.
  */
 static int check_all(const struct tree *t, bool verbose, struct verdict *v, size_t *nv,
-		     size_t *checked)
+		     size_t *checked, struct copies *copies)
 {
 	char series[32] = "";
 
@@ -357,6 +391,8 @@ static int check_all(const struct tree *t, bool verbose, struct verdict *v, size
 			}
 			m = verdict_of(v, nv, d->mitigation);
 			(*checked)++;
+			if (copies && (r = copies_add(copies, &t->files[i], d)) < 0)
+				return r;
 			r = copy_check(&t->files[i], d, d->path, &source_of(t, d->path)->toks, msg);
 			if (r == -ENOMEM)
 				return r;
@@ -389,13 +425,12 @@ static const struct option tree_opts[] = {
 	{ "build", required_argument, NULL, 'b' },
 	{ "source-package", required_argument, NULL, 'P' },
 	{ "source-version", required_argument, NULL, 'V' },
-	{ "kmemctl", required_argument, NULL, 'k' },
 	{ "output", required_argument, NULL, 'o' },
 	{ 0 },
 };
 
 struct tree_args {
-	const char *source, *kmod, *build, *package, *version, *kmemctl, *out;
+	const char *source, *kmod, *build, *package, *version, *out;
 };
 
 static int parse_tree_args(int argc, char **argv, struct tree_args *a)
@@ -410,7 +445,6 @@ static int parse_tree_args(int argc, char **argv, struct tree_args *a)
 				    c == 'b' ? &a->build :
 				    c == 'P' ? &a->package :
 				    c == 'V' ? &a->version :
-				    c == 'k' ? &a->kmemctl :
 				    c == 'o' ? &a->out :
 					       NULL;
 
@@ -435,7 +469,7 @@ static int build_check(int argc, char **argv)
 	}
 	r = load_tree(&t, a.kmod, a.source);
 	if (r == 0)
-		r = check_all(&t, true, v, &nv, &checked);
+		r = check_all(&t, true, v, &nv, &checked, NULL);
 	for (size_t i = 0; r == 0 && i < nv; i++)
 		bad += !v[i].ok;
 	if (r == 0)
@@ -443,27 +477,6 @@ static int build_check(int argc, char **argv)
 		       bad ? "some differ from the source" : "all match the source");
 	tree_free(&t);
 	return r == 0 && bad == 0 ? EXIT_OK : EXIT_ERROR;
-}
-
-/* kmod/Makefile's "KMEMCTL_VERSION ?= X". */
-static int kmod_version(const char *kmod, char *buf, size_t size)
-{
-	_cleanup_free_ char *path = NULL, *text = NULL;
-	const char *p;
-	size_t len;
-	int r;
-
-	if (asprintf(&path, "%s/Makefile", kmod) < 0)
-		return -ENOMEM;
-	r = read_file_max(path, 1 << 16, &text, &len);
-	if (r < 0)
-		return r;
-	p = strstr(text, "\nKMEMCTL_VERSION ?= ");
-	if (!p)
-		return -ENOENT;
-	p += strlen("\nKMEMCTL_VERSION ?= ");
-	snprintf(buf, size, "%.*s", (int)strcspn(p, " \t\n"), p);
-	return buf[0] ? 0 : -ENOENT;
 }
 
 /* "VERSION = 6" and the like in the top Makefile: "6.1.192" (with EXTRAVERSION). */
@@ -565,28 +578,49 @@ static int bind_source(const struct tree_args *a, const struct tree *t, const st
 	return 0;
 }
 
-/* b's func lines for the mitigations whose copies all matched. */
-static size_t keep_verified(struct build_info *b, const struct verdict *v, size_t nv)
+/*
+ * b's func lines for the mitigations whose copies all matched and are the
+ * module's that made the build file, and with them those copies: b's copy
+ * lines were the module's, they become the record's.
+ */
+static size_t keep_verified(struct build_info *b, const struct verdict *v, size_t nv,
+			    struct copies *checked)
 {
-	size_t kept = 0;
+	struct build_info mine = { .copies = checked->v, .ncopies = checked->n };
+	size_t kept = 0, ncopies = 0;
+	char why[256];
 
 	for (size_t i = 0; i < b->nfuncs; i++) {
-		const struct verdict *m = NULL;
+		const char *m = b->funcs[i].mitigation;
+		const struct verdict *vm = NULL;
 
 		for (size_t j = 0; j < nv; j++)
-			if (!strcmp(v[j].mitigation, b->funcs[i].mitigation))
-				m = &v[j];
-		if (!m)
-			log_warning("left out func %s %s: kmod/ declares no copy for %s",
-				    b->funcs[i].mitigation, b->funcs[i].symbol,
-				    b->funcs[i].mitigation);
-		else if (!m->ok)
-			log_warning("left out func %s %s: %s", b->funcs[i].mitigation,
-				    b->funcs[i].symbol, m->why);
+			if (!strcmp(v[j].mitigation, m))
+				vm = &v[j];
+		if (!vm)
+			log_warning("left out func %s %s: kmod/ declares no copy for %s", m,
+				    b->funcs[i].symbol, m);
+		else if (!vm->ok)
+			log_warning("left out func %s %s: %s", m, b->funcs[i].symbol, vm->why);
+		else if (!build_same_copies(&mine, b, m, "kmod/",
+					    "the module that made the build file", why,
+					    sizeof(why)))
+			log_warning("left out func %s %s: the copies are not the module's, whose "
+				    "hosts the record is for: %s",
+				    m, b->funcs[i].symbol, why);
 		else
 			b->funcs[kept++] = b->funcs[i];
 	}
 	b->nfuncs = kept;
+	for (size_t i = 0; i < checked->n; i++)
+		for (size_t j = 0; j < kept; j++)
+			if (!strcmp(b->funcs[j].mitigation, checked->v[i].mitigation)) {
+				checked->v[ncopies++] = checked->v[i];
+				break;
+			}
+	free(b->copies);
+	b->copies = TAKE_PTR(checked->v);
+	b->ncopies = ncopies;
 	return kept;
 }
 
@@ -620,6 +654,7 @@ static int make_record(const struct tree_args *a, struct build_info *b)
 	_cleanup_free_ char *rec = NULL;
 	struct verdict v[VERDICTS_MAX];
 	struct source_id id = { 0 };
+	struct copies copies = { 0 };
 	struct tree t = { 0 };
 	size_t nv = 0, checked = 0, len;
 	int r;
@@ -628,15 +663,17 @@ static int make_record(const struct tree_args *a, struct build_info *b)
 	if (r == 0)
 		r = bind_source(a, &t, b, &id);
 	if (r == 0)
-		r = check_all(&t, false, v, &nv, &checked);
+		r = check_all(&t, false, v, &nv, &checked, &copies);
 	tree_free(&t);
-	if (r < 0)
+	if (r < 0) {
+		free(copies.v);
 		return r;
+	}
 	if (id.operator_word)
 		log_warning("build %s (%s) names no package version in '%s': the record binds it "
 			    "to %s %s on the word of whoever runs this",
 			    b->build_id, b->release, b->version, id.package, id.version);
-	if (keep_verified(b, v, nv) == 0)
+	if (keep_verified(b, v, nv, &copies) == 0)
 		return log_error_errno(-EBADMSG,
 				       "no mitigation of build %s (%s) has copies that "
 				       "all match: no record",
@@ -660,21 +697,93 @@ static int build_record(int argc, char **argv)
 	if (parse_tree_args(argc, argv, &a) < 0 || !a.build || !a.out) {
 		fprintf(stderr, "usage: kmemctl build record --source DIR|TARBALL --build FILE "
 				"[--source-package NAME] [--source-version V] [--kmod DIR] "
-				"[--kmemctl VERSION] -o RECORD\n");
+				"-o RECORD\n");
 		return EXIT_USAGE;
 	}
 	r = read_build(a.build, &b);
 	if (r < 0)
 		return EXIT_ERROR;
-	if (a.kmemctl)
-		snprintf(b.kmemctl, sizeof(b.kmemctl), "%s", a.kmemctl);
-	else if (kmod_version(a.kmod, b.kmemctl, sizeof(b.kmemctl)) < 0)
-		r = log_error_errno(-ENOENT, "no KMEMCTL_VERSION in '%s/Makefile': give --kmemctl",
-				    a.kmod);
-	if (r == 0)
-		r = make_record(&a, &b);
+	r = make_record(&a, &b);
 	build_info_free(&b);
 	return r < 0 ? EXIT_ERROR : EXIT_OK;
+}
+
+/*
+ * Every copy in kmod/ with its series and digest; with --c, as the C
+ * table kmod/copies.c is (kmem.h, struct kmem_copy).
+ */
+static int build_copies(int argc, char **argv)
+{
+	static const char usage[] = "usage: kmemctl build copies [--kmod DIR] [--c] [-o FILE]\n";
+	static const struct option opts[] = {
+		{ "kmod", required_argument, NULL, 'M' },
+		{ "c", no_argument, NULL, 'c' },
+		{ "output", required_argument, NULL, 'o' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *kmod = "kmod", *out = "-";
+	_cleanup_free_ char *text = NULL;
+	struct copies c = { 0 };
+	struct tree t = { 0 };
+	size_t size = 0;
+	bool as_c = false;
+	FILE *f;
+	int opt, r;
+
+	optind = 0;
+	while ((opt = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+		if (opt == 'M') {
+			kmod = optarg;
+		} else if (opt == 'c') {
+			as_c = true;
+		} else if (opt == 'o') {
+			out = optarg;
+		} else {
+			fputs(usage, stderr);
+			return EXIT_USAGE;
+		}
+	}
+	if (optind != argc) {
+		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	f = open_memstream(&text, &size);
+	if (!f)
+		return log_error_errno(-ENOMEM, "out of memory"), EXIT_ERROR;
+	if (as_c)
+		fputs("// SPDX-License-Identifier: GPL-2.0\n"
+		      "/* Generated by `kmemctl build copies --c`; do not edit. */\n"
+		      "#include \"kmem.h\"\n\n"
+		      "const struct kmem_copy kmem_copies[] = {\n",
+		      f);
+	r = load_kmod(&t, kmod);
+	for (size_t i = 0; r == 0 && i < t.nfiles; i++) {
+		const struct copy_file *cf = &t.files[i];
+
+		for (size_t j = 0; r == 0 && j < cf->ndecls; j++) {
+			r = copies_add(&c, cf, &cf->decls[j]);
+			if (r < 0)
+				break;
+			fprintf(f,
+				as_c ? "\t{ \"%s\", \"%s\", \"%s\", 0x%sULL },\n" : "%s %s %s %s\n",
+				c.v[c.n - 1].mitigation,
+				cf->series[0] ? cf->series :
+				as_c	      ? "" :
+						"-",
+				c.v[c.n - 1].name, c.v[c.n - 1].digest);
+		}
+	}
+	if (as_c)
+		fputs("\t{}\n};\n", f);
+	tree_free(&t);
+	free(c.v);
+	if (fclose(f) != 0 && r == 0)
+		r = -ENOMEM;
+	if (r == 0)
+		r = write_out(out, text, size);
+	if (r < 0)
+		return log_error_errno(r, "kmemctl build copies: %m"), EXIT_ERROR;
+	return EXIT_OK;
 }
 
 static int build_sites(int argc, char **argv)
@@ -833,6 +942,7 @@ int do_build(int argc, char **argv)
 	static const struct cmd verbs[] = {
 		{ "check", build_check, "check kmod/'s copies of kernel code against its source" },
 		{ "record", build_record, "make a build record for a kernel build" },
+		{ "copies", build_copies, "list kmod/'s copies of kernel code with their digests" },
 		{ "sites", build_sites, "take a build's patch-site tables from its image" },
 		{ "sign", build_sign, "sign a build record into a bundle" },
 		{ "verify", build_verify, "check a record bundle against pinned keys and show it" },

@@ -14,16 +14,19 @@
  * and is refused whole, with the line and the reason in dmesg, unless it
  * is exactly:
  *
- *	kmemctl-build-record 1
- *	kmemctl <module version>
+ *	kmemctl-build-record 2
  *	build_id <hex>
  *	release <uname -r>
  *	version <uname -v>
  *	source <package> <package version>
+ *	copy <mitigation> <name> <digest>	(one or more)
  *	func <mitigation> <symbol> <size> <fingerprint>	(one or more)
  *	end
  *
- * Matching is on the code, never on the build id or a version number.
+ * Matching is on the code, never on the build id or a version number: a
+ * record verifies a mitigation when its func lines are the running
+ * kernel's functions and its copy lines are this module's copies of that
+ * mitigation (copies.c), whatever version of kmemctl made either.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -44,6 +47,7 @@
 
 #define TARGETS_MAX 16
 #define SYMBOL_MAX 64
+#define COPY_NAME_MAX 128
 #define TOKEN_MAX 64
 #define RECORD_MAX SZ_16K
 #define WRITTEN_MAX 64
@@ -76,14 +80,21 @@ struct record_func {
 	char symbol[SYMBOL_MAX];
 };
 
+struct record_copy {
+	enum kmemctl_mitigation mitigation;
+	u64 digest;
+	char name[COPY_NAME_MAX];
+};
+
 struct record {
 	struct list_head node;
 	char build_id[2 * BUILD_ID_MAX + 1];
 	char release[__NEW_UTS_LEN + 1];
 	char version[__NEW_UTS_LEN + 1];
 	char source[2 * TOKEN_MAX];
-	unsigned int nfuncs;
-	struct record_func funcs[];
+	unsigned int nfuncs, ncopies;
+	struct record_func *funcs;
+	struct record_copy *copies;
 };
 
 static struct measured measured[KMEMCTL_MIT_COUNT];
@@ -264,6 +275,69 @@ const char *kmem_verify_build_id(void)
 	return build_id;
 }
 
+/* Copies of another series' code are for its kernels, not this one. */
+static bool copy_here(const struct kmem_copy *c)
+{
+	const char *release = init_utsname()->release;
+	size_t n = strlen(c->series);
+
+	return !n || (!strncmp(release, c->series, n) && strchr(".-", release[n]));
+}
+
+static const struct record_copy *record_copy(const struct record *r, enum kmemctl_mitigation id,
+					     const char *name)
+{
+	int i;
+
+	for (i = 0; i < r->ncopies; i++)
+		if (r->copies[i].mitigation == id && !strcmp(r->copies[i].name, name))
+			return &r->copies[i];
+	return NULL;
+}
+
+/*
+ * r was checked with this module's copies of id: the same names with the
+ * same digests, no more, no fewer. Otherwise why (when given) names the
+ * first copy that differs.
+ */
+static bool same_copies(const struct record *r, enum kmemctl_mitigation id, char *why, size_t len)
+{
+	const char *name = kmem_mitigation_name(id);
+	const struct kmem_copy *c;
+	const struct record_copy *rc;
+	unsigned int mine = 0, theirs = 0;
+	int i;
+
+	for (c = kmem_copies; c->name; c++) {
+		if (strcmp(c->mitigation, name) || !copy_here(c))
+			continue;
+		mine++;
+		rc = record_copy(r, id, c->name);
+		if (rc && rc->digest == c->digest)
+			continue;
+		if (why)
+			snprintf(why, len, "%s %s", c->name,
+				 rc ? "differs from this module's" : "is not in it");
+		return false;
+	}
+	for (i = 0; i < r->ncopies; i++)
+		if (r->copies[i].mitigation == id)
+			theirs++;
+	if (theirs == mine)
+		return true;
+	for (i = 0; why && i < r->ncopies; i++) {
+		for (c = kmem_copies; c->name; c++)
+			if (!strcmp(c->mitigation, name) && copy_here(c) &&
+			    !strcmp(c->name, r->copies[i].name))
+				break;
+		if (r->copies[i].mitigation == id && !c->name) {
+			snprintf(why, len, "%s is not in this module", r->copies[i].name);
+			break;
+		}
+	}
+	return false;
+}
+
 static bool func_matches(const struct record_func *f, enum kmemctl_mitigation id,
 			 const struct target *t, bool code)
 {
@@ -293,7 +367,8 @@ static bool some_record_has(enum kmemctl_mitigation id, const struct target *t, 
 	return false;
 }
 
-static bool record_verifies(const struct record *r, enum kmemctl_mitigation id)
+/* r has every target of id as it is here, whatever its copies. */
+static bool record_has_all(const struct record *r, enum kmemctl_mitigation id)
 {
 	const struct measured *m = &measured[id];
 	int i;
@@ -304,11 +379,18 @@ static bool record_verifies(const struct record *r, enum kmemctl_mitigation id)
 	return m->n > 0;
 }
 
+static bool record_verifies(const struct record *r, enum kmemctl_mitigation id)
+{
+	return record_has_all(r, id) && same_copies(r, id, NULL, 0);
+}
+
 /* Under records_lock: what keeps id from being verified, after "not verified: ". */
 static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 {
 	const struct measured *m = &measured[id];
 	const struct target *t;
+	const struct record *r;
+	char copy[COPY_NAME_MAX + 40];
 	int i;
 
 	if (m->error[0]) {
@@ -317,6 +399,15 @@ static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 	}
 	if (m->n && !m->t[0].known) {
 		snprintf(why, len, "no patch sites of this build yet (kmemctl build sites)");
+		return;
+	}
+	list_for_each_entry(r, &records, node) {
+		if (!record_has_all(r, id))
+			continue;
+		same_copies(r, id, copy, sizeof(copy));
+		snprintf(why, len,
+			 "record %.12s (%s) was checked with other copies of %s: %s; make it again with this kmemctl",
+			 r->build_id, r->release, kmem_mitigation_name(id), copy);
 		return;
 	}
 	for (i = 0; i < m->n; i++) {
@@ -366,11 +457,11 @@ struct parser {
 	unsigned int header;	/* header lines seen, in order */
 	bool end;
 	struct record *r;
-	unsigned int max_funcs;
+	unsigned int max_funcs, max_copies;
 };
 
 static const char *const headers[] = {
-	"kmemctl-build-record", "kmemctl", "build_id", "release", "version", "source",
+	"kmemctl-build-record", "build_id", "release", "version", "source",
 };
 
 #define HEADERS ARRAY_SIZE(headers)
@@ -455,6 +546,49 @@ static int parse_func(struct parser *p, char *rest)
 	return 0;
 }
 
+static bool has_copies(const struct record *r, enum kmemctl_mitigation id)
+{
+	int i;
+
+	for (i = 0; i < r->ncopies; i++)
+		if (r->copies[i].mitigation == id)
+			return true;
+	return false;
+}
+
+/* "copy <mitigation> <name> <digest>", rest: after "copy ". */
+static int parse_copy(struct parser *p, char *rest)
+{
+	struct record_copy *c = &p->r->copies[p->r->ncopies];
+	char *tok[3];
+	int i, id;
+
+	for (i = 0; i < 3; i++) {
+		tok[i] = strsep(&rest, " ");
+		if (!tok[i] || !*tok[i])
+			return refuse(p, "copy: want \"copy <mitigation> <name> <digest>\"");
+	}
+	if (rest)
+		return refuse(p, "copy: more than three fields");
+	if (p->r->nfuncs)
+		return refuse(p, "copy: after a func line");
+	id = mitigation_id(tok[0]);
+	if (id < 0)
+		return refuse(p, "copy: unknown mitigation \"%.32s\"", tok[0]);
+	if (!token_ok(tok[1], COPY_NAME_MAX))
+		return refuse(p, "copy: bad name \"%.32s\"", tok[1]);
+	if (strlen(tok[2]) != 16 || !hex_ok(tok[2], 16) || kstrtou64(tok[2], 16, &c->digest))
+		return refuse(p, "copy: digest \"%.32s\" is not 16 hex digits", tok[2]);
+	if (record_copy(p->r, id, tok[1]))
+		return refuse(p, "copy: %s %s again", tok[0], tok[1]);
+	if (p->r->ncopies == p->max_copies)
+		return refuse(p, "copy: more copy lines than fit");
+	c->mitigation = id;
+	strscpy(c->name, tok[1], sizeof(c->name));
+	p->r->ncopies++;
+	return 0;
+}
+
 /* The value of header line p->header; rest: what follows the keyword. */
 static int parse_header(struct parser *p, char *rest)
 {
@@ -465,31 +599,29 @@ static int parse_header(struct parser *p, char *rest)
 		return refuse(p, "%s: no value", headers[p->header]);
 	switch (p->header) {
 	case 0:
-		if (strcmp(rest, "1"))
-			return refuse(p, "record format \"%.32s\" is not 1", rest);
+		if (!strcmp(rest, "1"))
+			return refuse(p,
+				      "record format 1 is for one kmemctl version only: make it again with kmemctl build record");
+		if (strcmp(rest, "2"))
+			return refuse(p, "record format \"%.32s\" is not 2", rest);
 		break;
 	case 1:
-		if (strcmp(rest, KMEMCTL_MODULE_VERSION))
-			return refuse(p, "record for kmemctl \"%.32s\", this is %s", rest,
-				      KMEMCTL_MODULE_VERSION);
-		break;
-	case 2:
 		if (!hex_ok(rest, 2 * BUILD_ID_MAX) || strlen(rest) % 2)
 			return refuse(p, "build_id \"%.48s\" is not hex bytes", rest);
 		strscpy(r->build_id, rest, sizeof(r->build_id));
 		break;
-	case 3:
+	case 2:
 		if (!token_ok(rest, sizeof(r->release)))
 			return refuse(p, "release \"%.32s\" is not one word of %zu at most",
 				      rest, sizeof(r->release) - 1);
 		strscpy(r->release, rest, sizeof(r->release));
 		break;
-	case 4:
+	case 3:
 		if (strscpy(r->version, rest, sizeof(r->version)) < 0)
 			return refuse(p, "version: more than %zu characters",
 				      sizeof(r->version) - 1);
 		break;
-	case 5:
+	case 4:
 		version = strchr(rest, ' ');
 		if (!version || strchr(version + 1, ' '))
 			return refuse(p, "source: want \"source <package> <version>\"");
@@ -526,7 +658,7 @@ static int parse_line(struct parser *p, char *line)
 	word = strsep(&line, " ");
 	k = header_index(word);
 	if (p->header < HEADERS && k != p->header) {
-		if (k < 0 && strcmp(word, "func") && strcmp(word, "end"))
+		if (k < 0 && strcmp(word, "func") && strcmp(word, "copy") && strcmp(word, "end"))
 			return refuse(p, "unknown line \"%.32s\"", word);
 		return refuse(p, "missing \"%s\" line", headers[p->header]);
 	}
@@ -534,6 +666,8 @@ static int parse_line(struct parser *p, char *line)
 		return parse_header(p, line);
 	if (!strcmp(word, "func"))
 		return parse_func(p, line);
+	if (!strcmp(word, "copy"))
+		return parse_copy(p, line);
 	if (!strcmp(word, "end")) {
 		if (line)
 			return refuse(p, "\"end\" takes nothing");
@@ -545,12 +679,33 @@ static int parse_line(struct parser *p, char *line)
 	return refuse(p, "unknown line \"%.32s\"", word);
 }
 
+static void record_free(struct record *r)
+{
+	if (!r)
+		return;
+	kfree(r->funcs);
+	kfree(r->copies);
+	kfree(r);
+}
+
+/* How many lines of text begin with word and a space. */
+static unsigned int count_lines(const char *text, const char *word)
+{
+	size_t n = strlen(word);
+	unsigned int count = 0;
+	const char *l;
+
+	for (l = text; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+		count += !strncmp(l, word, n) && l[n] == ' ';
+	return count;
+}
+
 /* One record, text of len bytes; origin names it in messages. */
 static struct record *record_parse(const char *text, size_t len, const char *origin)
 {
 	struct parser p = { .origin = origin };
 	char *copy, *rest, *line;
-	int ret = 0;
+	int ret = 0, i;
 
 	if (len > RECORD_MAX || memchr(text, '\0', len)) {
 		pr_info("%s: more than %u bytes, or a NUL byte\n", origin, RECORD_MAX);
@@ -559,10 +714,15 @@ static struct record *record_parse(const char *text, size_t len, const char *ori
 	copy = kmemdup_nul(text, len, GFP_KERNEL);
 	if (!copy)
 		return ERR_PTR(-ENOMEM);
-	/* one func per line at most */
-	p.max_funcs = 1 + len / 16;
-	p.r = kzalloc(struct_size(p.r, funcs, p.max_funcs), GFP_KERNEL);
-	if (!p.r) {
+	p.max_funcs = count_lines(copy, "func");
+	p.max_copies = count_lines(copy, "copy");
+	p.r = kzalloc(sizeof(*p.r), GFP_KERNEL);
+	if (p.r) {
+		p.r->funcs = kcalloc(max(p.max_funcs, 1U), sizeof(*p.r->funcs), GFP_KERNEL);
+		p.r->copies = kcalloc(max(p.max_copies, 1U), sizeof(*p.r->copies), GFP_KERNEL);
+	}
+	if (!p.r || !p.r->funcs || !p.r->copies) {
+		record_free(p.r);
 		kfree(copy);
 		return ERR_PTR(-ENOMEM);
 	}
@@ -580,9 +740,16 @@ static struct record *record_parse(const char *text, size_t len, const char *ori
 		ret = refuse(&p, "no func line");
 	else if (!ret && !p.end)
 		ret = refuse(&p, "no \"end\" line");
+	/* func lines count only with the copies they were checked with */
+	for (i = 0; !ret && i < p.r->nfuncs; i++)
+		if (!has_copies(p.r, p.r->funcs[i].mitigation))
+			ret = refuse(&p, "func %s %s: no copy line for %s",
+				     kmem_mitigation_name(p.r->funcs[i].mitigation),
+				     p.r->funcs[i].symbol,
+				     kmem_mitigation_name(p.r->funcs[i].mitigation));
 	kfree(copy);
 	if (ret) {
-		kfree(p.r);
+		record_free(p.r);
 		return ERR_PTR(ret);
 	}
 	return p.r;
@@ -592,7 +759,9 @@ static bool same_record(const struct record *a, const struct record *b)
 {
 	return !strcmp(a->build_id, b->build_id) && !strcmp(a->release, b->release) &&
 	       !strcmp(a->source, b->source) && a->nfuncs == b->nfuncs &&
-	       !memcmp(a->funcs, b->funcs, a->nfuncs * sizeof(a->funcs[0]));
+	       !memcmp(a->funcs, b->funcs, a->nfuncs * sizeof(a->funcs[0])) &&
+	       a->ncopies == b->ncopies &&
+	       !memcmp(a->copies, b->copies, a->ncopies * sizeof(a->copies[0]));
 }
 
 /* Under records_lock. */
@@ -631,7 +800,7 @@ void kmem_verify_init(void)
 			continue;
 		}
 		if (record_known(r))
-			kfree(r);
+			record_free(r);
 		else
 			list_add_tail(&r->node, &records);
 	}
@@ -643,7 +812,7 @@ void kmem_verify_exit(void)
 	int i;
 
 	list_for_each_entry_safe(r, next, &records, node)
-		kfree(r);
+		record_free(r);
 	INIT_LIST_HEAD(&records);
 	written = 0;
 	for (i = 0; i < KMEMCTL_MIT_COUNT; i++)
@@ -652,28 +821,55 @@ void kmem_verify_exit(void)
 	kmem_sites_exit();
 }
 
-static ssize_t build_show(struct kobject *kobj, struct kobj_attribute *attr, char *buf)
+/*
+ * The build file: what a record of this build must say. More than a page
+ * with every copy's line, so binary: rendered whole at each read.
+ */
+static size_t build_render(char *buf, size_t size)
 {
+	const struct kmem_copy *c;
 	const struct measured *m;
-	ssize_t len;
+	size_t len;
 	int id, i;
 
-	len = sysfs_emit(buf, "build_id %s\nrelease %s\nversion %s\n", build_id,
-			 init_utsname()->release, init_utsname()->version);
+	len = scnprintf(buf, size, "build_id %s\nrelease %s\nversion %s\n", build_id,
+			init_utsname()->release, init_utsname()->version);
 	mutex_lock(&records_lock);
+	/* the copies of the mitigations with functions here, as a record names them */
+	for (c = kmem_copies; c->name; c++) {
+		id = mitigation_id(c->mitigation);
+		if (id >= 0 && measured[id].n && copy_here(c))
+			len += scnprintf(buf + len, size - len, "copy %s %s %016llx\n",
+					 c->mitigation, c->name, c->digest);
+	}
 	for (id = 0; id < KMEMCTL_MIT_COUNT; id++) {
 		m = &measured[id];
 		for (i = 0; i < m->n; i++) {
-			len += sysfs_emit_at(buf, len, "func %s %s %lu ", kmem_mitigation_name(id),
-					     m->t[i].symbol, m->t[i].size);
+			len += scnprintf(buf + len, size - len, "func %s %s %lu ",
+					 kmem_mitigation_name(id), m->t[i].symbol, m->t[i].size);
 			if (m->t[i].known)
-				len += sysfs_emit_at(buf, len, "%016llx\n", m->t[i].fp);
+				len += scnprintf(buf + len, size - len, "%016llx\n", m->t[i].fp);
 			else
-				len += sysfs_emit_at(buf, len, "-\n");
+				len += scnprintf(buf + len, size - len, "-\n");
 		}
 	}
 	mutex_unlock(&records_lock);
 	return len;
+}
+
+static ssize_t build_read(struct file *file, struct kobject *kobj, struct bin_attribute *attr,
+			  char *buf, loff_t off, size_t count)
+{
+	char *text = kmalloc(RECORD_MAX, GFP_KERNEL);
+	size_t len;
+
+	if (!text)
+		return -ENOMEM;
+	len = build_render(text, RECORD_MAX);
+	count = off < len ? min_t(size_t, count, len - off) : 0;
+	memcpy(buf, text + off, count);
+	kfree(text);
+	return count;
 }
 
 /* One line per record, as many as fit in the page, then "... <n> more". */
@@ -721,28 +917,28 @@ static ssize_t records_store(struct kobject *kobj, struct kobj_attribute *attr,
 	}
 	mutex_unlock(&records_lock);
 	if (ret) {
-		kfree(r);
+		record_free(r);
 		return ret;
 	}
 	if (added)
 		pr_info("records: admitted %.12s (%s, %s)\n", r->build_id, r->release, r->source);
 	else
-		kfree(r);
+		record_free(r);
 	/* again for one already here: a gate may have failed for another reason */
 	kmem_mitigations_regate();
 	return count;
 }
 
-static struct kobj_attribute build_attr = __ATTR_RO(build);
+static struct bin_attribute build_attr = __BIN_ATTR(build, 0444, build_read, NULL, 0);
 static struct kobj_attribute records_attr = __ATTR_RW_MODE(records, 0644);
 
 static struct attribute *verify_attrs[] = {
-	&build_attr.attr,
 	&records_attr.attr,
 	NULL,
 };
 
 static struct bin_attribute *verify_bin_attrs[] = {
+	&build_attr,
 	&kmem_sites_attr,
 	NULL,
 };

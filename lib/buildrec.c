@@ -31,6 +31,7 @@ static bool all_of(const char *s, const char *set)
 #define NAME "abcdefghijklmnopqrstuvwxyz0123456789-"
 #define IDENT "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_."
 #define WORD "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.+~:-"
+#define COPYNAME "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.:-()"
 
 /* Printable ASCII, single spaces allowed: uname -v. */
 static bool text_ok(const char *s)
@@ -83,7 +84,39 @@ static int parse_func(struct build_info *b, char *v, unsigned int line, bool rec
 	return 0;
 }
 
-enum { F_BUILD_ID, F_RELEASE, F_VERSION, F_KMEMCTL, F_SOURCE, F_END, F_N };
+static const struct build_copy *copy_named(const struct build_info *b, const char *m,
+					   const char *name)
+{
+	for (size_t i = 0; i < b->ncopies; i++)
+		if (!strcmp(b->copies[i].mitigation, m) && !strcmp(b->copies[i].name, name))
+			return &b->copies[i];
+	return NULL;
+}
+
+/* "copy <mitigation> <name> <digest>" */
+static int parse_copy(struct build_info *b, char *v, unsigned int line, char *err)
+{
+	char *save = NULL, *m = strtok_r(v, " ", &save), *name = strtok_r(NULL, " ", &save);
+	char *digest = strtok_r(NULL, " ", &save);
+	struct build_copy c = { 0 }, *nv;
+
+	if (!digest || strtok_r(NULL, " ", &save))
+		return bad(err, line, "copy wants <mitigation> <name> <digest>");
+	if (copy_field(c.mitigation, sizeof(c.mitigation), m, NAME) ||
+	    copy_field(c.name, sizeof(c.name), name, COPYNAME) || strlen(digest) != 16 ||
+	    copy_field(c.digest, sizeof(c.digest), digest, HEX))
+		return bad(err, line, "copy '%s %s %s' is malformed", m, name, digest);
+	if (copy_named(b, m, name))
+		return bad(err, line, "copy %s %s is listed twice", m, name);
+	nv = realloc(b->copies, (b->ncopies + 1) * sizeof(*nv));
+	if (!nv)
+		return -ENOMEM;
+	b->copies = nv;
+	nv[b->ncopies++] = c;
+	return 0;
+}
+
+enum { F_BUILD_ID, F_RELEASE, F_VERSION, F_SOURCE, F_END, F_N };
 
 static int parse_source(struct build_info *b, char *v, unsigned int line, char *err)
 {
@@ -100,8 +133,7 @@ static int parse_source(struct build_info *b, char *v, unsigned int line, char *
 static int parse_line(struct build_info *b, char *l, unsigned int line, bool record, bool *seen,
 		      char *err)
 {
-	static const char *const keys[F_N] = { "build_id", "release", "version",
-					       "kmemctl",  "source",  "end" };
+	static const char *const keys[F_N] = { "build_id", "release", "version", "source", "end" };
 	char *v = strchr(l, ' ');
 	int k;
 
@@ -109,9 +141,12 @@ static int parse_line(struct build_info *b, char *l, unsigned int line, bool rec
 		*v++ = '\0';
 	if (!strcmp(l, "func") && v)
 		return parse_func(b, v, line, record, err);
+	if (!strcmp(l, "copy") && v)
+		return b->nfuncs ? bad(err, line, "copy after a func line") :
+				   parse_copy(b, v, line, err);
 	for (k = 0; k < F_N && strcmp(l, keys[k]); k++)
 		;
-	if (k == F_N || (!record && k >= F_KMEMCTL) || (k != F_END) != !!v)
+	if (k == F_N || (!record && k >= F_SOURCE) || (k != F_END) != !!v)
 		return bad(err, line, "unexpected '%s'", l);
 	if (seen[k])
 		return bad(err, line, "'%s' given twice", l);
@@ -128,10 +163,6 @@ static int parse_line(struct build_info *b, char *l, unsigned int line, bool rec
 	case F_VERSION:
 		return copy_field(b->version, sizeof(b->version), v, NULL) ?
 			       bad(err, line, "version is not printable text") :
-			       0;
-	case F_KMEMCTL:
-		return copy_field(b->kmemctl, sizeof(b->kmemctl), v, WORD) ?
-			       bad(err, line, "kmemctl version '%s' is malformed", v) :
 			       0;
 	case F_SOURCE:
 		return parse_source(b, v, line, err);
@@ -150,10 +181,15 @@ static int parse(const char *text, size_t len, struct build_info *b, bool record
 	if (len > BUILDREC_MAX)
 		return bad(err, 0, "larger than %d bytes", BUILDREC_MAX);
 	if (record) {
-		static const char magic[] = "kmemctl-build-record 1\n";
+		static const char magic[] = "kmemctl-build-record 2\n";
+		static const char old[] = "kmemctl-build-record 1\n";
 
+		if (len >= sizeof(old) - 1 && !memcmp(text, old, sizeof(old) - 1))
+			return bad(err, 1,
+				   "format 1, valid for one kmemctl version only: make it "
+				   "again with kmemctl build record");
 		if (len < sizeof(magic) - 1 || memcmp(text, magic, sizeof(magic) - 1))
-			return bad(err, 1, "not 'kmemctl-build-record 1'");
+			return bad(err, 1, "not 'kmemctl-build-record 2'");
 		p += sizeof(magic) - 1;
 		line++;
 	}
@@ -173,11 +209,21 @@ static int parse(const char *text, size_t len, struct build_info *b, bool record
 			r = parse_line(b, l, line, record, seen, err);
 		p = nl ? nl + 1 : end;
 	}
-	for (int k = 0; r == 0 && k < (record ? F_N : F_KMEMCTL); k++)
+	for (int k = 0; r == 0 && k < (record ? F_N : F_SOURCE); k++)
 		if (!seen[k])
 			r = bad(err, line, "missing %s",
-				(const char *[]){ "build_id", "release", "version", "kmemctl",
-						  "source", "end" }[k]);
+				(const char *[]){ "build_id", "release", "version", "source",
+						  "end" }[k]);
+	/* a record vouches for func lines only with the copies they were checked with */
+	for (size_t i = 0; r == 0 && record && i < b->nfuncs; i++) {
+		size_t c = 0;
+
+		while (c < b->ncopies && strcmp(b->copies[c].mitigation, b->funcs[i].mitigation))
+			c++;
+		if (c == b->ncopies)
+			r = bad(err, line, "func %s %s: no copy line for %s",
+				b->funcs[i].mitigation, b->funcs[i].symbol, b->funcs[i].mitigation);
+	}
 	if (r < 0)
 		build_info_free(b);
 	return r;
@@ -202,10 +248,11 @@ int build_write_record(const struct build_info *b, char **out, size_t *len)
 
 	if (!f)
 		return -ENOMEM;
-	fprintf(f,
-		"kmemctl-build-record 1\nkmemctl %s\nbuild_id %s\nrelease %s\nversion %s\n"
-		"source %s %s\n",
-		b->kmemctl, b->build_id, b->release, b->version, b->source_name, b->source_version);
+	fprintf(f, "kmemctl-build-record 2\nbuild_id %s\nrelease %s\nversion %s\nsource %s %s\n",
+		b->build_id, b->release, b->version, b->source_name, b->source_version);
+	for (size_t i = 0; i < b->ncopies; i++)
+		fprintf(f, "copy %s %s %s\n", b->copies[i].mitigation, b->copies[i].name,
+			b->copies[i].digest);
 	for (size_t i = 0; i < b->nfuncs; i++)
 		fprintf(f, "func %s %s %llu %s\n", b->funcs[i].mitigation, b->funcs[i].symbol,
 			(unsigned long long)b->funcs[i].size, b->funcs[i].fingerprint);
@@ -226,6 +273,44 @@ int build_write_record(const struct build_info *b, char **out, size_t *len)
 void build_info_free(struct build_info *b)
 {
 	free(b->funcs);
+	free(b->copies);
 	b->funcs = NULL;
-	b->nfuncs = 0;
+	b->copies = NULL;
+	b->nfuncs = b->ncopies = 0;
+}
+
+/* The first copy of m in a that b has not as it is in a; NULL: none. */
+static const struct build_copy *first_other(const struct build_info *a, const struct build_info *b,
+					    const char *m, bool *changed)
+{
+	for (size_t i = 0; i < a->ncopies; i++) {
+		const struct build_copy *c = &a->copies[i], *o;
+
+		if (strcmp(c->mitigation, m))
+			continue;
+		o = copy_named(b, m, c->name);
+		if (!o || strcmp(o->digest, c->digest)) {
+			*changed = o != NULL;
+			return c;
+		}
+	}
+	return NULL;
+}
+
+bool build_same_copies(const struct build_info *a, const struct build_info *b, const char *m,
+		       const char *a_is, const char *b_is, char *why, size_t size)
+{
+	bool changed = false;
+	const struct build_copy *c = first_other(a, b, m, &changed);
+	const char *only = a_is;
+
+	if (!c) {
+		c = first_other(b, a, m, &changed);
+		only = b_is;
+	}
+	if (c && why && changed)
+		snprintf(why, size, "%s differs", c->name);
+	else if (c && why)
+		snprintf(why, size, "%s is only in %s", c->name, only);
+	return !c;
 }

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/evp.h>
+
 #include "copycheck.h"
 #include "macro.h"
 
@@ -688,6 +690,67 @@ int copy_parse(const char *name, const char *text, size_t len, struct copy_file 
 	if (r < 0)
 		copy_file_free(f);
 	return r;
+}
+
+void copy_name(const struct copy_file *f, const struct copy_decl *d, char name[COPY_NAME_MAX])
+{
+	const char *base = strrchr(f->name, '/');
+	char def[COPY_NAME_MAX] = "";
+
+	if (d->nranges)
+		def_name(f->code, d->ranges[0][0], d->ranges[0][1], def, sizeof(def));
+	snprintf(name, COPY_NAME_MAX, "%s:%s", base ? base + 1 : f->name,
+		 def[0] ? def : d->symbols[0]);
+	for (char *c = strchr(name, ':'); *c; c++)
+		if (*c == ' ')
+			*c = '-';
+}
+
+/* s and a NUL: no two fields run into each other */
+static bool digest_add(EVP_MD_CTX *md, const char *s)
+{
+	return EVP_DigestUpdate(md, s, strlen(s) + 1);
+}
+
+static bool digest_strv(EVP_MD_CTX *md, const char *tag, char *const *v, size_t n)
+{
+	bool ok = digest_add(md, tag);
+
+	for (size_t i = 0; ok && i < n; i++)
+		ok = digest_add(md, v[i]);
+	return ok;
+}
+
+int copy_digest(const struct copy_file *f, const struct copy_decl *d,
+		char digest[COPY_DIGEST_LEN + 1])
+{
+	static const char hex[] = "0123456789abcdef";
+	unsigned char md[EVP_MAX_MD_SIZE];
+	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	bool ok = ctx && EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) &&
+		  digest_add(ctx, d->mitigation) && digest_add(ctx, d->path) &&
+		  digest_strv(ctx, "symbols", d->symbols, d->nsymbols) &&
+		  digest_strv(ctx, "copies", d->copies, d->ncopies);
+
+	for (size_t i = 0; ok && i < d->nsubst; i++)
+		ok = digest_add(ctx, d->subst[i].rename ? "rename" : "replace") &&
+		     digest_strv(ctx, "from", d->subst[i].from, d->subst[i].nfrom) &&
+		     digest_strv(ctx, "to", d->subst[i].to, d->subst[i].nto);
+	for (size_t i = 0; ok && i < d->nranges; i++) {
+		ok = digest_add(ctx, "code");
+		for (size_t t = d->ranges[i][0]; ok && t < d->ranges[i][1]; t++)
+			ok = digest_add(ctx, f->code[t]->text);
+	}
+	ok = ok && EVP_DigestFinal_ex(ctx, md, NULL);
+	EVP_MD_CTX_free(ctx);
+	if (!ok)
+		return -ENOMEM;
+	for (size_t i = 0; i < COPY_DIGEST_LEN / 2; i++) {
+		digest[2 * i] = hex[md[i] >> 4];
+		digest[2 * i + 1] = hex[md[i] & 15];
+	}
+	digest[COPY_DIGEST_LEN] = '\0';
+	return 0;
 }
 
 void copy_file_free(struct copy_file *f)

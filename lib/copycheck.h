@@ -34,6 +34,9 @@
 #include "ctok.h"
 
 #define COPY_MSG_MAX 1024
+/* a copy's digest in records: 64 bits of SHA-256, in hex */
+#define COPY_DIGEST_LEN 16
+#define COPY_NAME_MAX 160
 
 struct copy_subst {
 	char **from, **to; /* token texts */
@@ -91,5 +94,24 @@ void copy_file_free(struct copy_file *f);
  */
 int copy_check(const struct copy_file *f, const struct copy_decl *d, const char *kname,
 	       const struct ctok_list *kernel, char msg[COPY_MSG_MAX]);
+
+/*
+ * The name build records give copy d: f's file name without its
+ * directories, ':', and what the copy's first definition defines (or else
+ * d's first symbol), spaces as '-' ("lp_rstat.c:kmem_rstat_flush_locked",
+ * "kasan_quarantine.c:struct-qlist_node"): unique in its file, and kept
+ * by edits elsewhere in it.
+ */
+void copy_name(const struct copy_file *f, const struct copy_decl *d, char name[COPY_NAME_MAX]);
+
+/*
+ * What a build record vouches for of copy d (docs/kmod.md, "Verified
+ * builds"): a digest of its declaration (mitigation, path, symbols,
+ * copies, renames and replaces) and of its code's tokens. Layout and
+ * comments outside the declaration never change it; a changed token does.
+ * -ENOMEM.
+ */
+int copy_digest(const struct copy_file *f, const struct copy_decl *d,
+		char digest[COPY_DIGEST_LEN + 1]);
 
 #endif

@@ -38,7 +38,8 @@ expect() {
 
 expect "kmemctl ro" "rollout"
 expect "kmemctl bu" "build"
-expect "kmemctl build " "check help record sign verify"
+expect "kmemctl build " "check copies help record sign sites verify"
+expect "kmemctl build copies --" "--c --kmod"
 expect "kmemctl build check --s" "--source"
 expect "kmemctl build record --source-v" "--source-version"
 expect "kmemctl --j" "--json"

@@ -17,6 +17,9 @@ static void check_info(const struct build_info *b)
 	for (size_t i = 0; i < b->nfuncs; i++)
 		FUZZ_CHECK(b->funcs[i].mitigation[0] && b->funcs[i].symbol[0] &&
 			   strlen(b->funcs[i].fingerprint) == 16);
+	for (size_t i = 0; i < b->ncopies; i++)
+		FUZZ_CHECK(b->copies[i].mitigation[0] && b->copies[i].name[0] &&
+			   strlen(b->copies[i].digest) == 16);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -29,18 +32,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_info(&b);
 		build_info_free(&b);
 	} else {
-		FUZZ_CHECK(memchr(err, '\0', sizeof(err)) && err[0] && !b.funcs);
+		FUZZ_CHECK(memchr(err, '\0', sizeof(err)) && err[0] && !b.funcs && !b.copies);
 	}
 	if (build_parse_record((const char *)data, size, &b, err) < 0) {
-		FUZZ_CHECK(memchr(err, '\0', sizeof(err)) && err[0] && !b.funcs);
+		FUZZ_CHECK(memchr(err, '\0', sizeof(err)) && err[0] && !b.funcs && !b.copies);
 		return 0;
 	}
 	check_info(&b);
-	FUZZ_CHECK(b.kmemctl[0] && b.source_name[0] && b.source_version[0]);
+	FUZZ_CHECK(b.source_name[0] && b.source_version[0]);
 	FUZZ_CHECK(build_write_record(&b, &text, &len) == 0);
 	FUZZ_CHECK(len == size && !memcmp(text, data, size));
 	FUZZ_CHECK(build_parse_record(text, len, &again, err) == 0);
-	FUZZ_CHECK(again.nfuncs == b.nfuncs);
+	FUZZ_CHECK(again.nfuncs == b.nfuncs && again.ncopies == b.ncopies);
 	free(text);
 	build_info_free(&again);
 	build_info_free(&b);

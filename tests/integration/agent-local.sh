@@ -57,15 +57,15 @@ cat >root/sys/kernel/kmemctl/build <<BUILD
 build_id 3a1f5c9e0d7b2a4c
 release 6.1.0-57-amd64
 version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)
+copy usercopy-fastpath usercopy_fastpath.c:kmem_check_object 0011223344556677
 func usercopy-fastpath __check_object_size 412 0123456789abcdef
 BUILD
 : >root/sys/kernel/kmemctl/records
 {
-	echo "kmemctl-build-record 1"
-	echo "kmemctl $(cat root/sys/kernel/kmemctl/version)"
-	head -n3 root/sys/kernel/kmemctl/build
+	echo "kmemctl-build-record 2"
+	sed -n 1,3p root/sys/kernel/kmemctl/build
 	echo "source linux-source-6.1 6.1.192-3"
-	tail -n1 root/sys/kernel/kmemctl/build
+	sed -n 4,5p root/sys/kernel/kmemctl/build
 	echo end
 } >build.rec
 mkdir builds

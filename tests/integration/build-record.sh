@@ -5,7 +5,10 @@
 # or of none, match linux-source-6.12, each series' files skipped against
 # the other's source; a one-line change inside a copied function fails naming
 # it; records are made for a Debian build and a self-built one (fixture
-# build files) and refused when the build is not of that source; records
+# build files, with this kmod/'s copy lines as its module shows them) and
+# refused when the build is not of that source; a record names the copies
+# it was checked with by digests that layout and the version leave alone,
+# and leaves out a mitigation whose copies are not the module's; records
 # are signed and verified, and never pass as policies or the reverse.
 #
 #   tests/integration/build-record.sh BUILD_DIR SOURCE_DIR
@@ -63,6 +66,15 @@ count_mitigations() {
 	sed -n 's/.*kmemctl-copy: \([a-z-]*\) .*/\1/p' $(series_files "$1") | sort -u | wc -l
 }
 
+# with_copies FIXTURE SERIES: the fixture build file as a module built from
+# kmod/ shows it, its copy lines of SERIES (or none) after the header
+with_copies() {
+	sed -n 1,3p "$1"
+	"$KMEMCTL" build copies --kmod "${3:-$SRC/kmod}" |
+		awk -v s="$2" '$2 == "-" || $2 == s { print "copy", $1, $3, $4 }'
+	sed -n '4,$p' "$1"
+}
+
 copies=$(count_copies 6.1)
 expect_rc 0 "$copies copies of $(count_mitigations 6.1) mitigations: all match the source" \
 	"check the tarball" "$KMEMCTL" build check --source "$TARBALL" --kmod "$SRC/kmod"
@@ -85,35 +97,70 @@ tar -xJf "$TARBALL" linux-source-6.1/Makefile $files
 expect_rc 0 "all match the source" "check the unpacked files" \
 	"$KMEMCTL" build check --source linux-source-6.1 --kmod "$SRC/kmod"
 
+# copies: their digests are of tokens: layout, comments outside the
+# declarations and the version change none; a token in a copy changes its own
+cp -r "$SRC/kmod" kmod2
+"$KMEMCTL" build copies --kmod "$SRC/kmod" >copies.txt
+[ "$(wc -l <copies.txt)" = "$(grep -h 'kmemctl-copy:' "$SRC"/kmod/*.[ch] | wc -l)" ] ||
+	fail "build copies: not one line per declaration"
+sed -i '1a /* a comment */' kmod2/lp_rstat.c
+sed -i 's/^KMEMCTL_VERSION ?= .*/KMEMCTL_VERSION ?= 9.9.9/' kmod2/Makefile
+"$KMEMCTL" build copies --kmod kmod2 | cmp -s - copies.txt ||
+	fail "a comment or the version changed the copies' digests"
+sed -i "s/bpf_flush(pos, cgroup_parent(pos), cpu);/bpf_flush(pos, NULL, cpu);/" \
+	kmod2/lp_rstat.c
+"$KMEMCTL" build copies --kmod kmod2 >copies2.txt
+grep -vxFf copies.txt copies2.txt >changed.txt || true
+[ "$(wc -l <changed.txt)" = 1 ] && grep -q '^rstat-yield 6.1 lp_rstat.c:flush_cpu ' changed.txt ||
+	fail "a token in lp_rstat.c's flush_cpu changed other digests: $(cat changed.txt)"
+expect_rc 0 "kmem_copies[] = {" "the module's table" "$KMEMCTL" build copies --kmod "$SRC/kmod" --c
+cmp -s out "$SRC/kmod/copies.c" || fail "kmod/copies.c is stale: run kmemctl build copies --c -o kmod/copies.c"
+
 # record: Debian's build names its package version
+with_copies "$BUILDS/debian-6.1" 6.1 >debian-6.1
 expect_rc 0 "left out func tlb-gen flush_tlb_kernel_range: kmod/ declares no copy" \
 	"record a Debian build" \
 	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
-	--build "$BUILDS/debian-6.1" -o debian.rec
+	--build debian-6.1 -o debian.rec
 grep -qx 'source linux-source-6.1 6.1.192-3' debian.rec || fail "debian.rec: source line"
-grep -qx 'kmemctl 0.1.0' debian.rec || fail "debian.rec: kmemctl line"
+grep -q '^kmemctl ' debian.rec && fail "debian.rec names a kmemctl version"
 [ "$(grep -c '^func ' debian.rec)" = 4 ] || fail "debian.rec: not 4 func lines"
+# the copies of the three mitigations it vouches for, as build copies lists them
+awk '$2 == "-" || $2 == "6.1" { print $1, $3, $4 }' copies.txt |
+	grep -E '^(kasan-flush-batch|rstat-yield|usercopy-fastpath) ' | sort >want-copies
+sed -n 's/^copy //p' debian.rec | sort | diff want-copies - ||
+	fail "debian.rec's copy lines are not the 6.1 copies of its mitigations"
 grep -q '^func tlb-gen' debian.rec && fail "debian.rec vouches for tlb-gen"
 [ "$(tail -n1 debian.rec)" = end ] || fail "debian.rec does not end with 'end'"
 expect_rc 1 "names package version '6.1.192-3', not --source-version '6.1.192-4'" \
 	"a Debian build is not of another package version" \
 	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
-	--build "$BUILDS/debian-6.1" --source-version 6.1.192-4 -o x.rec
-sed 's/Debian 6.1.192-3/Debian 6.1.190-1/' "$BUILDS/debian-6.1" >debian-6.1.190
+	--build debian-6.1 --source-version 6.1.192-4 -o x.rec
+sed 's/Debian 6.1.192-3/Debian 6.1.190-1/' debian-6.1 >debian-6.1.190
 expect_rc 1 "source version '6.1.190-1' is upstream 6.1.190, but 'linux-source-6.1' is 6.1.192" \
 	"a build of another upstream version" \
 	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
 	--build debian-6.1.190 -o x.rec
 [ ! -e x.rec ] || fail "a refused record was written"
+# a host whose module has other copies of rstat-yield: no record of it from these
+sed 's/^\(copy rstat-yield lp_rstat.c:flush_cpu \).*/\10000000000000000/' debian-6.1 >other-copies
+expect_rc 0 "left out func rstat-yield __mem_cgroup_flush_stats: the copies are not the module's, whose hosts the record is for: lp_rstat.c:flush_cpu differs" \
+	"a build file of a module with other copies" \
+	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
+	--build other-copies -o other.rec
+grep -q '^func rstat-yield' other.rec && fail "other.rec vouches for rstat-yield"
+grep -q '^copy rstat-yield' other.rec && fail "other.rec has rstat-yield's copies"
+[ "$(grep -c '^func ' other.rec)" = 2 ] || fail "other.rec: not 2 func lines"
 
 # record: a self-built kernel names no package: the operator's word, with a warning
+with_copies "$BUILDS/kasan-6.1" 6.1 >kasan-6.1
 expect_rc 1 "names no Debian package version: a self-built kernel; give --source-version" \
 	"a self-built kernel without --source-version" \
 	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
-	--build "$BUILDS/kasan-6.1" -o kasan.rec
+	--build kasan-6.1 -o kasan.rec
 expect_rc 0 "on the word of whoever runs this" "record a self-built kernel" \
 	"$KMEMCTL" build record --source linux-source-6.1 --kmod "$SRC/kmod" \
-	--build "$BUILDS/kasan-6.1" --source-version 6.1.192-3 -o kasan.rec
+	--build kasan-6.1 --source-version 6.1.192-3 -o kasan.rec
 grep -qx 'source linux-source-6.1 6.1.192-3' kasan.rec || fail "kasan.rec: source line"
 
 # a one-line change inside a copied function
@@ -132,7 +179,7 @@ grep -q 'some differ from the source' out || fail "no summary of the failure"
 expect_rc 0 "left out func rstat-yield cgroup_rstat_flush_locked.constprop.0" \
 	"record leaves out the mitigation whose copy differs" \
 	"$KMEMCTL" build record --source changed --kmod "$SRC/kmod" \
-	--build "$BUILDS/kasan-6.1" --source-package linux-source-6.1 \
+	--build kasan-6.1 --source-package linux-source-6.1 \
 	--source-version 6.1.192-3 -o changed.rec
 grep -q '^func rstat-yield' changed.rec && fail "changed.rec vouches for rstat-yield"
 [ "$(grep -c '^func ' changed.rec)" = 2 ] || fail "changed.rec: not 2 func lines"

@@ -19,17 +19,20 @@
 static const char build[] = "build_id 4f1a9c0d2e3b\n"
 			    "release 6.1.0-57-amd64\n"
 			    "version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)\n"
+			    "copy rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566ff\n"
 			    "func rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43\n"
 			    "func usercopy-fastpath __check_object_size 412 0123456789abcdef\n";
 
-static const char record[] = "kmemctl-build-record 1\n"
-			     "kmemctl 0.1.0\n"
-			     "build_id 4f1a9c0d2e3b\n"
-			     "release 6.1.0-57-amd64\n"
-			     "version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)\n"
-			     "source linux-source-6.1 6.1.192-3\n"
-			     "func rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43\n"
-			     "end\n";
+static const char record[] =
+	"kmemctl-build-record 2\n"
+	"build_id 4f1a9c0d2e3b\n"
+	"release 6.1.0-57-amd64\n"
+	"version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)\n"
+	"source linux-source-6.1 6.1.192-3\n"
+	"copy rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566ff\n"
+	"copy rstat-yield kasan_quarantine.c:struct-qlist_node 0123456789abcdef\n"
+	"func rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43\n"
+	"end\n";
 
 static char *edit(const char *text, const char *from, const char *to)
 {
@@ -52,6 +55,9 @@ static void test_build_file(void **state)
 	assert_string_equal(b.release, "6.1.0-57-amd64");
 	assert_string_equal(b.version, "#1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)");
 	assert_int_equal(b.nfuncs, 2);
+	assert_int_equal(b.ncopies, 1);
+	assert_string_equal(b.copies[0].name, "lp_rstat.c:cgroup_rstat_cpu");
+	assert_string_equal(b.copies[0].digest, "00112233445566ff");
 	assert_string_equal(b.funcs[1].mitigation, "usercopy-fastpath");
 	assert_string_equal(b.funcs[1].symbol, "__check_object_size");
 	assert_int_equal(b.funcs[1].size, 412);
@@ -59,7 +65,7 @@ static void test_build_file(void **state)
 	build_info_free(&b);
 	/* a build file is no record, and a record no build file */
 	assert_int_equal(build_parse_record(build, strlen(build), &b, err), -EBADMSG);
-	assert_string_equal(err, "line 1: not 'kmemctl-build-record 1'");
+	assert_string_equal(err, "line 1: not 'kmemctl-build-record 2'");
 	assert_int_equal(build_parse(record, strlen(record), &b, err), -EBADMSG);
 	assert_string_equal(err, "line 1: unexpected 'kmemctl-build-record'");
 }
@@ -72,7 +78,7 @@ static void test_record_roundtrip(void **state)
 
 	(void)state;
 	assert_int_equal(build_parse_record(record, strlen(record), &b, err), 0);
-	assert_string_equal(b.kmemctl, "0.1.0");
+	assert_int_equal(b.ncopies, 2);
 	assert_string_equal(b.source_name, "linux-source-6.1");
 	assert_string_equal(b.source_version, "6.1.192-3");
 	assert_int_equal(b.nfuncs, 1);
@@ -106,7 +112,7 @@ static void test_bad_build_files(void **state)
 		  "line 1: build_id is not an even number of hex digits" },
 		{ "build_id 4f1a9c0d2e3b\n", "build_id 4F1A\n",
 		  "line 1: build_id is not an even number of hex digits" },
-		{ "build_id 4f1a9c0d2e3b\n", "", "line 5: missing build_id" },
+		{ "build_id 4f1a9c0d2e3b\n", "", "line 6: missing build_id" },
 		{ "build_id 4f1a9c0d2e3b\n", "build_id 4f1a\nbuild_id 4f1a\n",
 		  "line 2: 'build_id' given twice" },
 		{ "release 6.1.0-57-amd64\n", "release 6.1.0 57\n",
@@ -114,25 +120,35 @@ static void test_bad_build_files(void **state)
 		{ "release 6.1.0-57-amd64\n", "release\n", "line 2: unexpected 'release'" },
 		{ "version #1", "version \t#1", "line 3: version is not printable text" },
 		{ " 1184 ", " -1 ",
-		  "line 4: func 'rstat-yield cgroup_rstat_flush_locked -1 9a3c5e7f0b1d2f43' is "
+		  "line 5: func 'rstat-yield cgroup_rstat_flush_locked -1 9a3c5e7f0b1d2f43' is "
 		  "malformed" },
 		{ " 1184 ", " 99999999999999999999 ",
-		  "line 4: func 'rstat-yield cgroup_rstat_flush_locked 99999999999999999999 "
+		  "line 5: func 'rstat-yield cgroup_rstat_flush_locked 99999999999999999999 "
 		  "9a3c5e7f0b1d2f43' is malformed" },
 		{ "9a3c5e7f0b1d2f43", "9a3c5e7f0b1d2f4",
-		  "line 4: func 'rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f4' is "
+		  "line 5: func 'rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f4' is "
 		  "malformed" },
 		{ "func rstat-yield", "func Rstat",
-		  "line 4: func 'Rstat cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43' is "
+		  "line 5: func 'Rstat cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43' is "
 		  "malformed" },
 		{ " 1184 9a3c5e7f0b1d2f43\n", " 1184\n",
-		  "line 4: func wants <mitigation> <symbol> <size> <fingerprint>" },
+		  "line 5: func wants <mitigation> <symbol> <size> <fingerprint>" },
 		{ " 1184 9a3c5e7f0b1d2f43\n", " 1184 9a3c5e7f0b1d2f43 x\n",
-		  "line 4: func wants <mitigation> <symbol> <size> <fingerprint>" },
+		  "line 5: func wants <mitigation> <symbol> <size> <fingerprint>" },
 		{ "func usercopy-fastpath __check_object_size 412",
 		  "func rstat-yield cgroup_rstat_flush_locked 412",
-		  "line 5: func rstat-yield cgroup_rstat_flush_locked is listed twice" },
-		{ "0123456789abcdef\n", "0123456789abcdef", "line 5: no newline at the end" },
+		  "line 6: func rstat-yield cgroup_rstat_flush_locked is listed twice" },
+		{ "0123456789abcdef\n", "0123456789abcdef", "line 6: no newline at the end" },
+		{ " 00112233445566ff", " 00112233445566f",
+		  "line 4: copy 'rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566f' is "
+		  "malformed" },
+		{ "lp_rstat.c:cgroup_rstat_cpu", "lp_rstat.c:a/b",
+		  "line 4: copy 'rstat-yield lp_rstat.c:a/b 00112233445566ff' is malformed" },
+		{ " 00112233445566ff", " 00112233445566ff x",
+		  "line 4: copy wants <mitigation> <name> <digest>" },
+		{ "copy rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566ff\n",
+		  "copy rstat-yield a 00112233445566ff\ncopy rstat-yield a 1111111111111111\n",
+		  "line 5: copy rstat-yield a is listed twice" },
 		{ "release", "source linux 1\nrelease", "line 2: unexpected 'source'" },
 		{ "release", "end\nrelease", "line 2: unexpected 'end'" },
 	};
@@ -151,24 +167,31 @@ static void test_bad_records(void **state)
 	static const struct {
 		const char *from, *to, *err;
 	} bad[] = {
-		{ "kmemctl-build-record 1\n", "kmemctl-build-record 2\n",
-		  "line 1: not 'kmemctl-build-record 1'" },
-		{ "kmemctl 0.1.0\n", "", "line 8: missing kmemctl" },
-		{ "kmemctl 0.1.0\n", "kmemctl 0.1 0\n",
-		  "line 2: kmemctl version '0.1 0' is malformed" },
+		{ "kmemctl-build-record 2\n", "kmemctl-build-record 3\n",
+		  "line 1: not 'kmemctl-build-record 2'" },
+		{ "kmemctl-build-record 2\n", "kmemctl-build-record 1\nkmemctl 0.1.0\n",
+		  "line 1: format 1, valid for one kmemctl version only: make it again with "
+		  "kmemctl build record" },
 		{ "source linux-source-6.1 6.1.192-3\n", "source linux-source-6.1\n",
-		  "line 6: source wants <package name> <package version>" },
+		  "line 5: source wants <package name> <package version>" },
 		{ "source linux-source-6.1 6.1.192-3\n", "source linux-source-6.1 6.1 192\n",
-		  "line 6: source wants <package name> <package version>" },
+		  "line 5: source wants <package name> <package version>" },
 		{ "source linux-source-6.1 6.1.192-3\n", "source linux/source 6.1\n",
-		  "line 6: source wants <package name> <package version>" },
-		{ "source linux-source-6.1 6.1.192-3\n", "", "line 8: missing source" },
-		{ "end\n", "", "line 8: missing end" },
-		{ "end\n", "end\nfunc a b 1 0123456789abcdef\n", "line 9: text after 'end'" },
-		{ "end\n", "end x\n", "line 8: unexpected 'end'" },
-		{ "6.1.192-3\n", "6.1.192-3\nsource a 1\n", "line 7: 'source' given twice" },
+		  "line 5: source wants <package name> <package version>" },
+		{ "source linux-source-6.1 6.1.192-3\n", "", "line 9: missing source" },
+		{ "end\n", "", "line 9: missing end" },
+		{ "end\n", "end\nfunc a b 1 0123456789abcdef\n", "line 10: text after 'end'" },
+		{ "end\n", "end x\n", "line 9: unexpected 'end'" },
+		{ "6.1.192-3\n", "6.1.192-3\nsource a 1\n", "line 6: 'source' given twice" },
+		{ "end\n", "copy rstat-yield x 0123456789abcdef\nend\n",
+		  "line 9: copy after a func line" },
+		/* func lines vouched for without their copies */
+		{ "copy rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566ff\n"
+		  "copy rstat-yield kasan_quarantine.c:struct-qlist_node 0123456789abcdef\n",
+		  "",
+		  "line 8: func rstat-yield cgroup_rstat_flush_locked: no copy line for rstat-yield" },
 	};
-	static const char nul[] = "kmemctl-build-record 1\nkmemctl 0\0x\n";
+	static const char nul[] = "kmemctl-build-record 2\nbuild_id 0\0x\n";
 	char err[BUILDREC_ERR_MAX], *big;
 	struct build_info b;
 
@@ -188,6 +211,36 @@ static void test_bad_records(void **state)
 	assert_int_equal(build_parse_record(big, BUILDREC_MAX + 1, &b, err), -EBADMSG);
 	assert_string_equal(err, "line 0: larger than 16384 bytes");
 	free(big);
+}
+
+static void test_same_copies(void **state)
+{
+	static const char other[] =
+		"build_id 00\nrelease r\nversion v\n"
+		"copy rstat-yield lp_rstat.c:cgroup_rstat_cpu 00112233445566ff\n"
+		"copy rstat-yield lp_rstat.c:new 1111111111111111\n"
+		"copy usercopy-fastpath u.c:x 2222222222222222\n";
+	char err[BUILDREC_ERR_MAX], why[200];
+	struct build_info a, b;
+
+	(void)state;
+	assert_int_equal(build_parse(build, strlen(build), &a, err), 0);
+	assert_int_equal(build_parse(other, strlen(other), &b, err), 0);
+	assert_true(build_same_copies(&a, &a, "rstat-yield", "a", "b", why, sizeof(why)));
+	assert_false(build_same_copies(&a, &b, "rstat-yield", "the record", "this module", why,
+				       sizeof(why)));
+	assert_string_equal(why, "lp_rstat.c:new is only in this module");
+	assert_false(build_same_copies(&b, &a, "rstat-yield", "the record", "this module", why,
+				       sizeof(why)));
+	assert_string_equal(why, "lp_rstat.c:new is only in the record");
+	strcpy(b.copies[0].digest, "ffffffffffffffff");
+	assert_false(build_same_copies(&a, &b, "rstat-yield", "x", "y", why, sizeof(why)));
+	assert_string_equal(why, "lp_rstat.c:cgroup_rstat_cpu differs");
+	/* neither has copies of it: the same, nothing */
+	assert_true(build_same_copies(&a, &b, "tlb-gen", "x", "y", NULL, 0));
+	assert_false(build_same_copies(&a, &b, "usercopy-fastpath", "x", "y", NULL, 0));
+	build_info_free(&a);
+	build_info_free(&b);
 }
 
 static void test_write_too_large(void **state)
@@ -215,7 +268,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_build_file),	cmocka_unit_test(test_record_roundtrip),
 		cmocka_unit_test(test_bad_build_files), cmocka_unit_test(test_bad_records),
-		cmocka_unit_test(test_write_too_large),
+		cmocka_unit_test(test_same_copies),	cmocka_unit_test(test_write_too_large),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -26,17 +26,28 @@ static const char build_file[] =
 	"build_id 4f1a9c0d2e3b4a5968778695a4b3c2d1e0f1a2b3\n"
 	"release 6.1.0-57-amd64\n"
 	"version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)\n"
+	"copy rstat-yield lp_rstat.c:flush_cpu 1111111111111111\n"
+	"copy usercopy-fastpath usercopy_fastpath.c:kmem_check_object 2222222222222222\n"
 	"func rstat-yield cgroup_rstat_flush_locked 1184 9a3c5e7f0b1d2f43\n"
 	"func usercopy-fastpath __check_object_size 412 0123456789abcdef\n";
 
-static const char head[] = "kmemctl-build-record 1\n"
-			   "kmemctl %s\n"
+static const char head[] = "kmemctl-build-record 2\n"
 			   "build_id %s\n"
 			   "release 6.1.0-57-amd64\n"
 			   "version #1 SMP PREEMPT_DYNAMIC Debian 6.1.192-3 (2026-11-20)\n"
 			   "source linux-source-6.1 6.1.192-3\n"
 			   "%s"
+			   "%s"
 			   "end\n";
+
+/* The module's copies, as any kmemctl with the same copies makes records. */
+static const char copies_same[] =
+	"copy rstat-yield lp_rstat.c:flush_cpu 1111111111111111\n"
+	"copy usercopy-fastpath usercopy_fastpath.c:kmem_check_object 2222222222222222\n";
+/* A kmemctl whose usercopy copy changed. */
+static const char copies_other[] =
+	"copy rstat-yield lp_rstat.c:flush_cpu 1111111111111111\n"
+	"copy usercopy-fastpath usercopy_fastpath.c:kmem_check_object 3333333333333333\n";
 
 /* Only the usercopy function in common: the agent writes it, the module decides. */
 static const char funcs_common[] =
@@ -52,11 +63,11 @@ struct fixture {
 	struct rootfs rfs;
 };
 
-static char *record(const char *kmemctl, const char *build_id, const char *funcs)
+static char *record(const char *copies, const char *build_id, const char *funcs)
 {
 	char *s;
 
-	assert_true(asprintf(&s, head, kmemctl, build_id, funcs) > 0);
+	assert_true(asprintf(&s, head, build_id, copies, funcs) > 0);
 	return s;
 }
 
@@ -128,14 +139,14 @@ static int teardown(void **state)
 static void test_admits_only_what_concerns_this_kernel(void **state)
 {
 	struct fixture *f = *state;
-	char *good = record("0.1.0", "4f1a9c0d", funcs_common);
-	char *other_build = record("0.1.0", "77aa", funcs_other);
-	char *other_version = record("0.2.0", "4f1a9c0d", funcs_common);
+	char *good = record(copies_same, "4f1a9c0d", funcs_common);
+	char *other_build = record(copies_same, "77aa", funcs_other);
+	char *other_copies = record(copies_other, "4f1a9c0d", funcs_common);
 	char buf[4096];
 	struct builds_tally t;
 
 	put_record(f, f->key, "a-other-build.bundle", other_build);
-	put_record(f, f->key, "b-other-version.bundle", other_version);
+	put_record(f, f->key, "b-other-copies.bundle", other_copies);
 	put_record(f, f->key, "c-good.bundle", good);
 	/* not a bundle by its name: never read */
 	put_file(f, "notes.txt", "garbage", 7);
@@ -147,7 +158,7 @@ static void test_admits_only_what_concerns_this_kernel(void **state)
 	assert_string_equal(buf, good);
 	free(good);
 	free(other_build);
-	free(other_version);
+	free(other_copies);
 }
 
 /* Each of these is refused, none stops the good one after it. */
@@ -155,7 +166,7 @@ static void test_refusals_never_stop_the_rest(void **state)
 {
 	struct fixture *f = *state;
 	Kmemctl__V1__PolicyPayload pol = KMEMCTL__V1__POLICY_PAYLOAD__INIT;
-	char *good = record("0.1.0", "4f1a9c0d", funcs_common);
+	char *good = record(copies_same, "4f1a9c0d", funcs_common);
 	char path[8192], buf[4096];
 	struct builds_tally t;
 	uint8_t *policy;
@@ -172,7 +183,7 @@ static void test_refusals_never_stop_the_rest(void **state)
 	put_file(f, "a-policy.bundle", policy, len);
 	free(policy);
 	put_record(f, f->other, "b-unpinned.bundle", good);
-	put_record(f, f->key, "c-malformed.bundle", "kmemctl-build-record 1\nkmemctl 0.1.0\n");
+	put_record(f, f->key, "c-malformed.bundle", "kmemctl-build-record 2\nbuild_id 00\n");
 	put_file(f, "d-garbage.bundle", "\x0a\xff\xff", 3);
 	snprintf(path, sizeof(path), "%s/e-fifo.bundle", f->dir);
 	assert_int_equal(mkfifo(path, 0600), 0);
@@ -196,7 +207,7 @@ static void test_refusals_never_stop_the_rest(void **state)
 static void test_module_refuses(void **state)
 {
 	struct fixture *f = *state;
-	char *good = record("0.1.0", "4f1a9c0d", funcs_common);
+	char *good = record(copies_same, "4f1a9c0d", funcs_common);
 	char path[8192];
 	struct builds_tally t;
 
@@ -214,7 +225,7 @@ static void test_module_refuses(void **state)
 static void test_nothing_to_write_to(void **state)
 {
 	struct fixture *f = *state;
-	char *good = record("0.1.0", "4f1a9c0d", funcs_common);
+	char *good = record(copies_same, "4f1a9c0d", funcs_common);
 	char path[8192], buf[4096];
 	struct builds_tally t;
 

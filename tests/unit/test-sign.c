@@ -203,7 +203,7 @@ static void test_keyring(void **state)
 	assert_int_equal(keyring_load_dir(&kr, "/nonexistent-dir"), -ENOENT);
 }
 
-static const char record[] = "kmemctl-build-record 1\nkmemctl 0.1.0\nbuild_id ab\nrelease r\n"
+static const char record[] = "kmemctl-build-record 2\nbuild_id ab\nrelease r\n"
 			     "version v\nsource linux-source-6.1 6.1.192-3\nend\n";
 
 static int sign_record(EVP_PKEY *key, int64_t issued, uint8_t **out, size_t *len)

@@ -109,13 +109,14 @@ shipped_verify() {
 }
 
 # build_record [SOURCE]: a build record (docs/kmod.md) of the build file on
-# stdin, its source line "source SOURCE" (default: unchecked <kernel conf>).
+# stdin, its source line "source SOURCE" (default: unchecked <kernel conf>),
+# with the module's copy lines as they are
 build_record() {
-	awk -v version="$KMEMCTL_VERSION" -v source="${1:-unchecked $KMEMCTL_KERNEL}" '
-		BEGIN { print "kmemctl-build-record 1"; print "kmemctl " version }
-		/^func / && !funcs { print "source " source; funcs = 1 }
+	awk -v source="${1:-unchecked $KMEMCTL_KERNEL}" '
+		BEGIN { print "kmemctl-build-record 2" }
+		/^(copy|func) / && !body { print "source " source; body = 1 }
 		{ print }
-		END { if (!funcs) print "source " source; print "end" }'
+		END { if (!body) print "source " source; print "end" }'
 }
 
 # net_up: eth0 on QEMU's user network (tests/vm/run --net), where
