@@ -334,6 +334,18 @@ void start_policy(struct agent *a)
 		run_policy(a, buf, len, "disk");
 }
 
+void stored_policy(struct agent *a)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	int r = policy_load(a->state_dirfd, &buf, &len);
+
+	if (r == 0)
+		run_policy(a, buf, len, "disk");
+	else if (r != -ENOENT)
+		log_warning_errno(r, "the stored policy is unreadable: %m");
+}
+
 /* The operator's bundle on disk ([policy] file), at start and on SIGHUP. */
 void local_policy(struct agent *a)
 {

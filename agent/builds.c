@@ -21,12 +21,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/evp.h>
+
 #include "builds.h"
 #include "buildrec.h"
 #include "kernel.h"
 #include "log.h"
 #include "macro.h"
 #include "message-ids.h"
+#include "statefile.h"
 
 /* A signed record is at most 16 KiB of text and a few hundred bytes more. */
 #define BUNDLE_MAX (64 << 10)
@@ -123,23 +126,13 @@ static const char *verify_error(int r)
 	}
 }
 
-/* Read, verify and parse; 0, or the bundle was refused and logged. */
-static int open_bundle(int dirfd, const struct keyring *kr, time_t now, struct bundle *b)
+/* Verify and parse; 0, or the bundle was refused and logged. */
+static int check_bundle(const struct keyring *kr, time_t now, const uint8_t *buf, size_t len,
+			struct bundle *b)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
 	char err[BUILDREC_ERR_MAX], why[BUILDREC_ERR_MAX + 32];
-	size_t len;
 	int r;
 
-	r = read_bundle(dirfd, b->name, &buf, &len);
-	if (r < 0) {
-		snprintf(why, sizeof(why), "unreadable: %s",
-			 r == -EINVAL ? "not a regular file" :
-			 r == -EFBIG  ? "larger than 64 KiB" :
-					strerror(-r));
-		refuse(b, why);
-		return r;
-	}
 	r = build_record_verify(kr, buf, len, now, &b->payload);
 	if (r < 0) {
 		refuse(b, verify_error(r));
@@ -154,6 +147,26 @@ static int open_bundle(int dirfd, const struct keyring *kr, time_t now, struct b
 	}
 	b->parsed = true;
 	return 0;
+}
+
+/* Read, verify and parse; 0, or the bundle was refused and logged. */
+static int open_bundle(int dirfd, const struct keyring *kr, time_t now, struct bundle *b)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	char why[64];
+	size_t len;
+	int r;
+
+	r = read_bundle(dirfd, b->name, &buf, &len);
+	if (r < 0) {
+		snprintf(why, sizeof(why), "unreadable: %s",
+			 r == -EINVAL ? "not a regular file" :
+			 r == -EFBIG  ? "larger than 64 KiB" :
+					strerror(-r));
+		refuse(b, why);
+		return r;
+	}
+	return check_bundle(kr, now, buf, len, b);
 }
 
 static bool same_func(const struct build_func *a, const struct build_func *b)
@@ -273,6 +286,57 @@ static void each_bundle(const struct rootfs *rfs, const struct build_info *runni
 		free(list[i]);
 	}
 	free(list);
+}
+
+int builds_keep(const struct keyring *kr, const char *dir, const uint8_t *buf, size_t len,
+		time_t now)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct bundle b = { .name = "from kmemd" };
+	unsigned char md[32];
+	char name[sizeof("kmemd-.bundle") + 32];
+	_cleanup_close_ int dirfd = -1;
+	int r;
+
+	r = check_bundle(kr, now, buf, len, &b);
+	if (r == 0 && !EVP_Digest(buf, len, md, NULL, EVP_sha256(), NULL))
+		r = -ENOMEM;
+	if (r < 0)
+		goto out;
+	/* named by its content: the same bundle again is one file */
+	memcpy(name, "kmemd-", 6);
+	for (size_t i = 0; i < 16; i++) {
+		name[6 + 2 * i] = hex[md[i] >> 4];
+		name[7 + 2 * i] = hex[md[i] & 15];
+	}
+	strcpy(name + 38, ".bundle");
+	if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
+		r = log_error_errno(negative_errno(), "creating '%s' failed: %m", dir);
+		goto out;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0) {
+		r = log_error_errno(negative_errno(), "opening '%s' failed: %m", dir);
+		goto out;
+	}
+	if (faccessat(dirfd, name, F_OK, 0) == 0) {
+		r = 0;
+		goto out;
+	}
+	r = statefile_replace(dirfd, name, buf, len);
+	if (r < 0) {
+		log_error_errno(r, "keeping kmemd's build record for %s in '%s' failed: %m",
+				b.rec.release, dir);
+		goto out;
+	}
+	log_info("kmemd's build record for build %s (%s), signed by %s, kept as '%s/%s'",
+		 b.rec.build_id, b.rec.release, b.payload->signer, dir, name);
+	r = 1;
+out:
+	if (b.payload)
+		kmemctl__v1__build_record_payload__free_unpacked(b.payload, NULL);
+	build_info_free(&b.rec);
+	return r;
 }
 
 struct builds_tally builds_admit(const struct rootfs *rfs, const struct keyring *kr,

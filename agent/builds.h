@@ -8,6 +8,8 @@
 #ifndef KMEM_AGENT_BUILDS_H
 #define KMEM_AGENT_BUILDS_H
 
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "rootfs.h"
@@ -26,5 +28,15 @@ struct builds_tally {
  */
 struct builds_tally builds_admit(const struct rootfs *rfs, const struct keyring *kr,
 				 const char *dir, time_t now);
+
+/*
+ * A bundle kmemd handed on (ReportReply.build_records): when a pinned key
+ * signed it and its record parses, kept in dir (the agent's state, never
+ * the operator's [agent] builds) under its content's digest, so it is
+ * admitted at every start as well. 1: kept now, 0: kept before, or a
+ * negative errno: refused (logged).
+ */
+int builds_keep(const struct keyring *kr, const char *dir, const uint8_t *buf, size_t len,
+		time_t now);
 
 #endif

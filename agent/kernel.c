@@ -378,17 +378,25 @@ int kernel_read_build(const struct rootfs *rfs, struct build_info *b)
 	_cleanup_free_ char *text = malloc(BUILDREC_MAX);
 	char err[BUILDREC_ERR_MAX];
 	ssize_t n;
+
+	if (!text)
+		return -ENOMEM;
+	n = kernel_build_file(rfs, text, BUILDREC_MAX);
+	if (n < 0)
+		return (int)n;
+	return build_parse(text, (size_t)n, b, err);
+}
+
+ssize_t kernel_build_file(const struct rootfs *rfs, char *buf, size_t size)
+{
 	int abi = kernel_abi(rfs);
+	ssize_t n;
 
 	if (abi >= 0 && abi != KMEMCTL_ABI)
 		return -EPROTO;
-	if (!text)
-		return -ENOMEM;
 	/* a copy line per copy: more than a page */
-	n = rootfs_read(rfs, SYSFS "/build", text, BUILDREC_MAX);
-	if (n < 0)
-		return n == -EFBIG ? -EBADMSG : (int)n;
-	return build_parse(text, (size_t)n, b, err);
+	n = rootfs_read(rfs, SYSFS "/build", buf, size);
+	return n == -EFBIG ? -EBADMSG : n;
 }
 
 int kernel_write_record(const struct rootfs *rfs, const char *record)

@@ -91,6 +91,13 @@ int kernel_set_probe(const struct rootfs *rfs, const char *id, int enabled, int6
  * build_info_free().
  */
 int kernel_read_build(const struct rootfs *rfs, struct build_info *b);
+/* The build file's text into buf (NUL-terminated); its length, or a negative errno. */
+ssize_t kernel_build_file(const struct rootfs *rfs, char *buf, size_t size);
+/*
+ * What a mitigation's reason says while it waits for a build record
+ * (kmod/verify.c: "unsupported: build <id> (<release>) not verified: ...").
+ */
+#define KERNEL_NOT_VERIFIED ") not verified: "
 /* One build record to the records file, in one write; the module's errno. */
 int kernel_write_record(const struct rootfs *rfs, const char *record);
 /*

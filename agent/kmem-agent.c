@@ -44,6 +44,9 @@
 #include "uapi/kmemctl.h"
 #include "uplink.h"
 
+/* the bundles kmemd handed on, under [agent] state_dir */
+#define KMEMD_BUILDS "builds"
+
 static void usage(FILE *out)
 {
 	fprintf(out,
@@ -91,6 +94,40 @@ static void load_module(const struct agent *a)
 				"the build's patch sites: %s; mitigations with copies stay "
 				"unsupported",
 				why);
+}
+
+/*
+ * The operator's bundles ([agent] builds) and those kmemd handed on (in the
+ * agent's state); true when the module took a record.
+ */
+static bool admit_builds(struct agent *a)
+{
+	_cleanup_free_ char *kmemd = NULL;
+	struct builds_tally t = builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
+
+	if (asprintf(&kmemd, "%s/" KMEMD_BUILDS, a->cfg->state_dir) >= 0)
+		t.admitted += builds_admit(&a->rfs, &a->keys, kmemd, time(NULL)).admitted;
+	return t.admitted > 0;
+}
+
+/* The policies again, once a record admitted: the mitigations it verified can go on. */
+static void policies_again(struct agent *a)
+{
+	stored_policy(a);
+	local_policy(a);
+}
+
+/* A record kmemd handed on: kept, and the builds admitted again when it is new. */
+static void build_from_kmemd(struct agent *a, const uint8_t *buf, size_t len)
+{
+	_cleanup_free_ char *dir = NULL;
+
+	if (asprintf(&dir, "%s/" KMEMD_BUILDS, a->cfg->state_dir) < 0) {
+		log_error("kmemd's build record dropped: out of memory");
+		return;
+	}
+	if (builds_keep(&a->keys, dir, buf, len, time(NULL)) == 1 && admit_builds(a))
+		policies_again(a);
 }
 
 static void on_result(struct agent *a, const struct privsep_result *res)
@@ -154,6 +191,8 @@ void on_network(evutil_socket_t fd, short what, void *arg)
 			if (hostcert_keep(a->cfg, a->buf, (size_t)n) == 0)
 				log_notice("the renewed host certificate is kept in '%s'",
 					   a->cfg->cert);
+		} else if (type == PRIVSEP_BUILD_RECORD) {
+			build_from_kmemd(a, a->buf, (size_t)n);
 		} else {
 			run_policy(a, a->buf, (size_t)n, "kmemd");
 		}
@@ -216,7 +255,8 @@ static void on_sighup(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	log_info("SIGHUP: reading the build records and the policy file again");
-	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
+	if (admit_builds(a))
+		stored_policy(a);
 	local_policy(a);
 	control_tell(a);
 }
@@ -371,7 +411,7 @@ static void restore(struct agent *a, const char *root, const char *spool)
 	if (!root)
 		load_module(a);
 	/* a mitigation a record verifies can then go on under the policies below */
-	builds_admit(&a->rfs, &a->keys, a->cfg->builds_dir, time(NULL));
+	admit_builds(a);
 	load_seq(a, spool);
 	start_policy(a);
 	local_policy(a);

@@ -125,6 +125,8 @@ void quarantine(struct agent *a, const char *id, enum enact_source source,
 int run_policy(struct agent *a, const uint8_t *buf, size_t len, const char *from);
 void start_policy(struct agent *a);
 void local_policy(struct agent *a);
+/* kmemd's last policy, from disk, again: a build record admitted since lets it enact more. */
+void stored_policy(struct agent *a);
 bool switch_recorded(const struct agent *a);
 /* Whether the last run was under the fleet stop: it holds until kmemd says otherwise. */
 bool fleet_stop_recorded(const struct agent *a);

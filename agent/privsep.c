@@ -31,6 +31,8 @@ static const struct {
 			     sizeof(struct privsep_result), sizeof(struct privsep_result) },
 	[PRIVSEP_POLICY] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT), 1, PRIVSEP_MAX_POLICY },
 	[PRIVSEP_CERT] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT), 4, PRIVSEP_MAX_CERT },
+	[PRIVSEP_BUILD_RECORD] = { SIDE(PRIVSEP_NETWORK), SIDE(PRIVSEP_PARENT), 1,
+				   PRIVSEP_MAX_BUILD_RECORD },
 	[PRIVSEP_STATE] = { SIDE(PRIVSEP_PARENT), SIDE(PRIVSEP_CONTROL),
 			    sizeof(struct privsep_state), sizeof(struct privsep_state) },
 	[PRIVSEP_REQUEST] = { SIDE(PRIVSEP_CONTROL), SIDE(PRIVSEP_PARENT),

@@ -44,6 +44,7 @@ enum privsep_type {
 	PRIVSEP_REQUEST, /* control -> parent: struct privsep_request */
 	PRIVSEP_REPLY, /* parent -> control: struct privsep_reply */
 	PRIVSEP_CERT, /* network -> parent: a renewed key and certificate, PEM, NUL after each */
+	PRIVSEP_BUILD_RECORD, /* network -> parent: a signed build record bundle from kmemd */
 	PRIVSEP_TYPES,
 };
 
@@ -113,6 +114,8 @@ struct privsep_hdr {
 #define PRIVSEP_MAX_POLICY (64U << 10)
 /* A host key and its certificate in PEM: about 1 KiB; a CA chain is not sent. */
 #define PRIVSEP_MAX_CERT (16U << 10)
+/* a bundle of a 16 KiB record and its signature, as the agent reads them from disk */
+#define PRIVSEP_MAX_BUILD_RECORD (64U << 10)
 
 /* Who may send on a channel end: the peer's pid and uid, and which process it is. */
 struct privsep_peer {

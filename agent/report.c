@@ -150,6 +150,11 @@ static void add_module(struct agent *a, unsigned done, Kmemctl__V1__Report *rep)
 			o->states.pb[i].source = source_of(o->states.pb[i].id, a);
 		rep->n_mitigations = o->states.n;
 		rep->mitigations = o->states.pbp;
+		/* kmemd keeps the build file, for the record an operator makes of it */
+		rep->n_waiting_for_record = o->states.nwaiting;
+		rep->waiting_for_record = o->states.waiting;
+		if (o->states.build_file[0])
+			rep->build_file = o->states.build_file;
 		monitor_round(a, &o->states);
 		if (o->states.unreadable)
 			log_warning("%zu mitigations of kmemctl.ko did not parse; left out",

@@ -139,6 +139,19 @@ static void on_done(enum uplink_result res, const Kmemctl__V1__ReportReply *rr, 
 			log_warning("kmemd sent a policy of %zu bytes; dropped", len);
 		}
 	}
+	/* the parent verifies them: this child holds no key it could trust them with */
+	for (size_t i = 0; rr && i < rr->n_build_records; i++) {
+		if (!rr->build_records[i].len ||
+		    rr->build_records[i].len > PRIVSEP_MAX_BUILD_RECORD) {
+			log_warning("kmemd sent a build record bundle of %zu bytes; dropped",
+				    rr->build_records[i].len);
+			continue;
+		}
+		r = privsep_send(s->fd, PRIVSEP_BUILD_RECORD, rr->build_records[i].data,
+				 rr->build_records[i].len);
+		if (r < 0)
+			log_error_errno(r, "passing kmemd's build record on failed: %m");
+	}
 	if (s->spooling) {
 		out.spooled = s->spool.n;
 		out.dropped = s->spool.dropped;

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "states.h"
 
@@ -60,6 +61,8 @@ int states_collect(const struct rootfs *rfs, struct states *s, states_source sou
 
 	s->n = 0;
 	s->unreadable = 0;
+	s->nwaiting = 0;
+	s->build_file[0] = '\0';
 	r = kernel_ids(rfs, "mitigations", ids, KERNEL_MAX_IDS, &n);
 	if (r < 0)
 		return r;
@@ -69,7 +72,12 @@ int states_collect(const struct rootfs *rfs, struct states *s, states_source sou
 			continue;
 		}
 		to_pb(s, s->n, source, arg);
+		if (s->km[s->n].state == KERNEL_STATE_UNSUPPORTED &&
+		    strstr(s->km[s->n].reason, KERNEL_NOT_VERIFIED))
+			s->waiting[s->nwaiting++] = s->km[s->n].id;
 		s->n++;
 	}
+	if (s->nwaiting && kernel_build_file(rfs, s->build_file, sizeof(s->build_file)) < 0)
+		s->build_file[0] = '\0';
 	return (int)s->n;
 }

@@ -7,6 +7,7 @@
 #ifndef KMEM_AGENT_STATES_H
 #define KMEM_AGENT_STATES_H
 
+#include "buildrec.h"
 #include "kernel.h"
 #include "kmemctl/v1/mitigation.pb-c.h"
 
@@ -21,6 +22,11 @@ struct states {
 	Kmemctl__V1__MitigationState__StatsEntry *statsp[KERNEL_MAX_IDS][KERNEL_MAX_KV];
 	size_t n;
 	size_t unreadable; /* mitigations whose files did not parse, left out */
+	/* the ids unsupported until a build record vouches for this build */
+	char *waiting[KERNEL_MAX_IDS];
+	size_t nwaiting;
+	/* while one waits: the module's build file, for the record; "" otherwise */
+	char build_file[BUILDREC_MAX];
 };
 
 /* Who set id's mode: a Kmemctl__V1__ModeSource value. */

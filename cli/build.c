@@ -2,8 +2,8 @@
 /*
  * kmemctl build: verified kernel builds (docs/kmod.md, "Verified builds").
  *   kmemctl build check --source DIR|TARBALL [--kmod DIR]
- *   kmemctl build record --source DIR|TARBALL --build FILE [--source-package NAME]
- *       [--source-version V] [--kmod DIR] -o RECORD
+ *   kmemctl build record (--build FILE | --build-id ID) [--source DIR|TARBALL]
+ *       [--source-package NAME] [--source-version V] [--kmod DIR] -o RECORD
  *   kmemctl build copies [--kmod DIR] [--c] [-o FILE]
  *   kmemctl build sites [--image FILE] -o SITES
  *   kmemctl build sign -k KEY [-s SIGNER] -o BUNDLE RECORD
@@ -14,6 +14,8 @@
  * source: Debian's builds name the package version in uname -v; for a
  * self-built kernel the operator's --source-version stands in, with a
  * warning. Either way its upstream part must be the source's Makefile's.
+ * With --build-id the build file is kmemd's copy, and without --source a
+ * Debian build's source package is downloaded at the version it names.
  * A record names the copies it was checked with by their digests, so it
  * holds for every kmemctl whose copies are the same; copies prints them,
  * and with --c the table kmod/copies.c compiles into the module.
@@ -35,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "build-fleet.h"
 #include "buildrec.h"
 #include "kimage.h"
 #include "copycheck.h"
@@ -48,7 +51,6 @@
 /* The largest kernel source file a declaration may name (mm/vmalloc.c: 120 KiB). */
 #define SOURCE_FILE_MAX (4 << 20)
 #define KMOD_FILE_MAX (1 << 20)
-#define BUNDLE_MAX (64 << 10)
 
 struct source_file {
 	char *path; /* as declarations name it */
@@ -426,11 +428,12 @@ static const struct option tree_opts[] = {
 	{ "source-package", required_argument, NULL, 'P' },
 	{ "source-version", required_argument, NULL, 'V' },
 	{ "output", required_argument, NULL, 'o' },
+	{ "build-id", required_argument, NULL, 'i' },
 	{ 0 },
 };
 
 struct tree_args {
-	const char *source, *kmod, *build, *package, *version, *out;
+	const char *source, *kmod, *build, *package, *version, *out, *build_id;
 };
 
 static int parse_tree_args(int argc, char **argv, struct tree_args *a)
@@ -446,13 +449,14 @@ static int parse_tree_args(int argc, char **argv, struct tree_args *a)
 				    c == 'P' ? &a->package :
 				    c == 'V' ? &a->version :
 				    c == 'o' ? &a->out :
+				    c == 'i' ? &a->build_id :
 					       NULL;
 
 		if (!slot)
 			return -EINVAL;
 		*slot = optarg;
 	}
-	return optind == argc && a->source ? 0 : -EINVAL;
+	return optind == argc ? 0 : -EINVAL;
 }
 
 static int build_check(int argc, char **argv)
@@ -463,7 +467,7 @@ static int build_check(int argc, char **argv)
 	size_t nv = 0, bad = 0, checked = 0;
 	int r;
 
-	if (parse_tree_args(argc, argv, &a) < 0 || a.build || a.out) {
+	if (parse_tree_args(argc, argv, &a) < 0 || !a.source || a.build || a.out || a.build_id) {
 		fprintf(stderr, "usage: kmemctl build check --source DIR|TARBALL [--kmod DIR]\n");
 		return EXIT_USAGE;
 	}
@@ -690,21 +694,47 @@ static int make_record(const struct tree_args *a, struct build_info *b)
 
 static int build_record(int argc, char **argv)
 {
+	_cleanup_free_ char *fetched = NULL, *dir = NULL, *tarball = NULL;
+	char pkg[64], deb[129];
 	struct build_info b;
 	struct tree_args a;
 	int r;
 
-	if (parse_tree_args(argc, argv, &a) < 0 || !a.build || !a.out) {
-		fprintf(stderr, "usage: kmemctl build record --source DIR|TARBALL --build FILE "
-				"[--source-package NAME] [--source-version V] [--kmod DIR] "
-				"-o RECORD\n");
+	if (parse_tree_args(argc, argv, &a) < 0 || !a.build == !a.build_id || !a.out ||
+	    (!a.source && !a.build_id)) {
+		fprintf(stderr, "usage: kmemctl build record (--build FILE | --build-id ID) "
+				"[--source DIR|TARBALL] [--source-package NAME] [--source-version V] "
+				"[--kmod DIR] -o RECORD\n");
 		return EXIT_USAGE;
+	}
+	if (a.build_id) {
+		if (asprintf(&fetched, "%s.build", a.out) < 0)
+			return EXIT_ERROR;
+		r = build_fetch_file(a.build_id, fetched);
+		if (r != EXIT_OK)
+			return r;
+		a.build = fetched;
 	}
 	r = read_build(a.build, &b);
 	if (r < 0)
 		return EXIT_ERROR;
-	r = make_record(&a, &b);
+	if (!a.source && !debian_version(b.version, deb, sizeof(deb))) {
+		r = log_error_errno(-EINVAL,
+				    "build %s (%s) names no Debian package version: give --source",
+				    b.build_id, b.release);
+	} else if (!a.source) {
+		/* Debian names its source package by series: 6.1.0-57-amd64 is linux-source-6.1 */
+		size_t major = strspn(b.release, "0123456789");
+
+		snprintf(pkg, sizeof(pkg), "linux-source-%.*s",
+			 (int)(major + 1 + strspn(b.release + major + 1, "0123456789")), b.release);
+		r = build_fetch_source(a.package ?: pkg, deb, &dir, &tarball);
+		a.source = tarball;
+	}
+	if (r == 0)
+		r = make_record(&a, &b);
 	build_info_free(&b);
+	build_remove_dir(dir);
 	return r < 0 ? EXIT_ERROR : EXIT_OK;
 }
 
@@ -942,6 +972,9 @@ int do_build(int argc, char **argv)
 	static const struct cmd verbs[] = {
 		{ "check", build_check, "check kmod/'s copies of kernel code against its source" },
 		{ "record", build_record, "make a build record for a kernel build" },
+		{ "list", build_list, "the builds hosts run, and which wait for a record" },
+		{ "file", build_file, "kmemd's copy of a build's build file" },
+		{ "publish", build_publish, "hand a signed record to every host of its build" },
 		{ "copies", build_copies, "list kmod/'s copies of kernel code with their digests" },
 		{ "sites", build_sites, "take a build's patch-site tables from its image" },
 		{ "sign", build_sign, "sign a build record into a bundle" },

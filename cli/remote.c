@@ -307,12 +307,12 @@ int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, c
 	return ret;
 }
 
-int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
-		size_t len, json_t **reply)
+int remote_call_raw(enum evhttp_cmd_type method, const char *path, const char *ctype,
+		    const void *body, size_t len, uint8_t **reply, size_t *reply_len)
 {
 	struct remote_config rc = { 0 };
 	uint8_t *text = NULL;
-	size_t n;
+	size_t n = 0;
 	int code = 0, ret = load_config(&rc);
 
 	*reply = NULL;
@@ -323,12 +323,28 @@ int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype
 		say_refusal(code, (const char *)text);
 		ret = code / 100 == 4 ? EXIT_REFUSED : EXIT_ERROR;
 	} else if (ret == EXIT_OK) {
+		*reply = TAKE_PTR(text);
+		*reply_len = n;
+	}
+	free(text);
+	ini_free(options, ARRAY_SIZE(options), &rc);
+	return ret;
+}
+
+int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
+		size_t len, json_t **reply)
+{
+	uint8_t *text = NULL;
+	size_t n;
+	int ret = remote_call_raw(method, path, ctype, body, len, &text, &n);
+
+	*reply = NULL;
+	if (ret == EXIT_OK) {
 		*reply = json_loads((const char *)text, 0, NULL);
 		if (!cli.json)
 			json_escape_strings(*reply);
 	}
 	free(text);
-	ini_free(options, ARRAY_SIZE(options), &rc);
 	return ret;
 }
 

@@ -46,6 +46,9 @@ int remote_request(const struct remote_target *t, enum evhttp_cmd_type method, c
  */
 int remote_call(enum evhttp_cmd_type method, const char *path, const char *ctype, const void *body,
 		size_t len, json_t **reply);
+/* The same, with kmemd's 2xx body as it came (malloc'ed, NUL after it) in *reply. */
+int remote_call_raw(enum evhttp_cmd_type method, const char *path, const char *ctype,
+		    const void *body, size_t len, uint8_t **reply, size_t *reply_len);
 
 /* remote_call() with a JSON body (stolen). */
 int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, json_t **reply);

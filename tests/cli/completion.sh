@@ -38,7 +38,8 @@ expect() {
 
 expect "kmemctl ro" "rollout"
 expect "kmemctl bu" "build"
-expect "kmemctl build " "check copies help record sign sites verify"
+expect "kmemctl build " "check copies file help list publish record sign sites verify"
+expect "kmemctl build record --build" "--build --build-id"
 expect "kmemctl build copies --" "--c --kmod"
 expect "kmemctl build check --s" "--source"
 expect "kmemctl build record --source-v" "--source-version"

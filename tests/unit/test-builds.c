@@ -250,6 +250,52 @@ static void test_nothing_to_write_to(void **state)
 	free(good);
 }
 
+/* Bundles from kmemd: kept once under their digest when pinned and well formed, then admitted. */
+static void test_keep_from_kmemd(void **state)
+{
+	struct fixture *f = *state;
+	Kmemctl__V1__BuildRecordPayload p = KMEMCTL__V1__BUILD_RECORD_PAYLOAD__INIT;
+	char *good = record(copies_same, "4f1a9c0d", funcs_common);
+	char kept[8192], cmd[8300], buf[4096];
+	uint8_t *bundle, *stranger;
+	size_t len, slen;
+	struct builds_tally t;
+	FILE *ls;
+
+	p.record = good;
+	p.issued_unix = NOW - 60;
+	p.signer = "ops@example";
+	assert_int_equal(build_record_sign(f->key, &p, &bundle, &len), 0);
+	assert_int_equal(build_record_sign(f->other, &p, &stranger, &slen), 0);
+	/* the directory is made on the first one */
+	snprintf(kept, sizeof(kept), "%s/kmemd", f->dir);
+	assert_int_equal(builds_keep(&f->kr, kept, bundle, len, NOW), 1);
+	assert_int_equal(builds_keep(&f->kr, kept, bundle, len, NOW), 0);
+	/* an unpinned key, a policy's bytes, garbage, a record that does not parse: refused */
+	assert_true(builds_keep(&f->kr, kept, stranger, slen, NOW) < 0);
+	assert_true(builds_keep(&f->kr, kept, (const uint8_t *)"\x0a\xff", 2, NOW) < 0);
+	p.record = "kmemctl-build-record 2\nbuild_id 00\n";
+	free(stranger);
+	assert_int_equal(build_record_sign(f->key, &p, &stranger, &slen), 0);
+	assert_true(builds_keep(&f->kr, kept, stranger, slen, NOW) < 0);
+	snprintf(cmd, sizeof(cmd), "ls '%s'", kept);
+	ls = popen(cmd, "r");
+	assert_non_null(ls);
+	assert_non_null(fgets(buf, sizeof(buf), ls));
+	assert_int_equal(strlen(buf), strlen("kmemd-0123456789abcdef0123456789abcdef.bundle\n"));
+	assert_int_equal(strncmp(buf, "kmemd-", 6), 0);
+	assert_null(fgets(buf, sizeof(buf), ls));
+	pclose(ls);
+	/* what was kept is admitted as any bundle is */
+	t = builds_admit(&f->rfs, &f->kr, kept, NOW);
+	assert_int_equal(t.admitted, 1);
+	records_file(f, buf, sizeof(buf));
+	assert_string_equal(buf, good);
+	free(bundle);
+	free(stranger);
+	free(good);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -258,6 +304,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refusals_never_stop_the_rest, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_module_refuses, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nothing_to_write_to, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keep_from_kmemd, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

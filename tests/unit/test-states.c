@@ -7,8 +7,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "kmemctl/v1/report.pb-c.h"
 #include "states.h"
 
@@ -70,6 +72,47 @@ static void test_fixture(void **state)
 	kmemctl__v1__report__free_unpacked(back, NULL);
 }
 
+/* A mitigation waiting for a build record names itself, and the build file comes along. */
+static void test_waiting_for_record(void **state)
+{
+	static const char build[] = "build_id 00aa\nrelease 6.1.0-58-amd64\nversion #1\n"
+				    "copy usercopy-fastpath u.c:x 0011223344556677\n"
+				    "func usercopy-fastpath __check_object_size 544 14121efd66dc2284\n";
+	static struct states s;
+	struct rootfs rfs;
+	char root[4096];
+
+	(void)state;
+	assert_int_equal(fixture_copy("states-waiting", root, sizeof(root)), 0);
+	assert_int_equal(rootfs_open_root(&rfs, root), 0);
+	assert_int_equal(states_collect(&rfs, &s, NULL, NULL), 5);
+	assert_int_equal(s.nwaiting, 0);
+	assert_string_equal(s.build_file, "");
+
+	fixture_put(root, "/sys/kernel/kmemctl/mitigations/usercopy-fastpath/state",
+		    "unsupported\n");
+	fixture_put(root, "/sys/kernel/kmemctl/mitigations/usercopy-fastpath/reason",
+		    "unsupported: build 00aa (6.1.0-58-amd64) not verified: no record has "
+		    "__check_object_size\n");
+	/* unsupported for another reason: not waiting for a record */
+	fixture_put(root, "/sys/kernel/kmemctl/mitigations/kasan-quarantine/state",
+		    "unsupported\n");
+	fixture_put(root, "/sys/kernel/kmemctl/mitigations/kasan-quarantine/reason",
+		    "unsupported: CONFIG_KASAN_GENERIC is not set\n");
+	fixture_put(root, "/sys/kernel/kmemctl/build", build);
+	assert_int_equal(states_collect(&rfs, &s, NULL, NULL), 5);
+	assert_int_equal(s.nwaiting, 1);
+	assert_string_equal(s.waiting[0], "usercopy-fastpath");
+	assert_string_equal(s.build_file, build);
+
+	/* a build file that cannot be read is left out, the waiting ids are not */
+	assert_int_equal(unlink(strcat(root, "/sys/kernel/kmemctl/build")), 0);
+	assert_int_equal(states_collect(&rfs, &s, NULL, NULL), 5);
+	assert_int_equal(s.nwaiting, 1);
+	assert_string_equal(s.build_file, "");
+	rootfs_close(&rfs);
+}
+
 static void test_no_module(void **state)
 {
 	static struct states s;
@@ -86,6 +129,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fixture),
+		cmocka_unit_test(test_waiting_for_record),
 		cmocka_unit_test(test_no_module),
 	};
 
