@@ -222,10 +222,11 @@ expect() {
 # the 6.1 fixture tree, root-HOST, whose /dev/kmsg is a FIFO the test
 # writes the kernel's lines into through fd ${kmsg[HOST]}; held open
 # read-write, the agent never sees its end. The agent's pid is ${agent[HOST]}.
+# FIXTURE in the environment names another tree to copy.
 declare -A kmsg agent
 fixture_agent() {
 	local fd
-	cp -r "$SRC/tests/fixtures/host-6.1" root-$1
+	cp -r "${FIXTURE:-$SRC/tests/fixtures/host-6.1}" root-$1
 	sed -i 's/ kmemctl.disable=1//' root-$1/proc/cmdline
 	mkdir -p root-$1/dev
 	mkfifo -m 0666 root-$1/dev/kmsg
