@@ -6,10 +6,14 @@
 # QEMU's user network (tests/vm/run --net) with its own host certificate.
 # Both run policy "base" (rstat-yield off); the rollout moves them to
 # "rstat" (rstat-yield on, a livepatch on 6.1) one guest per wave, each
-# wave judged by the engine from the guests' real reports. Passes when the
-# rollout is done with a pass verdict per wave, kmemd has both hosts
-# reporting rstat-yield on from the policy, and both guests' own checks
-# (tests/vm/fleet/rollout-host.sh) pass with a clean kernel log.
+# wave judged by the engine from the guests' real reports. vm-2's module
+# runs without its shipped records, as on a build the project never
+# recorded: kmemctl build list shows its build waiting for rstat-yield's
+# record, which kmemctl build record --build-id and build publish make from
+# kmemd's copy of its build file and hand to it, while the rollout runs.
+# Passes when the rollout is done with a pass verdict per wave, kmemd has
+# both hosts reporting rstat-yield on from the policy, and both guests' own
+# checks (tests/vm/fleet/rollout-host.sh) pass with a clean kernel log.
 #
 #   tests/vm/rollout.sh BUILD_DIR [OUT_DIR]
 set -euo pipefail
@@ -47,7 +51,8 @@ echo "kmemd on 127.0.0.1:$port"
 vms=()
 for h in vm-1 vm-2; do
 	"$SRC/tests/vm/run" --kernel debian-6.1 --net --userland "$BUILD" --files host \
-		--env VM_HOST=$h --env KMEMD_PORT=$port --env HOLD_S=$HOLD_S --timeout 900 \
+		--env VM_HOST=$h --env KMEMD_PORT=$port --env HOLD_S=$HOLD_S \
+		--env NO_RECORD="$([ $h = vm-2 ] && echo 1 || echo 0)" --timeout 900 \
 		--out "$work/$h" "$SRC/tests/vm/fleet/rollout-host.sh" >$h.log 2>&1 &
 	vms+=($!)
 	pids+=($!)
@@ -96,6 +101,21 @@ state() {
 done_() {
 	[ "$(db "SELECT state FROM rollouts WHERE name = 'rstat-on'")" = 'done' ]
 }
+# vm-2 waits for its build's record: made from kmemd's copy, and published
+OPS=(--server "127.0.0.1:$port" --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key)
+waiting() {
+	"$KMEMCTL" "${OPS[@]}" build list >builds.txt 2>&1 && grep -qE " rstat-yield 1(,|$| )" builds.txt
+}
+wait_for 120 waiting || vm_fail "vm-2's build does not wait for rstat-yield: $(cat builds.txt)"
+echo "ok: kmemctl build list: $(sed -n 2p builds.txt)"
+id=$("$KMEMCTL" -j "${OPS[@]}" build list | sed -n 's/.*"build_id": *"\([0-9a-f]*\)".*/\1/p')
+[ -n "$id" ] || fail "no build id in kmemctl -j build list"
+"$KMEMCTL" "${OPS[@]}" build record --build-id "$id" --source /usr/src/linux-source-6.1.tar.xz \
+	-o vm-2.rec || fail "kmemctl build record --build-id $id"
+$KMEMCTL build sign -k signer.key -s ops -o vm-2.bundle vm-2.rec
+"$KMEMCTL" "${OPS[@]}" build publish vm-2.bundle || fail "kmemctl build publish"
+echo "ok: vm-2's build record made from kmemd's copy and published"
+
 wait_for 600 done_ || vm_fail "the rollout did not finish: $(state)"
 verdicts=$(db "SELECT (wave + 1) || ' ' || verdict FROM verdicts WHERE rollout = 'rstat-on'
 	ORDER BY id" | tr '\n' ',')
