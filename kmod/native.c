@@ -63,7 +63,7 @@ static int count_release(struct kprobe *kp, struct pt_regs *regs)
  * flushes the root cgroup itself and counts its releases of the lock: more
  * than one per possible CPU, in each of three flushes, is the fix.
  */
-bool kmem_native_rstat_yield(char *reason, size_t len)
+static bool rstat_flush_yields(char *reason, size_t len)
 {
 	unsigned int cpus = num_possible_cpus(), fewest = UINT_MAX;
 	void (*flush)(struct cgroup *root);
@@ -99,11 +99,29 @@ out:
 	return fewest != UINT_MAX && fewest > cpus;
 }
 #else
-bool kmem_native_rstat_yield(char *reason, size_t len)
+static bool rstat_flush_yields(char *reason, size_t len)
 {
 	return false;
 }
 #endif
+
+/*
+ * On PREEMPT_RT a spinlock_t is an rt_mutex: cgroup_rstat_lock sleeps and
+ * spin_lock_irq() on it leaves interrupts on (6.1's kernel/cgroup/rstat.c
+ * says so beside its per-CPU lock), so a flush is preemptible throughout and
+ * keeps interrupts off only under one CPU's raw cgroup_rstat_cpu_lock at a
+ * time: there is no O(possible CPUs) irqs-off section to break up. Decided
+ * before the symbols are looked up, which RT builds lay out differently.
+ */
+bool kmem_native_rstat_yield(char *reason, size_t len)
+{
+	if (IS_ENABLED(CONFIG_PREEMPT_RT)) {
+		snprintf(reason, len,
+			 "PREEMPT_RT: cgroup_rstat_lock is a sleeping lock, flushes run with interrupts on");
+		return true;
+	}
+	return rstat_flush_yields(reason, len);
+}
 
 /*
  * "mm/vmalloc: combine all TLB flush operations of KASAN shadow virtual

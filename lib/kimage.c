@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lz4.h>
 #include <lzma.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -104,6 +105,45 @@ static int gunzip(const uint8_t *in, size_t len, uint8_t *out, size_t cap, char 
 	return 0;
 }
 
+#define LZ4_LEGACY_MAGIC 0x184c2102u
+#define LZ4_LEGACY_BLOCK (8u << 20)
+
+/*
+ * lz4's legacy frame (`lz4 -l`, what the kernel's Makefile makes): the magic,
+ * then blocks, each a 4-byte compressed length and an lz4 block of up to
+ * 8 MiB; a magic again starts another frame. The kernel's decompressor stops
+ * at the end of its input, which the bzImage ends with the size trailer.
+ */
+static int unlz4(const uint8_t *in, size_t len, uint8_t *out, size_t cap, char *err)
+{
+	size_t pos = 4, done = 0, chunk, room;
+	int n;
+
+	len -= 4; /* the size trailer, which payload() read */
+	while (done < cap) {
+		if (len - pos < 4)
+			return fail(err, -EBADMSG, "lz4: truncated after %zu of %zu bytes", done,
+				    cap);
+		chunk = le32(in + pos);
+		pos += 4;
+		if (chunk == LZ4_LEGACY_MAGIC)
+			continue;
+		if (chunk > (size_t)LZ4_compressBound(LZ4_LEGACY_BLOCK) || chunk > len - pos)
+			return fail(err, -EBADMSG, "lz4: a block of %zu bytes at %zu, past the end",
+				    chunk, pos - 4);
+		room = cap - done < LZ4_LEGACY_BLOCK ? cap - done : LZ4_LEGACY_BLOCK;
+		n = LZ4_decompress_safe((const char *)in + pos, (char *)out + done, (int)chunk,
+					(int)room);
+		if (n <= 0)
+			return fail(err, -EBADMSG, "lz4: corrupt block at %zu", pos - 4);
+		pos += chunk;
+		done += (size_t)n;
+	}
+	if (pos != len)
+		return fail(err, -EBADMSG, "lz4: %zu bytes after the last block", len - pos);
+	return 0;
+}
+
 /* The bzImage's payload, decompressed, into *out. */
 static int payload(const uint8_t *image, size_t len, uint8_t **out, size_t *out_len,
 		   char release[65], char *err)
@@ -117,7 +157,7 @@ static int payload(const uint8_t *image, size_t len, uint8_t **out, size_t *out_
 		{ "gzip", { 0x1f, 0x8b }, 2, gunzip },
 		{ "xz", { 0xfd, '7', 'z', 'X', 'Z', 0 }, 6, unxz },
 		{ "zstd", { 0x28, 0xb5, 0x2f, 0xfd }, 4, unzstd },
-		{ "lz4", { 0x02, 0x21, 0x4c, 0x18 }, 4, NULL },
+		{ "lz4", { 0x02, 0x21, 0x4c, 0x18 }, 4, unlz4 },
 		{ "lzma", { 0x5d, 0, 0 }, 3, NULL },
 		{ "bzip2", { 'B', 'Z', 'h' }, 3, NULL },
 		{ "lzo", { 0x89, 'L', 'Z', 'O' }, 4, NULL },
@@ -151,7 +191,7 @@ static int payload(const uint8_t *image, size_t len, uint8_t **out, size_t *out_
 			continue;
 		if (!formats[i].unpack)
 			return fail(err, -EOPNOTSUPP,
-				    "the payload is %s; kmemctl reads gzip, xz and zstd",
+				    "the payload is %s; kmemctl reads gzip, xz, zstd and lz4",
 				    formats[i].name);
 		buf = malloc(size);
 		if (!buf)

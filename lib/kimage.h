@@ -5,7 +5,8 @@
  * where the kernel rewrites its own text at boot for the CPU and hypervisor
  * it runs on (alternatives, 6.1's paravirt sites, SMP lock prefixes), which
  * it frees with init memory. The image is Debian's /boot/vmlinuz (a bzImage
- * whose payload is gzip, xz or zstd) or an uncompressed vmlinux.
+ * whose payload is gzip, xz, zstd or lz4's legacy frame) or an uncompressed
+ * vmlinux.
  */
 #ifndef KMEMCTL_KIMAGE_H
 #define KMEMCTL_KIMAGE_H
@@ -26,7 +27,7 @@ struct kimage_sites {
 /*
  * The sites of the image in image[0, len): 0, or -EBADMSG (not an x86-64
  * kernel image, corrupt, or without alternatives), -EOPNOTSUPP (a
- * compression other than gzip, xz and zstd), -ENOMEM; err says why.
+ * compression other than gzip, xz, zstd and lz4), -ENOMEM; err says why.
  */
 int kimage_sites(const uint8_t *image, size_t len, struct kimage_sites *out,
 		 char err[KIMAGE_ERR_MAX]);

@@ -2,12 +2,13 @@
 /*
  * lib/kimage.c: a kernel image's patch-site tables, read from a file an
  * operator or a host names. A small x86-64 ELF "vmlinux" is built here
- * with libelf, alone and inside a bzImage whose payload is gzip, xz or
- * zstd; every broken image is refused with a reason.
+ * with libelf, alone and inside a bzImage whose payload is gzip, xz, zstd
+ * or lz4's legacy frame; every broken image is refused with a reason.
  */
 #include <errno.h>
 #include <gelf.h>
 #include <libelf.h>
+#include <lz4.h>
 #include <lzma.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -238,7 +239,37 @@ static size_t bzimage(const uint8_t *payload, size_t len, const char *release, u
 	return size;
 }
 
-/* The kernel's payloads: gzip has its size trailer; xz and zstd get one appended. */
+/*
+ * lz4's legacy frame as `lz4 -l` writes it, into buf: the magic, then blocks
+ * of at most block bytes of in, each after its compressed length; frames > 1
+ * starts a frame again (the magic) before each part, as concatenated output
+ * has it. Returns its length.
+ */
+static size_t lz4_legacy(const uint8_t *in, size_t len, uint8_t *buf, size_t block, int frames)
+{
+	size_t n = 0, part = (len + (size_t)frames - 1) / (size_t)frames;
+	uint32_t magic = 0x184c2102, chunk;
+
+	for (size_t at = 0; at < len;) {
+		if (at % part == 0) {
+			memcpy(buf + n, &magic, 4);
+			n += 4;
+		}
+		size_t take = len - at < block ? len - at : block;
+
+		if (take > part - at % part)
+			take = part - at % part;
+		chunk = (uint32_t)LZ4_compress_default((const char *)in + at, (char *)buf + n + 4,
+						       (int)take, LZ4_compressBound((int)take));
+		assert_true(chunk > 0);
+		memcpy(buf + n, &chunk, 4);
+		n += 4 + chunk;
+		at += take;
+	}
+	return n;
+}
+
+/* The kernel's payloads: gzip has its size trailer; the others get one appended. */
 static size_t compress_as(const char *format, const uint8_t *in, size_t len, uint8_t **out)
 {
 	size_t cap = len + 4096, n = 0;
@@ -261,7 +292,9 @@ static size_t compress_as(const char *format, const uint8_t *in, size_t len, uin
 		*out = buf;
 		return n;
 	}
-	if (!strcmp(format, "xz"))
+	if (!strcmp(format, "lz4"))
+		n = lz4_legacy(in, len, buf, 8u << 20, 1);
+	else if (!strcmp(format, "xz"))
 		assert_int_equal(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC32, NULL, in, len, buf,
 							 &n, cap),
 				 LZMA_OK);
@@ -274,16 +307,16 @@ static size_t compress_as(const char *format, const uint8_t *in, size_t len, uin
 
 static void test_bzimage(void **state)
 {
-	static const char *const formats[] = { "gzip", "xz", "zstd" };
+	static const char *const formats[] = { "gzip", "xz", "zstd", "lz4" };
 	/* 16 bytes of a format, then the size trailer: 64 */
-	static const uint8_t lz4[20] = { 0x02, 0x21, 0x4c, 0x18, [16] = 64 };
+	static const uint8_t lzo[20] = { 0x89, 'L', 'Z', 'O', [16] = 64 };
 	static const uint8_t unknown[20] = { 0x13, 0x37, [16] = 64 };
 	uint8_t *v, *p, *b;
 	size_t n, pn, bn;
 
 	(void)state;
 	n = vmlinux("ignored: the bzImage says", 14, &v);
-	for (size_t i = 0; i < 3; i++) {
+	for (size_t i = 0; i < 4; i++) {
 		pn = compress_as(formats[i], v, n, &p);
 		/* the setup header's version, 6.12, says the entries are 14 bytes */
 		bn = bzimage(p, pn, "6.12.118+deb12-amd64", &b);
@@ -302,12 +335,80 @@ static void test_bzimage(void **state)
 		free(p);
 	}
 	free(v);
-	bn = bzimage(lz4, sizeof(lz4), "6.1.0", &b);
-	refused(b, bn, -EOPNOTSUPP, "lz4");
+	bn = bzimage(lzo, sizeof(lzo), "6.1.0", &b);
+	refused(b, bn, -EOPNOTSUPP, "lzo");
 	free(b);
 	bn = bzimage(unknown, sizeof(unknown), "6.1.0", &b);
 	refused(b, bn, -EOPNOTSUPP, "none kmemctl knows");
 	free(b);
+}
+
+static uint32_t le32_at(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, 4);
+	return v;
+}
+
+/* a bzImage of vmlinux v with an lz4 legacy payload of p[0, pn) */
+static size_t lz4_bzimage(const uint8_t *p, size_t pn, size_t vn, uint8_t **out)
+{
+	uint8_t *q = malloc(pn + 8);
+	uint32_t size = (uint32_t)vn;
+	size_t bn;
+
+	memcpy(q, p, pn);
+	memcpy(q + pn, &size, 4);
+	bn = bzimage(q, pn + 4, "6.1.0-57-cloud-amd64", out);
+	free(q);
+	return bn;
+}
+
+/*
+ * Debian's cloud images are lz4's legacy frame: blocks after blocks, and
+ * frames after frames when lz4 concatenates; what does not add up to the
+ * size the image says is refused.
+ */
+static void test_lz4(void **state)
+{
+	uint8_t *v, *p, *b;
+	size_t n, pn, bn;
+
+	(void)state;
+	n = vmlinux("ignored", 12, &v);
+	p = malloc(2 * n + 4096);
+	/* many small blocks in three frames */
+	pn = lz4_legacy(v, n, p, 512, 3);
+	bn = lz4_bzimage(p, pn, n, &b);
+	assert_sites(b, bn, 12);
+	free(b);
+
+	/* the last block's length runs past the payload */
+	bn = lz4_bzimage(p, pn - 7, n, &b);
+	refused(b, bn, -EBADMSG, "lz4: a block of");
+	free(b);
+	/* the frame cut after its first block */
+	bn = lz4_bzimage(p, 8 + le32_at(p + 4), n, &b);
+	refused(b, bn, -EBADMSG, "lz4: truncated after 256 of 768");
+	free(b);
+	pn = lz4_legacy(v, n, p, 8u << 20, 1);
+	/* a literal run longer than the block */
+	bn = lz4_bzimage(p, pn, n, &b);
+	memset(b + 1024 + 8, 0xff, 8);
+	refused(b, bn, -EBADMSG, "lz4: corrupt block at 4");
+	free(b);
+	/* more than the image says it holds */
+	bn = lz4_bzimage(p, pn, n - 1, &b);
+	refused(b, bn, -EBADMSG, "lz4: corrupt block");
+	free(b);
+	/* bytes left over before the size trailer */
+	memcpy(p + pn, "\0\0\0\0", 4);
+	bn = lz4_bzimage(p, pn + 4, n, &b);
+	refused(b, bn, -EBADMSG, "lz4: 4 bytes after the last block");
+	free(b);
+	free(p);
+	free(v);
 }
 
 int main(void)
@@ -316,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_vmlinux),
 		cmocka_unit_test(test_bad_vmlinux),
 		cmocka_unit_test(test_bzimage),
+		cmocka_unit_test(test_lz4),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

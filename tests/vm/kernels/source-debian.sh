@@ -8,6 +8,14 @@
 #			linux-image-* dependency at the candidate version, or
 #			a concrete linux-image-<release>[-unsigned]
 #   DEBIAN_HEADERS	optional; default linux-headers-<release>
+#   DEBIAN_RECORDED	optional; 1: boot a build kmod/records/ has a record
+#			for. When the meta package's candidate has none (a
+#			point release newer than the records), the newest
+#			build of its family (series and flavour) that has one
+#			and that apt can still download boots instead, said
+#			with msg; none is an error. So a new point release
+#			never turns make check red, and the conf's EXPECT_*
+#			are always about a recorded build.
 #
 # Nothing is installed on the host: an image's hooks would build its
 # initramfs (minutes of CPU), and Debian 6.12's headers depend on their
@@ -75,6 +83,62 @@ debian_resolve() {
 	echo "$key $debian_pkg $debian_version" >"$saved.tmp" && mv "$saved.tmp" "$saved"
 }
 
+# debian_family RELEASE: its series and flavour, "6.1-cloud-amd64" of
+# 6.1.0-57-cloud-amd64, "6.12-amd64" of 6.12.118+deb12-amd64.
+debian_family() {
+	[[ "$1" =~ ^([0-9]+\.[0-9]+)\.[0-9]+(-[0-9]+|\+deb[0-9]+)-([a-z0-9-]+)$ ]] || return 1
+	echo "${BASH_REMATCH[1]}-${BASH_REMATCH[3]}"
+}
+
+# debian_archive_builds: every Debian 12 amd64 kernel build apt knows, one
+# "family version package release" line each, by family and then version,
+# oldest first. A build is one release: the signed image where apt has it,
+# else the -unsigned one, which holds the same kernel.
+debian_archive_builds() {
+	local names pkg version release family
+
+	names=$(apt-cache pkgnames linux-image-6. |
+		grep -E '^linux-image-(6\.1\.0-[0-9]+|6\.12\.[0-9]+\+deb12)-(cloud-|rt-)?amd64(-unsigned)?$' |
+		LC_ALL=C sort || true)
+	[ -n "$names" ] || return 0
+	# shellcheck disable=SC2086 # a list
+	apt-cache show --no-all-versions $names 2>/dev/null |
+		awk '/^Package: / { p = $2 } /^Version: / { print p, $2 }' |
+		while read -r pkg version; do
+			release=${pkg#linux-image-}
+			release=${release%-unsigned}
+			family=$(debian_family "$release") || continue
+			echo "$family $version $pkg $release"
+		done | sort -k4,4 -k3,3 | awk '$4 != last { print } { last = $4 }' | sort -k1,1 -k2,2V
+}
+
+# debian_has_record RELEASE: kmod/records/ has a record of a build of
+# RELEASE (one build a release in Debian's archive).
+debian_has_record() {
+	grep -qx "release $1" "$SRC"/kmod/records/*.rec 2>/dev/null
+}
+
+# debian_recorded: DEBIAN_RECORDED=1 for the build debian_resolve found:
+# when it has no record, debian_pkg and debian_version become the newest
+# build of its family that has one.
+debian_recorded() {
+	local release=${debian_pkg#linux-image-} family fam version pkg rel best=
+
+	release=${release%-unsigned}
+	debian_has_record "$release" && return 0
+	family=$(debian_family "$release") ||
+		die "DEBIAN_RECORDED: '$release' is no Debian 12 amd64 build"
+	while read -r fam version pkg rel; do
+		if [ "$fam" = "$family" ] && debian_has_record "$rel"; then
+			best="$pkg $version"
+		fi
+	done < <(debian_archive_builds)
+	[ -n "$best" ] ||
+		die "DEBIAN_RECORDED: $debian_pkg $debian_version has no record in kmod/records/, and apt can download no build of $family that has one: make one (scripts/kmod-records)"
+	msg "DEBIAN_RECORDED: $debian_pkg $debian_version has no record in kmod/records/; booting $best, the newest build of $family with one"
+	read -r debian_pkg debian_version <<<"$best"
+}
+
 debian_download() {
 	local pkg=$1 version=$2 dir=$3
 	local opts=()
@@ -140,6 +204,7 @@ kernel_source_debian() {
 
 	[ -n "${DEBIAN_IMAGE:-}" ] || die "$KERNEL_CONF: DEBIAN_IMAGE is not set"
 	debian_resolve "$DEBIAN_IMAGE"
+	[ "${DEBIAN_RECORDED:-0}" != 1 ] || debian_recorded
 	pkg=$debian_pkg
 	version=$debian_version
 	KERNEL_RELEASE=${pkg#linux-image-}
