@@ -95,17 +95,20 @@ void handle_policy_retire(struct http_request *req, struct kmemd *k,
 		   json_pack("{s:s, s:I, s:b}", "name", name, "version", version, "retired", 1));
 }
 
-static const char *verify_error(int r)
+void verify_reason(int r, const char *what, char *why, size_t len)
 {
 	switch (r) {
 	case -ENOKEY:
-		return "signed by a key kmemd does not pin ([policy] keys_dir)";
+		snprintf(why, len, "signed by a key kmemd does not pin ([policy] keys_dir)");
+		break;
 	case -EKEYEXPIRED:
-		return "the bundle has expired";
+		snprintf(why, len, "the bundle has expired");
+		break;
 	case -ETIME:
-		return "the bundle is issued in the future";
+		snprintf(why, len, "the bundle is issued in the future");
+		break;
 	default:
-		return "not a validly signed policy (signature or encoding)";
+		snprintf(why, len, "not a validly signed %s (signature or encoding)", what);
 	}
 }
 
@@ -120,7 +123,7 @@ static int signed_policy(struct http_request *req, struct kmemd *k, const uint8_
 	(void)req;
 	r = policy_verify(k->keys, body, len, time(NULL), &payload);
 	if (r < 0) {
-		snprintf(why, whylen, "%s", verify_error(r));
+		verify_reason(r, "policy", why, whylen);
 		return r;
 	}
 	sp = kmemctl__v1__signed_policy__unpack(NULL, len, body);

@@ -10,6 +10,8 @@
 #include "gates.h"
 #include "json-text.h"
 #include "log.h"
+#include "macro.h"
+#include "policydoc.h"
 #include "rollout.h"
 
 #define FROM(s) (1u << ROLLOUT_##s)
@@ -92,6 +94,7 @@ struct wave {
 	struct gate_host *c, *b;
 	size_t nc, nb, nunmatched;
 	struct store_window *w; /* per host judged: the gate hosts point into it */
+	char (*waiting)[POLICY_ID_MAX + 1]; /* likewise: what each waits for (gate_host's) */
 	json_t *strata, *unmatched;
 };
 
@@ -157,10 +160,65 @@ static void stratum_count(json_t *strata, const struct rollout_member *m, const 
 			    json_integer(json_integer_value(json_object_get(o, side)) + 1));
 }
 
+/*
+ * The first mitigation of waiting (a host's window's JSON array) that doc
+ * turns on (doc NULL: any), into out; false when there is none.
+ */
+static bool waits_for(const char *waiting, const struct policy_doc *doc, char *out, size_t len)
+{
+	json_t *a = waiting[0] ? json_loads(waiting, 0, NULL) : NULL;
+	bool found = false;
+
+	for (size_t i = 0; !found && i < json_array_size(a); i++) {
+		const char *m = json_string_value(json_array_get(a, i));
+		size_t j = 0;
+
+		while (m && doc && j < doc->nmitigations &&
+		       (doc->mitigations[j].mode != POLICY_MODE_ON ||
+			strcmp(doc->mitigations[j].id, m)))
+			j++;
+		found = m && (!doc || j < doc->nmitigations);
+		if (found)
+			snprintf(out, len, "%s", m);
+	}
+	json_decref(a);
+	return found;
+}
+
+/*
+ * The rollout's policy document, to know what it turns on; NULL (any
+ * mitigation counts) when it cannot be read, logged.
+ */
+static struct policy_doc *policy_of(struct store *st, const struct rollout_spec *s)
+{
+	struct policy_doc *doc = malloc(sizeof(*doc));
+	struct store_policy p;
+	char err[256] = "out of memory";
+	int r = doc ? st->ops->policy_get(st, s->policy, s->version, &p) : -ENOMEM;
+
+	if (r == 0) {
+		r = policy_doc_parse(p.document_json, strlen(p.document_json), doc, err,
+				     sizeof(err));
+		store_policy_clear(&p);
+	} else if (r != -ENOMEM) {
+		snprintf(err, sizeof(err), "%s", st->ops->error(st));
+	}
+	if (r < 0) {
+		log_warning(
+			"rollout %s: policy %s version %llu not read (%s): canaries waiting for "
+			"any build record hold its waves",
+			s->name, s->policy, (unsigned long long)s->version, err);
+		free(doc);
+		return NULL;
+	}
+	return doc;
+}
+
 /* The window of every canary, and of every matched baseline when they are compared. */
 static int gather(struct store *st, const struct rollout_spec *s, const struct rollout_members *ms,
 		  bool baselines, int64_t from, int64_t to, struct wave *wv)
 {
+	_cleanup_free_ struct policy_doc *doc = policy_of(st, s);
 	const char *probes[ROLLOUT_MAX_PROBES];
 	const char **hosts;
 	size_t i, n = 0, *at;
@@ -171,11 +229,13 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 	wv->c = calloc(ms->n ?: 1, sizeof(*wv->c));
 	wv->b = calloc(ms->n ?: 1, sizeof(*wv->b));
 	wv->w = calloc(ms->n ?: 1, sizeof(*wv->w));
+	wv->waiting = calloc(ms->n ?: 1, sizeof(*wv->waiting));
 	hosts = calloc(ms->n ?: 1, sizeof(*hosts));
 	at = calloc(ms->n ?: 1, sizeof(*at));
 	wv->strata = json_object();
 	wv->unmatched = json_array();
-	if (!wv->c || !wv->b || !wv->w || !hosts || !at || !wv->strata || !wv->unmatched) {
+	if (!wv->c || !wv->b || !wv->w || !wv->waiting || !hosts || !at || !wv->strata ||
+	    !wv->unmatched) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -204,6 +264,10 @@ static int gather(struct store *st, const struct rollout_spec *s, const struct r
 					 .rcu_stalls = w->rcu_stalls,
 					 .unhealthy = w->unhealthy[0] ? w->unhealthy : NULL,
 					 .unmatched = m->role == ROLLOUT_UNMATCHED };
+		if (canary && waits_for(w->waiting, doc, wv->waiting[k], sizeof(wv->waiting[k]))) {
+			g->waiting = wv->waiting[k];
+			g->release = w->release;
+		}
 		memcpy(g->p99_ns, w->p99_ns, sizeof(g->p99_ns));
 		memcpy(g->max_ns, w->max_ns, sizeof(g->max_ns));
 		if (m->role == ROLLOUT_UNMATCHED && wv->nunmatched++ < GATES_HOSTS_NAMED)
@@ -222,6 +286,7 @@ static void wave_free(struct wave *wv)
 	free(wv->c);
 	free(wv->b);
 	free(wv->w);
+	free(wv->waiting);
 	json_decref(wv->strata);
 	json_decref(wv->unmatched);
 }

@@ -51,12 +51,12 @@ static int rate_take(struct kmemd *k, const char *key)
 	return k->store->ops->rate_take(k->store, keys, rates, ARRAY_SIZE(keys), kmemd_now_ms());
 }
 
-static void sha256_hex(const char *text, char hex[65])
+void sha256_hex(const void *data, size_t len, char hex[65])
 {
 	unsigned char md[32];
 	int i;
 
-	EVP_Digest(text, strlen(text), md, NULL, EVP_sha256(), NULL);
+	EVP_Digest(data, len, md, NULL, EVP_sha256(), NULL);
 	for (i = 0; i < 32; i++)
 		snprintf(hex + 2 * i, 3, "%02x", md[i]);
 }
@@ -139,7 +139,7 @@ static int enroll_allowed(struct http_request *req, struct kmemd *k,
 	bool taken = false, again = false;
 	int code = 403, r;
 
-	sha256_hex(er->secret, hash);
+	sha256_hex(er->secret, strlen(er->secret), hash);
 	r = k->store->ops->secret_get(k->store, hash, sec);
 	if (r == 0)
 		r = secret_allows(sec, er->host_id, kmemd_now_ms(), &why);
@@ -388,7 +388,7 @@ void handle_secret_post(struct http_request *req, struct kmemd *k, const struct 
 	}
 	for (i = 0; i < sizeof(raw); i++)
 		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
-	sha256_hex(secret, sec.sha256);
+	sha256_hex(secret, strlen(secret), sec.sha256);
 	if (k->store->ops->secret_add(k->store, &sec, &id) < 0) {
 		reply_error(req, HTTP_INTERNAL, "Internal Server Error", "the store failed");
 		return;

@@ -415,6 +415,30 @@ static int looks(const struct rollout_gates *g, struct evidence *ev, const struc
 	return 0;
 }
 
+/*
+ * Canaries whose module holds a mitigation of the policy until a build
+ * record comes run without it: their health says nothing of the policy.
+ * Inconclusive, naming the first; false if none waits.
+ */
+static bool build_record_wait(const struct gate_host *canary, size_t nc, struct gate_result *out)
+{
+	const struct gate_host *first = NULL;
+	size_t n = 0;
+
+	for (size_t i = 0; i < nc; i++)
+		if (canary[i].waiting && !n++)
+			first = &canary[i];
+	if (!n)
+		return false;
+	say(out, GATE_INCONCLUSIVE, "build-record",
+	    "build-record: %zu canaries wait for a build record (%s, build %s)", n, first->waiting,
+	    first->release ? first->release : "?");
+	json_object_set_new(out->detail, "build_record",
+			    json_pack("{s:I, s:s, s:s}", "canaries", (json_int_t)n, "mitigation",
+				      first->waiting, "release", first->release ?: ""));
+	return true;
+}
+
 int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct gate_look *look,
 		const struct gate_host *canary, size_t nc, const struct gate_host *base, size_t nb,
 		enum gate_scope scope, struct gate_result *out, bool *changed)
@@ -453,6 +477,8 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 			goto out;
 	}
 	if (out->verdict != GATE_PASS || scope == GATES_HEALTH)
+		goto evidence;
+	if (build_record_wait(canary, nc, out))
 		goto evidence;
 	if (scope == GATES_LAST_WAVE) {
 		/* no one is left to compare with: health and ceilings judged it */

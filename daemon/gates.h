@@ -28,6 +28,12 @@ struct gate_host {
 	/* p99 and max of each of the gates' latency_probes; < 0: no samples */
 	double p99_ns[ROLLOUT_MAX_PROBES], max_ns[ROLLOUT_MAX_PROBES];
 	const char *unhealthy; /* a tripped mitigation, a stalled transition, a refusal; NULL */
+	/*
+	 * A mitigation the rollout's policy turns on that the host's module
+	 * holds until a build record vouches for its build (release): the
+	 * host cannot show the policy's effect yet. NULL: none.
+	 */
+	const char *waiting, *release;
 	bool unmatched; /* a canary with no baseline in its stratum: not compared */
 };
 
@@ -49,7 +55,7 @@ struct gate_result {
 	enum gate_verdict verdict;
 	/*
 	 * The gate that decided: health, hard-lockups, p99-ceiling,
-	 * lockups-sequential, hard-lockups-sequential, canaries, baselines,
+	 * lockups-sequential, hard-lockups-sequential, build-record, canaries, baselines,
 	 * exposure, information, lockups, latency; "" when none objected.
 	 */
 	const char *gate;
@@ -71,7 +77,8 @@ struct gate_look {
 /*
  * Judges a wave: health, then ceilings, then (not at the last wave) the
  * sequential tests of the lockup and hard-lockup rates on the tick's
- * increments, then (GATES_ALL) the final looks at the rates over every
+ * increments, then (past the bake) canaries waiting for a build record
+ * hold it, then (GATES_ALL) the final looks at the rates over every
  * wave so far, at most once a wave, and latency of the matched canaries
  * against the baselines. ev, the rollout's evidence, goes in and out
  * (*changed set when it changed). Under GATES_HEALTH a wave that is not

@@ -60,6 +60,9 @@ uint64_t host_memo_facts(const Kmemctl__V1__Report *rep)
 	}
 	h = mix_str(h, rep->policy_name);
 	h = mix_u64(h, rep->off);
+	h = mix_u64(h, rep->n_waiting_for_record);
+	for (size_t i = 0; i < rep->n_waiting_for_record; i++)
+		h = mix_str(h, rep->waiting_for_record[i]);
 	return known(mix_u64(h, rep->policy_version));
 }
 

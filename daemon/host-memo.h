@@ -32,7 +32,10 @@ struct host_memo {
 struct host_memo_entry *host_memo_get(struct host_memo *m, const char *host);
 void host_memo_clear(struct host_memo *m);
 
-/* Hashes of what a report writes to the host's row (all but times and seq) and to its states. */
+/*
+ * Hashes of what a report writes to the host's row (all but times and seq,
+ * with what it waits for) and to its states.
+ */
 uint64_t host_memo_facts(const Kmemctl__V1__Report *rep);
 uint64_t host_memo_states(const Kmemctl__V1__Report *rep);
 

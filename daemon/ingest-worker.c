@@ -109,6 +109,8 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 	b->n++;
 	t0 = mono_ns();
 	j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
+	if (j->r == 0 && j->build)
+		j->r = w->st->ops->build_seen(w->st, j->build, j->now_ms);
 	j->ingest_ns = (uint64_t)(mono_ns() - t0);
 	if (j->r < 0) {
 		/* part of it may be in the batch: the batch goes, and its agents send again */

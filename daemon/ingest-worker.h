@@ -32,6 +32,7 @@
 struct event_base;
 struct ingest_worker;
 struct store;
+struct store_build;
 
 /* A batch as it ended. */
 struct ingest_batch {
@@ -56,9 +57,11 @@ struct ingest_batch {
  */
 struct ingest_job {
 	const Kmemctl__V1__Report *rep;
+	/* the build its build file describes, kept with the report (store.h's build_seen); NULL */
+	const struct store_build *build;
 	int64_t now_ms;
 	/* the writer's answer */
-	int r; /* the store's ingest(): 0 stored, 1 a resend, < 0 failed */
+	int r; /* the store's ingest() (and build_seen()): 0 stored, 1 a resend, < 0 failed */
 	uint64_t ingest_ns; /* what ingest() took */
 	struct ingest_job *next;
 	struct ingest_batch batch; /* the writer's */

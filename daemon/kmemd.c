@@ -12,6 +12,7 @@
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
+#include "builds.h"
 #include "conf.h"
 #include "desired.h"
 #include "evloop.h"
@@ -272,6 +273,7 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	if (fleet_stop_refresh(t->k) < 0)
 		log_error("reading the fleet stop failed: %s",
 			  t->k->store->ops->error(t->k->store));
+	builds_refresh(t->k);
 	rollouts_tick(t->k);
 	arm(t->ev, t->k->cfg->rollout_tick_ms);
 }
@@ -367,6 +369,9 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	/* a kmemd that cannot say which policy hosts run, or whether the fleet is stopped, must not answer them */
 	if (r == 0 && kmemd_desired_refresh(&k) < 0)
 		r = -EIO;
+	/* nor one that cannot hand waiting hosts their build records */
+	if (r == 0 && builds_load(&k) < 0)
+		r = -EIO;
 	if (r == 0 && fleet_stop_refresh(&k) < 0) {
 		log_error("reading the fleet stop failed: %s", k.store->ops->error(k.store));
 		r = -EIO;
@@ -449,6 +454,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	cert_expiry_free(&k.host_certs);
 	notify_free(k.notify);
 	desired_free(k.desired);
+	builds_free(&k);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);

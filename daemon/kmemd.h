@@ -79,6 +79,7 @@ void probe_totals_free(struct probe_totals *t);
 struct kmemd_stats {
 	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
 	uint64_t reports_trimmed; /* stored without what names past the limits named */
+	uint64_t build_files_malformed; /* stored without their build file (builds.h) */
 	struct log_ratelimit report_log; /* warnings a host can cause */
 	uint64_t events[KMEMD_EVENT_KINDS]; /* committed since start, by EventKind */
 	struct hist ingest_ns; /* how long storing one report took */
@@ -126,6 +127,8 @@ struct kmemd {
 	struct store_fleet_stop fleet_stop;
 	/* the webhook verdicts and trips are posted to; NULL: none */
 	struct notify *notify;
+	/* the build records replies carry, by build id (builds.h): the loop's */
+	struct build_index *builds;
 };
 
 struct event_base;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "kmemctl-names.h"
 #include "log.h"
 #include "notify.h"
 #include "macro.h"
@@ -122,6 +123,42 @@ static int tally(struct kmemd *k, struct evbuffer *b, enum store_tally which, co
 
 	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", metric, help, metric, type);
 	return k->store->ops->tally(k->store, which, tally_line, &t);
+}
+
+/* Hosts waiting for a build record, per mitigation: the module's always, 0 when none waits. */
+struct waiting_out {
+	struct tally_out t;
+	uint64_t n[KMEMCTL_MIT_COUNT];
+};
+
+static int waiting_line(void *arg, const char *m, const char *unused, uint64_t n)
+{
+	struct waiting_out *w = arg;
+
+	for (unsigned i = 0; i < KMEMCTL_MIT_COUNT; i++)
+		if (!strcmp(kmemctl_mitigation_name(i), m)) {
+			w->n[i] = n;
+			return 0;
+		}
+	/* a name of a newer module's: bounded as names.h bounds them */
+	return tally_line(&w->t, m, unused, n);
+}
+
+static int waiting(struct kmemd *k, struct evbuffer *b, uint64_t *dropped)
+{
+	static const char metric[] = "kmemd_build_record_waiting_hosts";
+	struct waiting_out w = { .t = { b, metric, "mitigation", NULL, 0, dropped } };
+	int r;
+
+	evbuffer_add_printf(b,
+			    "# HELP %s Hosts whose module holds the mitigation until a build "
+			    "record vouches for their build (kmemctl build list).\n"
+			    "# TYPE %s gauge\n",
+			    metric, metric);
+	r = k->store->ops->tally(k->store, STORE_TALLY_WAITING, waiting_line, &w);
+	for (unsigned i = 0; r == 0 && i < KMEMCTL_MIT_COUNT; i++)
+		r = tally_line(&w.t, kmemctl_mitigation_name(i), NULL, w.n[i]);
+	return r;
 }
 
 /* A certificate not seen for this long is no longer in use, whatever its expiry. */
@@ -469,6 +506,8 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 		r = tally(k, b, STORE_TALLY_EVENTS, "kmemd_kernel_events_stored", "gauge",
 			  "Events in the store by kind; retention deletes old ones.", "kind", NULL,
 			  &dropped);
+	if (r == 0)
+		r = waiting(k, b, &dropped);
 	if (r == 0) {
 		event_counters(b, st);
 		r = rollout_metrics(k, b);
@@ -519,11 +558,16 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "whose names were past [limits].\n"
 			    "# TYPE kmemd_reports_trimmed_total counter\n"
 			    "kmemd_reports_trimmed_total %llu\n"
+			    "# HELP kmemd_build_files_malformed_total Reports stored without their "
+			    "build file, which did not parse.\n"
+			    "# TYPE kmemd_build_files_malformed_total counter\n"
+			    "kmemd_build_files_malformed_total %llu\n"
 			    "# HELP kmemd_metrics_series_dropped Series this scrape left out: past "
 			    "%d in a family.\n"
 			    "# TYPE kmemd_metrics_series_dropped gauge\n"
 			    "kmemd_metrics_series_dropped %llu\n",
-			    (unsigned long long)st->reports_trimmed, METRICS_FAMILY_MAX,
+			    (unsigned long long)st->reports_trimmed,
+			    (unsigned long long)st->build_files_malformed, METRICS_FAMILY_MAX,
 			    (unsigned long long)dropped);
 	connections(b);
 	evbuffer_add_printf(b,

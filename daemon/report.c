@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "builds.h"
 #include "cert-expiry.h"
 #include "conn.h"
 #include "desired.h"
@@ -199,6 +200,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
 	Kmemctl__V1__Report *rep = NULL;
+	const struct store_build *build;
 	struct pb_arena *arena;
 	struct pending *p;
 	size_t len;
@@ -281,15 +283,18 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 	rr.reason = left_out > 0 ? why : NULL;
 	rr.policy = policy_for(k, rep);
 	rr.fleet_stop = k->fleet_stop.stopped;
+	build = rep->build_file && rep->build_file[0] ? builds_report(k, rep, arena, &rr) : NULL;
 	len = protobuf_c_message_get_packed_size(&rr.base);
 	p = pb_arena_alloc(arena, sizeof(*p));
 	if (p)
-		*p = (struct pending){ .job = { .rep = rep, .now_ms = kmemd_now_ms() },
-				       .req = req,
-				       .arena = arena,
-				       .rep = rep,
-				       .reply = pb_arena_alloc(arena, len ?: 1),
-				       .len = len };
+		*p = (struct pending){
+			.job = { .rep = rep, .build = build, .now_ms = kmemd_now_ms() },
+			.req = req,
+			.arena = arena,
+			.rep = rep,
+			.reply = pb_arena_alloc(arena, len ?: 1),
+			.len = len
+		};
 	if (p && p->reply)
 		protobuf_c_message_pack(&rr.base, p->reply);
 	if (rr.policy)

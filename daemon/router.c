@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "audit.h"
+#include "builds.h"
 #include "conn.h"
 #include "fleet-stop.h"
 #include "http.h"
@@ -55,6 +56,10 @@ static const struct route routes[] = {
 	{ HTTP_POST, "/v1/hosts/forget", ROLE_OPERATOR, ROUTE_AUDITED, handle_forget_post,
 	  "host.forget", MID_HOST_FORGOTTEN },
 	{ HTTP_GET, "/v1/telemetry", ROLE_OBSERVER, 0, handle_telemetry_get },
+	{ HTTP_GET, "/v1/builds", ROLE_OBSERVER, 0, handle_builds_get },
+	{ HTTP_GET, "/v1/builds/file", ROLE_OBSERVER, 0, handle_build_file_get },
+	{ HTTP_POST, "/v1/builds/records", ROLE_OPERATOR, ROUTE_AUDITED, handle_build_record_post,
+	  "build.publish", MID_BUILD_RECORD_PUBLISHED },
 	{ HTTP_POST, "/v1/enroll", ROLE_ANY, ROUTE_AUDITED, handle_enroll, "host.enroll",
 	  MID_HOST_ENROLLED },
 	{ HTTP_GET, "/v1/enroll/secrets", ROLE_OBSERVER, ROUTE_AUDITED, handle_secrets_get,

@@ -24,6 +24,13 @@
 #include "store.h"
 #include "tls.h"
 
+/*
+ * admin.c: why a signed bundle (what: "policy", "build record") did not
+ * verify, from sign.h's policy_verify() or build_record_verify() error.
+ */
+void verify_reason(int r, const char *what, char *why, size_t len);
+/* enroll.c: SHA-256 of data in lowercase hex. */
+void sha256_hex(const void *data, size_t len, char hex[65]);
 /* What build makes of the store (admin-json.h), or 500 when the store fails. */
 void reply_rows(struct http_request *req, struct kmemd *k, int (*build)(struct store *, json_t **));
 /* rollouts.c: POST /v1/rollouts, GET /v1/rollouts, POST /v1/rollouts/action. */

@@ -25,7 +25,7 @@
 static const char *const tables[] = {
 	"hosts",       "states", "report_samples", "counters",	"events",   "policies",
 	"assignments", "audit",	 "enroll_secrets", "rollups",	"rollouts", "rollout_hosts",
-	"verdicts",    "names",	 "enrollments",	   "operators",
+	"verdicts",    "names",	 "enrollments",	   "operators", "builds",   "build_records",
 };
 
 /* Tables whose ids PostgreSQL counts: its next id follows the copied ones. */

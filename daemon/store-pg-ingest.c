@@ -27,6 +27,7 @@ enum stmt {
 	ST_TALLY_KERNELS,
 	ST_TALLY_POLICIES,
 	ST_TALLY_SILENT,
+	ST_TALLY_WAITING,
 	ST_HOST_REPORTS,
 	ST_HOST_EVENTS,
 	ST_HOST_SAMPLES,
@@ -50,7 +51,8 @@ static const char *const sql[ST_N] = {
 	 * gives how many counters rows it inserted. $4 is the counters, in
 	 * their columns' order; $17, $20 and $21 the states, sample rows and
 	 * events as JSON arrays; $18 and $19 every sample row's probes and
-	 * counts, one after the other, each row's place in them in $20.
+	 * counts, one after the other, each row's place in them in $20; $23
+	 * what the host waits for (hosts.waiting).
 	 */
 	[ST_INGEST] =
 		"WITH c AS (INSERT INTO counters VALUES ($1::text, $2::bigint, $3::bigint,"
@@ -67,14 +69,15 @@ static const char *const sql[ST_N] = {
 		 */
 		" h AS (INSERT INTO hosts (host_id, hostname, kernel_release, build_id,"
 		" possible_cpus, online_cpus, mem_total, kasan, module_version, labels,"
-		" first_seen_ms, last_seen_ms, last_seq, policy_name, policy_version, off)"
+		" first_seen_ms, last_seen_ms, last_seq, policy_name, policy_version, off, waiting)"
 		" SELECT $1, $5::text, $6::text, $7::text, $8::bigint, $9::bigint, $10::bigint,"
 		" $11::integer, $12::text, $13::text, $14::bigint, $14, $3, $15::text, $16::bigint,"
-		" $22::integer"
+		" $22::integer, $23::text"
 		" WHERE EXISTS (SELECT FROM c) AND NOT EXISTS (SELECT FROM hosts WHERE host_id = $1"
 		" AND ((hostname, kernel_release, build_id, possible_cpus, online_cpus, mem_total,"
-		" kasan, module_version, labels, policy_name, policy_version, off) IS DISTINCT FROM"
-		" ($5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $22) OR last_seq = 0"
+		" kasan, module_version, labels, policy_name, policy_version, off, waiting)"
+		" IS DISTINCT FROM ($5, $6, $7, $8, $9, $10, $11, $12, $13, $15, $16, $22, $23)"
+		" OR last_seq = 0"
 		" OR last_seen_ms < $14 - " SEEN_EVERY_MS ") IS NOT TRUE)"
 		" ON CONFLICT (host_id) DO UPDATE SET hostname = excluded.hostname,"
 		" kernel_release = excluded.kernel_release, build_id = excluded.build_id,"
@@ -83,7 +86,7 @@ static const char *const sql[ST_N] = {
 		" module_version = excluded.module_version, labels = excluded.labels,"
 		" last_seen_ms = excluded.last_seen_ms, last_seq = excluded.last_seq,"
 		" policy_name = excluded.policy_name, policy_version = excluded.policy_version,"
-		" off = excluded.off),"
+		" off = excluded.off, waiting = excluded.waiting),"
 		" m AS (SELECT * FROM json_to_recordset($17::json)"
 		" AS x(id text, state text, mode text, source text, reason text)),"
 		/*
@@ -147,7 +150,8 @@ static const char *const sql[ST_N] = {
 	 * counted by kind, and the first sign of an unhealthy mitigation: the
 	 * module tripped it, the agent's guard reverted or quarantined it, a
 	 * livepatch transition stalled, the policy was refused; part 2 a
-	 * mitigation tripped now.
+	 * mitigation tripped now; part 3 its kernel release and what its last
+	 * report waits for.
 	 */
 	[ST_WINDOW] =
 		"SELECT part, name, n, detail, u.i FROM unnest($1::text[]) WITH ORDINALITY u(h, i)"
@@ -161,7 +165,8 @@ static const char *const sql[ST_N] = {
 		" AND kind IN ('soft-lockup', 'hard-lockup', 'rcu-stall', 'trip', 'guard-revert',"
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind"
 		" UNION ALL (SELECT 2, id, NULL, reason FROM states WHERE host_id = u.h"
-		" AND state = 'tripped' ORDER BY id COLLATE \"C\" LIMIT 1)) w"
+		" AND state = 'tripped' ORDER BY id COLLATE \"C\" LIMIT 1)"
+		" UNION ALL SELECT 3, kernel_release, NULL, waiting FROM hosts WHERE host_id = u.h) w"
 		" ORDER BY u.i, part, name COLLATE \"C\"",
 	/*
 	 * Those hosts' samples, raw and rolled up, as sample_row() reads them,
@@ -200,6 +205,10 @@ static const char *const sql[ST_N] = {
 			    " SELECT t.name, '', (SELECT count(*) FROM hosts WHERE last_seq > 0"
 			    " AND revoked = 0 AND last_seen_ms < floor(extract(epoch FROM"
 			    " statement_timestamp()))::bigint * 1000 - t.ms) FROM t ORDER BY t.ms",
+	[ST_TALLY_WAITING] = "SELECT j.value, '', count(*) FROM hosts h,"
+			     " json_array_elements_text(h.waiting::json) j(value)"
+			     " WHERE h.waiting IS NOT NULL AND h.last_seq > 0 AND h.revoked = 0"
+			     " GROUP BY 1 ORDER BY j.value COLLATE \"C\"",
 	/*
 	 * one host's rows over a window, by the host indexes and the rollups'
 	 * key; events of one time in the order stored, as near as a table
@@ -256,11 +265,13 @@ static char *dump(json_t *a)
  */
 struct ingest_json {
 	char *labels, *states, *samples, *events;
+	char *waiting; /* NULL: none */
 };
 
 static void ingest_json_free(struct ingest_json *t)
 {
 	free(t->labels);
+	free(t->waiting);
 	free(t->states);
 	free(t->samples);
 	free(t->events);
@@ -376,6 +387,8 @@ static int ingest_json_make(struct ingest_json *t, struct store *s, const Kmemct
 {
 	int r = rs_reserve_report(&PG(s)->probes, &PG(s)->counts, rep);
 
+	if (r == 0)
+		r = store_waiting_json(rep, &t->waiting);
 	if (r < 0)
 		return r;
 	t->labels = store_labels_json(rep->facts);
@@ -432,6 +445,7 @@ int pg_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 	pg_text(&a, t.samples);
 	pg_text(&a, t.events);
 	pg_int(&a, rep->off);
+	pg_text(&a, t.waiting);
 	res = run(s, ST_INGEST, &a);
 	if (!res) {
 		r = -EIO;
@@ -521,6 +535,7 @@ int pg_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *a
 		[STORE_TALLY_KERNELS] = ST_TALLY_KERNELS,
 		[STORE_TALLY_POLICIES] = ST_TALLY_POLICIES,
 		[STORE_TALLY_SILENT] = ST_TALLY_SILENT,
+		[STORE_TALLY_WAITING] = ST_TALLY_WAITING,
 	};
 	PGresult *res = run(s, q[which], NULL);
 	int i, r = 0;
@@ -653,7 +668,10 @@ static int window_chunk(struct store *s, const char *hosts_array, const char *co
 		else if (part == 2)
 			snprintf(x->unhealthy, sizeof(x->unhealthy), "mitigation %s tripped: %s",
 				 name, detail);
-		else if (!strcmp(name, "soft-lockup"))
+		else if (part == 3) {
+			snprintf(x->waiting, sizeof(x->waiting), "%s", detail);
+			snprintf(x->release, sizeof(x->release), "%s", name);
+		} else if (!strcmp(name, "soft-lockup"))
 			x->soft_lockups = (uint64_t)n;
 		else if (!strcmp(name, "hard-lockup"))
 			x->hard_lockups = (uint64_t)n;

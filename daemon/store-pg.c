@@ -114,6 +114,15 @@ static const char *const migrations[] = {
 	"ALTER TABLE policies ADD COLUMN retired_ms BIGINT;"
 	"CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	" since_ms BIGINT, actor TEXT, reason TEXT);",
+	/* SQLite's 14: what hosts wait for, builds, build records */
+	"ALTER TABLE hosts ADD COLUMN waiting TEXT;"
+	"CREATE TABLE builds (build_id TEXT COLLATE \"C\" PRIMARY KEY, release TEXT NOT NULL,"
+	" version TEXT NOT NULL, build_file TEXT NOT NULL, first_seen_ms BIGINT NOT NULL,"
+	" last_seen_ms BIGINT NOT NULL);"
+	"CREATE TABLE build_records (sha256 TEXT PRIMARY KEY,"
+	" build_id TEXT COLLATE \"C\" NOT NULL, release TEXT NOT NULL, version TEXT NOT NULL,"
+	" bundle BYTEA NOT NULL, signer TEXT, key_id TEXT, created_ms BIGINT NOT NULL);"
+	"CREATE INDEX build_records_by_build ON build_records (build_id);",
 };
 
 /* Any number, the same in every kmemd: the lock migrations take turns by ("kmemd"). */
@@ -122,7 +131,7 @@ static const char *const migrations[] = {
 static const struct pg_area *const areas[PG_AREAS] = {
 	[PG_INGEST] = &pg_ingest_area, [PG_HOSTS] = &pg_hosts_area,
 	[PG_ACCESS] = &pg_access_area, [PG_ROLLOUTS] = &pg_rollouts_area,
-	[PG_UPKEEP] = &pg_upkeep_area,
+	[PG_UPKEEP] = &pg_upkeep_area, [PG_BUILDS] = &pg_builds_area,
 };
 
 /* The connection's error, as libpq said it (a failed connect, a lost server). */
@@ -681,4 +690,10 @@ const struct store_ops store_pg_ops = {
 	.verdicts = pg_verdicts,
 	.window = pg_window,
 	.host_rows = pg_host_rows,
+	.build_seen = pg_build_seen,
+	.builds = pg_builds,
+	.build_file = pg_build_file,
+	.build_record_add = pg_build_record_add,
+	.build_records = pg_build_records,
+	.build_record_count = pg_build_record_count,
 };

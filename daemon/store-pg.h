@@ -22,7 +22,7 @@
 #include "store-rows.h"
 #include "store.h"
 
-enum pg_area_id { PG_INGEST, PG_HOSTS, PG_ACCESS, PG_ROLLOUTS, PG_UPKEEP, PG_AREAS };
+enum pg_area_id { PG_INGEST, PG_HOSTS, PG_ACCESS, PG_ROLLOUTS, PG_UPKEEP, PG_BUILDS, PG_AREAS };
 
 /* An area's statements, prepared on each connection when it opens. */
 struct pg_area {
@@ -32,7 +32,7 @@ struct pg_area {
 };
 
 extern const struct pg_area pg_ingest_area, pg_hosts_area, pg_access_area, pg_rollouts_area,
-	pg_upkeep_area;
+	pg_upkeep_area, pg_builds_area;
 
 struct pg_store {
 	struct store base;
@@ -209,5 +209,13 @@ int pg_verdicts(struct store *s, const char *rollout,
 int pg_expire(struct store *s, int64_t before_ms, uint64_t *rows);
 int pg_rollup(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX], unsigned max_hosts,
 	      uint64_t *rows);
+
+int pg_build_seen(struct store *s, const struct store_build *b, int64_t now_ms);
+int pg_builds(struct store *s, const struct store_builds_cb *cb, void *arg);
+int pg_build_file(struct store *s, const char *build_id, char **file);
+int pg_build_record_add(struct store *s, const struct store_build_record *r);
+int pg_build_records(struct store *s, int (*cb)(void *arg, const struct store_build_record *r),
+		     void *arg);
+int pg_build_record_count(struct store *s, uint64_t *n);
 
 #endif

@@ -26,6 +26,7 @@ enum stmt {
 	ST_WINDOW_REPORTS,
 	ST_WINDOW_EVENTS,
 	ST_WINDOW_TRIPPED,
+	ST_WINDOW_HOST,
 	ST_WINDOW_SAMPLES,
 	ST_TALLY_HOSTS,
 	ST_TALLY_STATES,
@@ -33,6 +34,7 @@ enum stmt {
 	ST_TALLY_KERNELS,
 	ST_TALLY_POLICIES,
 	ST_TALLY_SILENT,
+	ST_TALLY_WAITING,
 	ST_HOST_REPORTS,
 	ST_HOST_EVENTS,
 	ST_HOST_SAMPLES,
@@ -54,12 +56,13 @@ static const char *const sql[ST_N] = {
 	[ST_HOST_UPSERT] =
 		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
 		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
-		" last_seen_ms, last_seq, policy_name, policy_version, off)"
-		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?16)"
+		" last_seen_ms, last_seq, policy_name, policy_version, off, waiting)"
+		" VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11, ?12, ?13, ?14, ?16,"
+		" ?17)"
 		" ON CONFLICT (host_id) DO UPDATE SET hostname = ?2, kernel_release = ?3,"
 		" build_id = ?4, possible_cpus = ?5, online_cpus = ?6, mem_total = ?7, kasan = ?8,"
 		" module_version = ?9, labels = ?10, last_seen_ms = ?11, last_seq = ?12,"
-		" policy_name = ?13, policy_version = ?14, off = ?16"
+		" policy_name = ?13, policy_version = ?14, off = ?16, waiting = ?17"
 		/*
 		 * most reports change nothing here: the row is rewritten when
 		 * something did, or when last_seen is SEEN_EVERY_MS old
@@ -68,6 +71,7 @@ static const char *const sql[ST_N] = {
 		" OR possible_cpus IS NOT ?5 OR online_cpus IS NOT ?6 OR mem_total IS NOT ?7"
 		" OR kasan IS NOT ?8 OR module_version IS NOT ?9 OR labels IS NOT ?10"
 		" OR policy_name IS NOT ?13 OR policy_version IS NOT ?14 OR off IS NOT ?16"
+		" OR waiting IS NOT ?17"
 		" OR last_seq = 0"
 		" OR last_seen_ms < ?11 - ?15",
 	[ST_STATES_READ] = "SELECT id, state, mode, source, reason FROM states WHERE host_id = ?1",
@@ -114,6 +118,8 @@ static const char *const sql[ST_N] = {
 		" 'quarantine', 'transition-stall', 'policy-refused') GROUP BY kind",
 	[ST_WINDOW_TRIPPED] = "SELECT id, reason FROM states WHERE host_id = ?1"
 			      " AND state = 'tripped' ORDER BY id LIMIT 1",
+	/* what its last report waits for */
+	[ST_WINDOW_HOST] = "SELECT waiting, kernel_release FROM hosts WHERE host_id = ?1",
 	/*
 	 * A host's samples, raw and rolled up, in one statement (a statement
 	 * each cost a read transaction each), as sample_row() reads them: raw
@@ -140,6 +146,9 @@ static const char *const sql[ST_N] = {
 		" SELECT t.name, '', (SELECT count(*) FROM hosts WHERE last_seq > 0"
 		" AND revoked = 0 AND last_seen_ms < CAST(strftime('%s', 'now') AS INTEGER)"
 		" * 1000 - t.ms) FROM t ORDER BY t.ms",
+	[ST_TALLY_WAITING] = "SELECT j.value, '', count(*) FROM hosts h, json_each(h.waiting) j"
+			     " WHERE h.waiting IS NOT NULL AND h.last_seq > 0 AND h.revoked = 0"
+			     " GROUP BY 1 ORDER BY 1",
 	/* one host's rows over a window, by the host indexes and the rollups' key */
 	[ST_HOST_REPORTS] = "SELECT unix_ms FROM counters WHERE host_id = ?1"
 			    " AND unix_ms >= ?2 AND unix_ms < ?3 ORDER BY unix_ms",
@@ -180,6 +189,7 @@ static sqlite3_stmt *stmt(struct store *s, enum stmt which)
  */
 struct ingest_text {
 	char *labels;
+	char *waiting; /* hosts.waiting; NULL: none */
 	char **stacks; /* each event's stack as a JSON array */
 	size_t nstacks;
 };
@@ -189,6 +199,7 @@ static void ingest_text_free(struct ingest_text *t)
 	size_t i;
 
 	free(t->labels);
+	free(t->waiting);
 	for (i = 0; i < t->nstacks; i++)
 		free(t->stacks[i]);
 	free(t->stacks);
@@ -204,6 +215,9 @@ static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemct
 	*t = (struct ingest_text){ .labels = labels ? store_labels_json(rep->facts) : NULL };
 	if (labels && !t->labels)
 		return -ENOMEM;
+	r = labels ? store_waiting_json(rep, &t->waiting) : 0;
+	if (r < 0)
+		return r;
 	r = rs_reserve_report(&((struct sqlite_store *)s)->probes,
 			      &((struct sqlite_store *)s)->counts, rep);
 	if (r < 0)
@@ -228,7 +242,7 @@ static int ingest_text_make(struct ingest_text *t, struct store *s, const Kmemct
 	return 0;
 }
 
-static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const char *labels,
+static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const struct ingest_text *t,
 		       int64_t now_ms)
 {
 	const Kmemctl__V1__HostFacts *f = rep->facts;
@@ -243,13 +257,14 @@ static int ingest_host(struct store *s, const Kmemctl__V1__Report *rep, const ch
 	sqlite3_bind_int64(st, 7, (sqlite3_int64)f->mem_total_bytes);
 	sqlite3_bind_int(st, 8, f->kasan);
 	sqlite3_bind_text(st, 9, f->module_version, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 10, labels, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 10, t->labels, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 11, now_ms);
 	sqlite3_bind_int64(st, 12, (sqlite3_int64)rep->seq);
 	sqlite3_bind_text(st, 13, rep->policy_name, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 14, (sqlite3_int64)rep->policy_version);
 	sqlite3_bind_int64(st, 15, SEEN_EVERY_MS);
 	sqlite3_bind_int(st, 16, rep->off);
+	sqlite3_bind_text(st, 17, t->waiting, -1, SQLITE_STATIC);
 	return step_done(st);
 }
 
@@ -506,7 +521,7 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 			goto out;
 	}
 	if (host)
-		r = ingest_host(s, rep, t.labels, now_ms);
+		r = ingest_host(s, rep, &t, now_ms);
 	if (host && r == 0 && e) {
 		e->facts = facts;
 		/* unwritten (its WHERE): the row was seen within the minute, when is not known */
@@ -604,6 +619,7 @@ int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *a
 		[STORE_TALLY_KERNELS] = ST_TALLY_KERNELS,
 		[STORE_TALLY_POLICIES] = ST_TALLY_POLICIES,
 		[STORE_TALLY_SILENT] = ST_TALLY_SILENT,
+		[STORE_TALLY_WAITING] = ST_TALLY_WAITING,
 	};
 	sqlite3_stmt *st = stmt(s, q[which]);
 	int rc, r = 0;
@@ -715,6 +731,17 @@ static int window_one(struct store *s, const char *host, int64_t from_ms, int64_
 		snprintf(w->unhealthy, sizeof(w->unhealthy), "mitigation %s tripped: %s",
 			 text_or_empty(st, 0), text_or_empty(st, 1));
 	else if (rc != SQLITE_DONE)
+		return -EIO;
+	st = stmt(s, ST_WINDOW_HOST);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		snprintf(w->waiting, sizeof(w->waiting), "%s", text_or_empty(st, 0));
+		snprintf(w->release, sizeof(w->release), "%s", text_or_empty(st, 1));
+	}
+	/* copied out: its read snapshot let go at once */
+	sqlite3_reset(st);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
 		return -EIO;
 	return window_probes(s, host, from_ms, to_ms, probes, nprobes < 4 ? nprobes : 4, w);
 }

@@ -155,6 +155,19 @@ static const char *const migrations[] = {
 	 "ALTER TABLE policies ADD COLUMN retired_ms INTEGER;"
 	 "CREATE TABLE fleet_stop (name TEXT PRIMARY KEY, stopped INTEGER NOT NULL,"
 	 " since_ms INTEGER, actor TEXT, reason TEXT) WITHOUT ROWID;"),
+	/*
+	 * 14: the mitigations a host waits for a build record for (a JSON
+	 * array; NULL: none), the builds waiting hosts sent their build files
+	 * of, and the signed records operators published for them
+	 */
+	("ALTER TABLE hosts ADD COLUMN waiting TEXT;"
+	 "CREATE TABLE builds (build_id TEXT PRIMARY KEY, release TEXT NOT NULL,"
+	 " version TEXT NOT NULL, build_file TEXT NOT NULL, first_seen_ms INTEGER NOT NULL,"
+	 " last_seen_ms INTEGER NOT NULL) WITHOUT ROWID;"
+	 "CREATE TABLE build_records (sha256 TEXT PRIMARY KEY, build_id TEXT NOT NULL,"
+	 " release TEXT NOT NULL, version TEXT NOT NULL, bundle BLOB NOT NULL, signer TEXT,"
+	 " key_id TEXT, created_ms INTEGER NOT NULL);"
+	 "CREATE INDEX build_records_by_build ON build_records (build_id);"),
 };
 
 /* What a migration does in C after its SQL, in the same transaction. */
@@ -165,7 +178,7 @@ static int (*const migrate_c[ARRAY_SIZE(migrations)])(sqlite3 *db) = {
 static const struct sq_area *const areas[SQ_AREAS] = {
 	[SQ_INGEST] = &sq_ingest_area, [SQ_HOSTS] = &sq_hosts_area,
 	[SQ_ACCESS] = &sq_access_area, [SQ_ROLLOUTS] = &sq_rollouts_area,
-	[SQ_UPKEEP] = &sq_upkeep_area,
+	[SQ_UPKEEP] = &sq_upkeep_area, [SQ_BUILDS] = &sq_builds_area,
 };
 
 /*
@@ -590,4 +603,10 @@ const struct store_ops store_sqlite_ops = {
 	.verdicts = sq_verdicts,
 	.window = sq_window,
 	.host_rows = sq_host_rows,
+	.build_seen = sq_build_seen,
+	.builds = sq_builds,
+	.build_file = sq_build_file,
+	.build_record_add = sq_build_record_add,
+	.build_records = sq_build_records,
+	.build_record_count = sq_build_record_count,
 };

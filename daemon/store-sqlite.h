@@ -18,7 +18,7 @@
 #include "store-rows.h"
 #include "store.h"
 
-enum sq_area_id { SQ_INGEST, SQ_HOSTS, SQ_ACCESS, SQ_ROLLOUTS, SQ_UPKEEP, SQ_AREAS };
+enum sq_area_id { SQ_INGEST, SQ_HOSTS, SQ_ACCESS, SQ_ROLLOUTS, SQ_UPKEEP, SQ_BUILDS, SQ_AREAS };
 
 /* An area's statements, prepared when the store opens. */
 struct sq_area {
@@ -37,7 +37,7 @@ struct sq_area {
 };
 
 extern const struct sq_area sq_ingest_area, sq_hosts_area, sq_access_area, sq_rollouts_area,
-	sq_upkeep_area;
+	sq_upkeep_area, sq_builds_area;
 
 struct sq_turn;
 
@@ -214,5 +214,13 @@ int sq_verdicts(struct store *s, const char *rollout,
 int sq_expire(struct store *s, int64_t before_ms, uint64_t *rows);
 int sq_rollup(struct store *s, int64_t before_ms, char cursor[STORE_ID_MAX], unsigned max_hosts,
 	      uint64_t *rows);
+
+int sq_build_seen(struct store *s, const struct store_build *b, int64_t now_ms);
+int sq_builds(struct store *s, const struct store_builds_cb *cb, void *arg);
+int sq_build_file(struct store *s, const char *build_id, char **file);
+int sq_build_record_add(struct store *s, const struct store_build_record *r);
+int sq_build_records(struct store *s, int (*cb)(void *arg, const struct store_build_record *r),
+		     void *arg);
+int sq_build_record_count(struct store *s, uint64_t *n);
 
 #endif

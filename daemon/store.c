@@ -3,6 +3,7 @@
  * What every backend of kmemd's store shares (store.h): which backend a
  * configured store is, and the rows' helpers.
  */
+#include <errno.h>
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,4 +70,20 @@ char *store_labels_json(const Kmemctl__V1__HostFacts *f)
 	text = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	return text;
+}
+
+int store_waiting_json(const Kmemctl__V1__Report *rep, char **out)
+{
+	json_t *a;
+	size_t i;
+
+	*out = NULL;
+	if (!rep->n_waiting_for_record)
+		return 0;
+	a = json_array();
+	for (i = 0; a && i < rep->n_waiting_for_record; i++)
+		json_array_append_new(a, json_string(rep->waiting_for_record[i]));
+	*out = a ? json_dumps(a, JSON_COMPACT) : NULL;
+	json_decref(a);
+	return *out ? 0 : -ENOMEM;
 }

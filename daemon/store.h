@@ -209,6 +209,43 @@ struct store_window {
 	uint64_t soft_lockups, hard_lockups, rcu_stalls;
 	double p99_ns[4], max_ns[4]; /* of each probe asked for; -1: no samples */
 	char unhealthy[192]; /* a tripped mitigation, a stalled transition, a refusal; "" */
+	/* as the host's last report said: the mitigations it waits for a build record for */
+	char waiting[256]; /* a JSON array; "": none */
+	char release[65]; /* its kernel release */
+};
+
+/*
+ * A kernel build as a waiting host reported it: the module's build file
+ * (lib/buildrec.h) and what it says of itself.
+ */
+struct store_build {
+	const char *build_id, *release, *version;
+	const char *file; /* the build file as reported */
+};
+
+/* A build as GET /v1/builds lists it. */
+struct store_build_row {
+	const char *build_id, *release, *version;
+	/* STORE_NULL: no host sent its build file (a record published ahead) */
+	int64_t first_seen_ms, last_seen_ms;
+	uint64_t hosts; /* reporting, not revoked, whose last report ran it */
+	uint64_t records;
+};
+
+/* What builds() gives: each build, then the hosts waiting per build and mitigation. */
+struct store_builds_cb {
+	int (*build)(void *arg, const struct store_build_row *b);
+	int (*waiting)(void *arg, const char *build_id, const char *mitigation, uint64_t hosts);
+};
+
+/* A signed build record (kmemctl build sign) as published to kmemd. */
+struct store_build_record {
+	const char *build_id, *release, *version; /* its record's */
+	const char *sha256; /* of the bundle, hex: a bundle is kept once */
+	const uint8_t *bundle;
+	size_t bundle_len;
+	const char *signer, *key_id;
+	int64_t created_ms;
 };
 
 /* The facts a selector looks at, and the policy the host runs. */
@@ -242,6 +279,7 @@ enum store_tally {
 	STORE_TALLY_KERNELS, /* kernel release, n hosts reporting, most first */
 	STORE_TALLY_POLICIES, /* policy, version ("" for none), n hosts reporting, most first */
 	STORE_TALLY_SILENT, /* "5m", "15m", "1h", "1d": n hosts not heard from for that long */
+	STORE_TALLY_WAITING, /* mitigation, n hosts (not revoked) waiting for a build record */
 };
 
 /* An event as stored: a lockup, a trip, a refusal (agent/events.h). */
@@ -491,6 +529,24 @@ struct store_ops {
 	int (*verdicts)(struct store *s, const char *rollout,
 			int (*cb)(void *arg, const struct store_verdict *v), void *arg);
 
+	/* Builds: kernel builds hosts wait on, and the records published for them. */
+	/*
+	 * b's row added, or its last_seen_ms moved (written once a minute at
+	 * most: every report of a waiting host carries its build file).
+	 */
+	int (*build_seen)(struct store *s, const struct store_build *b, int64_t now_ms);
+	/* Every build seen or with a record, by release and id. */
+	int (*builds)(struct store *s, const struct store_builds_cb *cb, void *arg);
+	/* The build file of build_id, malloc'ed and NUL-terminated; -ENOENT. */
+	int (*build_file)(struct store *s, const char *build_id, char **file);
+	/* A record kept: 1, or 0 when the same bundle is stored already. */
+	int (*build_record_add)(struct store *s, const struct store_build_record *r);
+	/* Every record, oldest first. */
+	int (*build_records)(struct store *s,
+			     int (*cb)(void *arg, const struct store_build_record *r), void *arg);
+	/* How many records are kept (they are never deleted: it says when they changed). */
+	int (*build_record_count)(struct store *s, uint64_t *n);
+
 	/* Upkeep: telemetry expired and rolled up. */
 	/* Drops telemetry (raw, hourly, events) older than before_ms; how many rows. */
 	int (*expire)(struct store *s, int64_t before_ms, uint64_t *rows);
@@ -530,6 +586,13 @@ void store_policy_clear(struct store_policy *p);
 
 /* A host's labels as every backend keeps them (hosts.labels): a JSON object, malloc'ed; NULL. */
 char *store_labels_json(const Kmemctl__V1__HostFacts *f);
+
+/*
+ * What a host waits for as every backend keeps it (hosts.waiting): the
+ * report's waiting_for_record as a JSON array in *out (malloc'ed), or NULL
+ * when it waits for nothing. -ENOMEM.
+ */
+int store_waiting_json(const Kmemctl__V1__Report *rep, char **out);
 
 /* An enum value as the store keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
 void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "buildrec.h"
 #include "hist.h"
 #include "macro.h"
 #include "policydoc.h"
@@ -287,6 +288,29 @@ static int check_rest(const Kmemctl__V1__Report *rep, char *why, size_t len)
 	return r;
 }
 
+/*
+ * What the module waits for (its own names) and its build file: parsed by
+ * kmemd apart, which stores a malformed one's report without it.
+ */
+static int check_waiting(const Kmemctl__V1__Report *rep, char *why, size_t len)
+{
+	size_t i, j;
+	int r = check_count("waiting_for_record", rep->n_waiting_for_record, REPORT_MITIGATIONS_MAX,
+			    why, len);
+
+	for (i = 0; r == 0 && i < rep->n_waiting_for_record; i++) {
+		r = check_name("waiting_for_record", rep->waiting_for_record[i], REPORT_NAME_MAX,
+			       why, len);
+		for (j = 0; r == 0 && j < i; j++)
+			if (!strcmp(rep->waiting_for_record[i], rep->waiting_for_record[j]))
+				r = text_refuse(why, len, "waiting_for_record names '%s' twice",
+						rep->waiting_for_record[i]);
+	}
+	if (r == 0 && rep->build_file && strlen(rep->build_file) > BUILDREC_MAX)
+		r = text_refuse(why, len, "build_file is longer than %d bytes", BUILDREC_MAX);
+	return r;
+}
+
 int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len)
 {
 	int r;
@@ -300,5 +324,7 @@ int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len)
 		r = check_probes(rep, why, len);
 	if (r == 0)
 		r = check_rest(rep, why, len);
+	if (r == 0)
+		r = check_waiting(rep, why, len);
 	return r;
 }

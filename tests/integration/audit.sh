@@ -169,6 +169,23 @@ call /v1/fleet/stop 200 ops api ops POST /v1/fleet/stop "${JS[@]}" --data '{"rea
 call /v1/fleet/resume 400 ops api ops POST /v1/fleet/resume "${JS[@]}" --data '{"now":true}'
 call /v1/fleet/resume 200 ops api ops POST /v1/fleet/resume
 
+# a build record, published ahead of any host of its build
+cat >b.rec <<'REC'
+kmemctl-build-record 2
+build_id 0a1b2c3d
+release 6.1.0-58-amd64
+version #1 SMP PREEMPT_DYNAMIC Debian 6.1.193-1
+source linux-source-6.1 6.1.193-1
+copy usercopy-fastpath usercopy_fastpath.c:overlaps 32a81a5e20dc8926
+func usercopy-fastpath is_vmalloc_addr 80 8973d27156fab43c
+end
+REC
+$KMEMCTL build sign -k signer.key -s ops -o b.bundle b.rec
+OCTET=(-H 'Content-Type: application/octet-stream')
+call /v1/builds/records 400 ops api ops POST /v1/builds/records "${OCTET[@]}" --data x
+call /v1/builds/records 201 ops api ops POST /v1/builds/records "${OCTET[@]}" \
+	--data-binary @b.bundle
+
 # operators, and the sensitive reads
 $KMEMCTL pki issue pki operator carol >/dev/null
 api carol GET /v1/whoami >/dev/null

@@ -267,6 +267,35 @@ static void test_inconclusive(void **state)
 	assert_string_equal(why, "exposure 50 canary and 50 baseline host-hours, below 60");
 }
 
+/*
+ * Canaries whose module waits for a build record of a mitigation the
+ * policy turns on hold the wave, named, once it has baked; while it bakes,
+ * and once they enact, they do not.
+ */
+static void test_build_record(void **state)
+{
+	struct rollout_gates g = gates();
+	struct gate_host c[N], b[N];
+	char why[256];
+
+	(void)state;
+	g.nprobes = 0;
+	fleet(c, b);
+	c[1].waiting = c[4].waiting = "usercopy-fastpath";
+	c[1].release = c[4].release = "6.1.0-58-amd64";
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_INCONCLUSIVE);
+	assert_string_equal(gate, "build-record");
+	assert_string_equal(why, "build-record: 2 canaries wait for a build record "
+				 "(usercopy-fastpath, build 6.1.0-58-amd64)");
+	assert_int_equal(judge(&g, c, b, GATES_LAST_WAVE, why), GATE_INCONCLUSIVE);
+	assert_int_equal(judge(&g, c, b, GATES_HEALTH, why), GATE_PASS);
+	/* an unhealthy canary still fails it */
+	c[0].unhealthy = "mitigation rstat-yield tripped: a lockup";
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_FAIL);
+	fleet(c, b);
+	assert_int_equal(judge(&g, c, b, GATES_ALL, why), GATE_PASS);
+}
+
 /* While a wave bakes only health and ceilings act; the last wave is judged without baselines. */
 static void test_scopes(void **state)
 {
@@ -620,10 +649,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_pass_and_detail), cmocka_unit_test(test_fails),
-		cmocka_unit_test(test_inconclusive),	cmocka_unit_test(test_scopes),
-		cmocka_unit_test(test_unmatched),	cmocka_unit_test(test_information),
-		cmocka_unit_test(test_look_once),	cmocka_unit_test(test_sequential),
-		cmocka_unit_test(test_evidence_json),	cmocka_unit_test(test_named),
+		cmocka_unit_test(test_inconclusive),	cmocka_unit_test(test_build_record),
+		cmocka_unit_test(test_scopes),		cmocka_unit_test(test_unmatched),
+		cmocka_unit_test(test_information),	cmocka_unit_test(test_look_once),
+		cmocka_unit_test(test_sequential),	cmocka_unit_test(test_evidence_json),
+		cmocka_unit_test(test_named),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

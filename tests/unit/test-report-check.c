@@ -7,6 +7,8 @@
 #include <string.h>
 #include <cmocka.h>
 
+#include "buildrec.h"
+#include "macro.h"
 #include "report-check.h"
 
 /* A report as an agent sends it, in static storage the tests then spoil. */
@@ -201,6 +203,33 @@ static void test_counts(void **state)
 	refused(&f.rep, "mitigations");
 }
 
+/* What the module waits for, by its own names, once each; its build file within 16 KiB. */
+static void test_waiting(void **state)
+{
+	static char *waiting[REPORT_MITIGATIONS_MAX + 1];
+	static char file[BUILDREC_MAX + 2];
+	char why[256] = "";
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(waiting); i++)
+		waiting[i] = "usercopy-fastpath";
+	memset(file, 'a', sizeof(file) - 1);
+	good()->waiting_for_record = waiting;
+	f.rep.n_waiting_for_record = 1;
+	f.rep.build_file = file + 2;
+	assert_int_equal(report_check(&f.rep, why, sizeof(why)), 0);
+	f.rep.build_file = file;
+	refused(&f.rep, "build_file");
+	f.rep.build_file = "";
+	f.rep.n_waiting_for_record = 2;
+	refused(&f.rep, "twice");
+	f.rep.n_waiting_for_record = REPORT_MITIGATIONS_MAX + 1;
+	refused(&f.rep, "waiting_for_record");
+	waiting[0] = "usercopy fastpath";
+	f.rep.n_waiting_for_record = 1;
+	refused(&f.rep, "waiting_for_record");
+}
+
 static void test_numbers(void **state)
 {
 	(void)state;
@@ -252,9 +281,10 @@ static void test_histograms(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_good),	cmocka_unit_test(test_strings),
-		cmocka_unit_test(test_names),	cmocka_unit_test(test_counts),
-		cmocka_unit_test(test_numbers), cmocka_unit_test(test_histograms),
+		cmocka_unit_test(test_good),	   cmocka_unit_test(test_strings),
+		cmocka_unit_test(test_names),	   cmocka_unit_test(test_counts),
+		cmocka_unit_test(test_waiting),	   cmocka_unit_test(test_numbers),
+		cmocka_unit_test(test_histograms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1171,6 +1171,7 @@ static void test_migrate_samples(void **state)
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
+			"DROP TABLE builds; DROP TABLE build_records; ALTER TABLE hosts DROP COLUMN waiting;"
 			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
 			"ALTER TABLE policies DROP COLUMN retired_ms;"
 			"DELETE FROM schema_version WHERE version >= 7;"
@@ -1188,7 +1189,7 @@ static void test_migrate_samples(void **state)
 	sqlite3_close(db);
 	s = open_store();
 	/* through migration 7's JSON and migration 8 */
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 13);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 14);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 3);
 	assert_int_equal(s->ops->samples(s, &all, see, &v), 0);
 	assert_int_equal(v.rows, 2);
@@ -1222,6 +1223,7 @@ static void test_migrate_json(void **state)
 			"ALTER TABLE rollouts DROP COLUMN evidence; DROP TABLE leases; DROP TABLE rate_buckets;"
 			"DROP INDEX audit_by_time; ALTER TABLE audit DROP COLUMN host; DROP TABLE operators;"
 			"DROP TABLE fleet_stop; ALTER TABLE hosts DROP COLUMN off;"
+			"DROP TABLE builds; DROP TABLE build_records; ALTER TABLE hosts DROP COLUMN waiting;"
 			"ALTER TABLE rollouts DROP COLUMN archived_ms;"
 			"ALTER TABLE policies DROP COLUMN retired_ms;"
 			"DELETE FROM schema_version WHERE version >= 8;"
@@ -1244,7 +1246,7 @@ static void test_migrate_json(void **state)
 		SQLITE_OK);
 	sqlite3_close(db);
 	s = open_store();
-	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 13);
+	assert_int_equal(count_rows("SELECT max(version) FROM schema_version"), 14);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"), 2);
 	assert_int_equal(count_rows("SELECT count(*) FROM report_samples"
 				    " WHERE typeof(probes) = 'blob'"),
