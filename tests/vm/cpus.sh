@@ -58,8 +58,8 @@ done
 echo
 for model in "$@"; do
 	printf '%-20s' "$model"
-	grep '^KMEMCTL-VERDICT ' "$out/$model/console.txt" | while read -r _ _ reason; do
-		printf ' %-20s' "${reason%%:*}"
+	grep '^KMEMCTL-VERDICT ' "$out/$model/console.txt" | while read -r _ _ state _; do
+		printf ' %-20s' "$state"
 	done
 	echo
 done

@@ -108,6 +108,16 @@ shipped_verify() {
 	done
 }
 
+# verdicts TAG: each mitigation's state and reason, one "TAG <id> <state>
+# <reason>" line each, for the host to read off the console.
+verdicts() {
+	local m
+
+	for m in /sys/kernel/kmemctl/mitigations/*; do
+		echo "$1 ${m##*/} $(cat "$m/state") $(cat "$m/reason")"
+	done
+}
+
 # build_record [SOURCE]: a build record (docs/kmod.md) of the build file on
 # stdin, its source line "source SOURCE" (default: unchecked <kernel conf>),
 # with the module's copy lines as they are

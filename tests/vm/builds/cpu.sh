@@ -11,13 +11,6 @@ M=$K/mitigations
 T=/sys/kernel/tracing
 L=/sys/kernel/debug/kprobes/list
 
-# verdicts TAG: each mitigation's reason, one "TAG <id> <reason>" line
-verdicts() {
-	for m in $M/*; do
-		echo "$1 ${m##*/} $(cat "$m/reason")"
-	done
-}
-
 load_mod kmemctl
 cat $K/build >/tmp/build
 echo "KMEMCTL-BUILD-BEGIN"
