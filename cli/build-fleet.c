@@ -152,8 +152,10 @@ int build_publish(int argc, char **argv)
 	if (cli.json)
 		out_json(reply, cli.pretty);
 	else
-		printf("published: build %s (%s), %lld hosts of it wait for a record\n",
-		       str(reply, "build_id"), str(reply, "release"), num(reply, "waiting_hosts"));
+		printf("published: build %s (%s), record %.16s%s; kmemd hands it to the build's "
+		       "hosts\n",
+		       str(reply, "build_id"), str(reply, "release"), str(reply, "sha256"),
+		       json_is_true(json_object_get(reply, "new")) ? "" : ", stored already");
 	if (!cli.json)
 		json_decref(reply);
 	return EXIT_OK;

@@ -440,7 +440,9 @@ static int parse_tree_args(int argc, char **argv, struct tree_args *a)
 {
 	int c;
 
-	*a = (struct tree_args){ .kmod = "kmod" };
+	/* a checkout's kmod/, else the module source kmemctl-dkms installed */
+	*a = (struct tree_args){ .kmod = access("kmod", F_OK) == 0 ? "kmod" :
+								 "/usr/src/kmemctl-" KMEMCTL_VERSION };
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "o:", tree_opts, NULL)) != -1) {
 		const char **slot = c == 'S' ? &a->source :

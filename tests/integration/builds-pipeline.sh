@@ -38,12 +38,14 @@ ctl() {
 }
 
 # the fixture's module: usercopy-fastpath waits for a record of this build,
-# whose build file has this kmod/'s copies as the module would show them
-BUILD_ID=3a1f5c9e0d7b2a4c6e8f1a3b5c7d9e0f2a4b6c8d
+# whose build file has this kmod/'s copies as the module would show them,
+# and the fixture kernel's build id (sys/kernel/notes)
+BUILD_ID=e4f18d9dc1d0e6fc2b17e93e885a647b3c0a6fc1
 M=sys/kernel/kmemctl
 cp -r "$SRC/tests/fixtures/host-6.1" root-template
 {
-	sed -n 1,3p "$SRC/tests/fixtures/builds/debian-6.1"
+	echo "build_id $BUILD_ID"
+	sed -n 2,3p "$SRC/tests/fixtures/builds/debian-6.1"
 	"$KMEMCTL" build copies --kmod "$SRC/kmod" |
 		awk '$1 == "usercopy-fastpath" && ($2 == "-" || $2 == "6.1") { print "copy", $1, $3, $4 }'
 	grep '^func usercopy-fastpath ' "$SRC/tests/fixtures/builds/debian-6.1"
@@ -76,7 +78,7 @@ ctl build file xyz >out 2>&1 && fail "build file of a malformed id: $(cat out)"
 echo "ok: unknown and malformed build ids are refused"
 
 # the record, from kmemd's copy, against the source the build names
-ctl build record --build-id "$BUILD_ID" --source "$TARBALL" -o h1.rec >out 2>&1 ||
+ctl build record --build-id "$BUILD_ID" --source "$TARBALL" --kmod "$SRC/kmod" -o h1.rec >out 2>&1 ||
 	fail "build record --build-id: $(cat out)"
 grep -q "^func usercopy-fastpath __check_object_size " h1.rec || fail "h1.rec: $(cat h1.rec)"
 $KMEMCTL build sign -k signer.key -s ops -o h1.bundle h1.rec

@@ -111,7 +111,7 @@ echo "ok: kmemctl build list: $(sed -n 2p builds.txt)"
 id=$("$KMEMCTL" -j "${OPS[@]}" build list | sed -n 's/.*"build_id": *"\([0-9a-f]*\)".*/\1/p')
 [ -n "$id" ] || fail "no build id in kmemctl -j build list"
 "$KMEMCTL" "${OPS[@]}" build record --build-id "$id" --source /usr/src/linux-source-6.1.tar.xz \
-	-o vm-2.rec || fail "kmemctl build record --build-id $id"
+	--kmod "$SRC/kmod" -o vm-2.rec || fail "kmemctl build record --build-id $id"
 $KMEMCTL build sign -k signer.key -s ops -o vm-2.bundle vm-2.rec
 "$KMEMCTL" "${OPS[@]}" build publish vm-2.bundle || fail "kmemctl build publish"
 echo "ok: vm-2's build record made from kmemd's copy and published"
