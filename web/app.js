@@ -209,6 +209,23 @@ async function rollouts() {
   ];
 }
 
+// Kernel builds hosts run while their module waits for a build record
+// (docs/operations.md, admitting a build), and the records published.
+async function builds() {
+  const b = await api('/v1/builds');
+  const waiting = w => Object.entries(w).map(([m, n]) => `${m}: ${n}`).join(', ') || '-';
+  return [
+    el('h2', {}, 'Builds'),
+    el('p', { id: 'builds-waiting' }, 'Hosts waiting for a build record: ', waiting(b.waiting),
+      '. kmemctl build record --build-id ID makes one from kmemd\'s copy of the build file; ',
+      'sign it with kmemctl build sign and publish it with kmemctl build publish.'),
+    table(`${b.builds.length} builds`, ['Release', 'Build id', 'Hosts', 'Waiting', 'Records', 'Last seen'],
+      b.builds.map(x => [x.release, el('code', { title: x.build_id }, x.build_id.slice(0, 12)),
+        [x.hosts, `hosts-${x.build_id}`], [waiting(x.waiting), `waiting-${x.build_id}`],
+        [x.records, `records-${x.build_id}`], fmt.time(x.last_seen_ms)]), { id: 'builds' }),
+  ];
+}
+
 // A verdict's numbers, each one findable by the tests as data-k="KEY"; a side's
 // host count is its "hosts" (verdicts name at most 100 of them), or in verdicts
 // stored before that, the length of its list.
@@ -379,6 +396,8 @@ async function render() {
       page = await rollout(decodeURIComponent(route.slice('/rollouts/'.length)));
     else if (route === '/audit')
       page = await audit(params);
+    else if (route === '/builds')
+      page = await builds();
     else if (route.startsWith('/hosts/'))
       page = await host(decodeURIComponent(route.slice('/hosts/'.length)));
     else

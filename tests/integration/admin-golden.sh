@@ -49,15 +49,15 @@ BEGIN;
 DELETE FROM hosts;
 DELETE FROM counters;
 INSERT INTO hosts VALUES ('h1', 'web-1.example', '6.1.0-57-amd64', 'b1d0', 8, 8, 16777216000,
-	0, '0.9.0', '{"role":"web","zone":"a"}', $T - 3600000, $T, 61, 'good', 1, 0, 1);
+	0, '0.9.0', '{"role":"web","zone":"a"}', $T - 3600000, $T, 61, 'good', 1, 0, 1, NULL);
 INSERT INTO hosts VALUES ('h2', 'db-1.example', '6.12.0-1-amd64', 'b2d0', 4, 2, 8388608000,
 	1, '0.9.0', '{"role":"db","note":"quote \" and é"}', $T - 3600000, $T - 60000, 60,
-	'base', 1, 0, 3);
+	'base', 1, 0, 3, NULL);
 INSERT INTO hosts VALUES ('h3', 'web-2.example', '6.1.0-57-amd64', 'b1d0', 8, 8, 16777216000,
-	0, '0.9.0', '{"role":"web"}', $T - 3600000, $T - 120000, 59, 'good', 1, 0, 4);
+	0, '0.9.0', '{"role":"web"}', $T - 3600000, $T - 120000, 59, 'good', 1, 0, 4, NULL);
 INSERT INTO hosts (host_id, first_seen_ms, revoked) VALUES ('h9', $T, 1);
 INSERT INTO hosts VALUES ('h4', 'web-3.example', '6.1.0-57-amd64', 'b1d0', 8, 8, 16777216000,
-	0, NULL, '{}', $T - 3600000, $T - 60000, 61, NULL, NULL, 0, NULL);
+	0, NULL, '{}', $T - 3600000, $T - 60000, 61, NULL, NULL, 0, NULL, NULL);
 INSERT INTO states VALUES ('h1', 'rstat-yield', 'on', 'on', 'policy', '', $T - 600000);
 INSERT INTO states VALUES ('h1', 'usercopy-fastpath', 'tripped', 'on', 'policy',
 	'breaker: 3 calls over budget', $T - 300000);

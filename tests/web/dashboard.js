@@ -183,6 +183,24 @@ async function main() {
   await page.waitForFunction(n => document.querySelectorAll('#rollouts tbody tr').length === n + 1, before, { timeout: 12000 });
   check(await stays(), 'a new rollout appears within one refresh, without reloading the page');
 
+  // builds: the seeded 6.1.0-58-amd64 hosts wait for a usercopy-fastpath record, reached from the nav
+  await open('#/');
+  await page.locator('nav a', { hasText: 'Builds' }).click();
+  await page.waitForFunction(() => location.hash === '#/builds' && document.querySelector('#builds tbody tr'));
+  const builds = await api('/v1/builds');
+  const b58 = builds.builds.find(x => x.release === '6.1.0-58-amd64');
+  check(b58 && b58.waiting['usercopy-fastpath'] > 0 && b58.hosts === b58.waiting['usercopy-fastpath'],
+    'GET /v1/builds: the 6.1.0-58-amd64 hosts wait for usercopy-fastpath', JSON.stringify(b58));
+  check(await count('#builds tbody tr') === builds.builds.length, `the builds page lists ${builds.builds.length} builds`);
+  const row = page.locator('#builds tbody tr', { hasText: '6.1.0-58-amd64' });
+  check(await row.locator(`[data-k="waiting-${b58.build_id}"]`).textContent() === `usercopy-fastpath: ${b58.hosts}` &&
+    Number(await row.locator(`[data-k="hosts-${b58.build_id}"]`).textContent()) === b58.hosts &&
+    (await row.textContent()).includes(b58.build_id.slice(0, 12)),
+    'the builds page shows the build, its hosts and those waiting', await row.textContent());
+  check((await text('#builds-waiting')).includes(`usercopy-fastpath: ${builds.waiting['usercopy-fastpath']}`),
+    'the builds page says how many hosts wait in all', await text('#builds-waiting'));
+  await shot('builds');
+
   // who the browser is, and the audit log (opened, not refreshed: each read of it is a row)
   await open('#/');
   await page.waitForFunction(() => document.querySelector('#whoami [data-k="role"]'));

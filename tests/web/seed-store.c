@@ -17,6 +17,17 @@
 #include "store.h"
 
 static const char *const kernels[] = { "6.1.0-57-amd64", "6.1.0-58-amd64", "6.12.48+deb13-amd64" };
+static const char *const build_ids[] = { "6a2b4ac77585b8cf102cba771300e573c8489b69",
+					 "58b0c1d2e3f405162738495a6b7c8d9e0f1a2b3c",
+					 "3d9e6765e77a0b1c2d3e4f5061728394a5b6c7d8" };
+/* 6.1.0-58-amd64 has no shipped record: its hosts wait for one for usercopy-fastpath */
+static char *waiting[] = { "usercopy-fastpath" };
+static const char build_58[] =
+	"build_id 58b0c1d2e3f405162738495a6b7c8d9e0f1a2b3c\n"
+	"release 6.1.0-58-amd64\n"
+	"version #1 SMP PREEMPT_DYNAMIC Debian 6.1.193-1\n"
+	"copy usercopy-fastpath usercopy_fastpath.c:overlaps 32a81a5e20dc8926\n"
+	"func usercopy-fastpath is_vmalloc_addr 80 -\n";
 
 static int ingest(struct store *st, unsigned long i, uint64_t seq, int64_t t)
 {
@@ -28,14 +39,19 @@ static int ingest(struct store *st, unsigned long i, uint64_t seq, int64_t t)
 	Kmemctl__V1__Counters c = KMEMCTL__V1__COUNTERS__INIT;
 	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
 	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[] = { &p };
+	const struct store_build build = { .build_id = build_ids[1],
+					   .release = kernels[1],
+					   .version = "#1 SMP PREEMPT_DYNAMIC Debian 6.1.193-1",
+					   .file = build_58 };
 	uint64_t one = 1, ns = 200000 + (i % 97) * 10000;
 	char id[32];
+	int r;
 
 	snprintf(id, sizeof(id), "fleet-%05lu", i);
 	f.host_id = id;
 	f.hostname = id;
 	f.kernel_release = (char *)kernels[i % 3];
-	f.kernel_build_id = (char *)kernels[i % 3];
+	f.kernel_build_id = (char *)build_ids[i % 3];
 	f.possible_cpus = f.online_cpus = 32;
 	f.mem_total_bytes = 64ULL << 30;
 	le.key = "role";
@@ -58,6 +74,11 @@ static int ingest(struct store *st, unsigned long i, uint64_t seq, int64_t t)
 		rep.policy_name = "batch";
 		rep.policy_version = 1;
 	}
+	if (i % 3 == 1) {
+		rep.waiting_for_record = waiting;
+		rep.n_waiting_for_record = 1;
+		rep.build_file = (char *)build_58;
+	}
 	rep.counters = &c;
 	h.first_bucket = hist_bucket(ns);
 	h.n_counts = 1;
@@ -69,7 +90,10 @@ static int ingest(struct store *st, unsigned long i, uint64_t seq, int64_t t)
 	p.hist = &h;
 	rep.n_probes = 1;
 	rep.probes = pp;
-	return st->ops->ingest(st, &rep, t);
+	r = st->ops->ingest(st, &rep, t);
+	if (r == 0 && i % 3 == 1)
+		r = st->ops->build_seen(st, &build, t);
+	return r;
 }
 
 int main(int argc, char **argv)
