@@ -49,8 +49,9 @@ static void waiting_text(json_t *waiting, char *buf, size_t size)
 
 int build_list(int argc, char **argv)
 {
-	static const char *const heads[] = { "BUILD",	"RELEASE",   "HOSTS", "WAITING FOR A RECORD",
-					     "RECORDS", "LAST SEEN", NULL };
+	static const char *const heads[] = {
+		"BUILD", "RELEASE", "HOSTS", "WAITING FOR A RECORD", "RECORDS", "LAST SEEN", NULL
+	};
 	json_t *reply = NULL, *b;
 	struct table *t;
 	char waiting[512], ago[32];
@@ -93,7 +94,8 @@ int build_fetch_file(const char *build_id, const char *out)
 	int r;
 
 	if (!build_id_ok(build_id)) {
-		fprintf(stderr, "kmemctl build: '%s' is not a build id (hex, as build list shows)\n",
+		fprintf(stderr,
+			"kmemctl build: '%s' is not a build id (hex, as build list shows)\n",
 			build_id);
 		return EXIT_USAGE;
 	}
@@ -229,4 +231,3 @@ int build_fetch_source(const char *package, const char *version, char **dir, cha
 		return -ENOMEM;
 	return access(*tarball, R_OK) < 0 ? log_error_errno(-errno, "'%s': %m", *tarball) : 0;
 }
-

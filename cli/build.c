@@ -441,8 +441,9 @@ static int parse_tree_args(int argc, char **argv, struct tree_args *a)
 	int c;
 
 	/* a checkout's kmod/, else the module source kmemctl-dkms installed */
-	*a = (struct tree_args){ .kmod = access("kmod", F_OK) == 0 ? "kmod" :
-								 "/usr/src/kmemctl-" KMEMCTL_VERSION };
+	*a = (struct tree_args){ .kmod = access("kmod", F_OK) == 0 ?
+						 "kmod" :
+						 "/usr/src/kmemctl-" KMEMCTL_VERSION };
 	optind = 0;
 	while ((c = getopt_long(argc, argv, "o:", tree_opts, NULL)) != -1) {
 		const char **slot = c == 'S' ? &a->source :
@@ -704,9 +705,10 @@ static int build_record(int argc, char **argv)
 
 	if (parse_tree_args(argc, argv, &a) < 0 || !a.build == !a.build_id || !a.out ||
 	    (!a.source && !a.build_id)) {
-		fprintf(stderr, "usage: kmemctl build record (--build FILE | --build-id ID) "
-				"[--source DIR|TARBALL] [--source-package NAME] [--source-version V] "
-				"[--kmod DIR] -o RECORD\n");
+		fprintf(stderr,
+			"usage: kmemctl build record (--build FILE | --build-id ID) "
+			"[--source DIR|TARBALL] [--source-package NAME] [--source-version V] "
+			"[--kmod DIR] -o RECORD\n");
 		return EXIT_USAGE;
 	}
 	if (a.build_id) {

@@ -75,9 +75,10 @@ static void test_fixture(void **state)
 /* A mitigation waiting for a build record names itself, and the build file comes along. */
 static void test_waiting_for_record(void **state)
 {
-	static const char build[] = "build_id 00aa\nrelease 6.1.0-58-amd64\nversion #1\n"
-				    "copy usercopy-fastpath u.c:x 0011223344556677\n"
-				    "func usercopy-fastpath __check_object_size 544 14121efd66dc2284\n";
+	static const char build[] =
+		"build_id 00aa\nrelease 6.1.0-58-amd64\nversion #1\n"
+		"copy usercopy-fastpath u.c:x 0011223344556677\n"
+		"func usercopy-fastpath __check_object_size 544 14121efd66dc2284\n";
 	static struct states s;
 	struct rootfs rfs;
 	char root[4096];

@@ -179,6 +179,7 @@ log "$bad_id: $want"
 
 # Checked with other copies of it: one digest changed, or one copy left
 # out, leaves it unsupported naming that copy, and the others admitted.
+# shellcheck disable=SC2046 # its fields
 set -- $(grep -m1 "^copy $bad_id " $B)
 bad_copy=$3
 bad_digest=$4
