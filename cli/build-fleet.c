@@ -59,7 +59,7 @@ int build_list(int argc, char **argv)
 	int r;
 
 	(void)argv;
-	r = remote_show(argc, "usage: kmemctl build list\n", "/v1/builds", &reply);
+	r = remote_show(argc, "kmemctl build list", "/v1/builds", &reply);
 	if (r != EXIT_OK || !reply)
 		return r;
 	t = table_new(heads);
@@ -132,34 +132,16 @@ usage:
 
 int build_publish(int argc, char **argv)
 {
-	_cleanup_free_ char *bundle = NULL;
 	json_t *reply = NULL;
-	size_t len;
-	int r;
+	int r = remote_post_file(argc, argv, "kmemctl build publish BUNDLE", "/v1/builds/records",
+				 "application/octet-stream", &reply);
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: kmemctl build publish BUNDLE\n");
-		return EXIT_USAGE;
-	}
-	r = read_file_max(argv[1], BUILD_BUNDLE_MAX, &bundle, &len);
-	if (r < 0) {
-		fprintf(stderr, "kmemctl build publish: reading '%s' failed: %s\n", argv[1],
-			strerror(-r));
-		return EXIT_ERROR;
-	}
-	r = remote_call(EVHTTP_REQ_POST, "/v1/builds/records", "application/octet-stream", bundle,
-			len, &reply);
-	if (r != EXIT_OK)
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json)
-		out_json(reply, cli.pretty);
-	else
-		printf("published: build %s (%s), record %.16s%s; kmemd hands it to the build's "
-		       "hosts\n",
-		       str(reply, "build_id"), str(reply, "release"), str(reply, "sha256"),
-		       json_is_true(json_object_get(reply, "new")) ? "" : ", stored already");
-	if (!cli.json)
-		json_decref(reply);
+	printf("published: build %s (%s), record %.16s%s; kmemd hands it to the build's hosts\n",
+	       str(reply, "build_id"), str(reply, "release"), str(reply, "sha256"),
+	       json_is_true(json_object_get(reply, "new")) ? "" : ", stored already");
+	json_decref(reply);
 	return EXIT_OK;
 }
 

@@ -18,36 +18,16 @@
 #include "macro.h"
 #include "output.h"
 #include "remote.h"
-
-#define BUNDLE_MAX (64 << 10)
-
 int policy_create(int argc, char **argv)
 {
-	_cleanup_free_ char *buf = NULL;
 	json_t *reply = NULL;
-	size_t len;
-	int r;
+	int r = remote_post_file(argc, argv, "kmemctl policy create BUNDLE", "/v1/policies",
+				 "application/x-protobuf", &reply);
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: kmemctl policy create BUNDLE\n");
-		return EXIT_USAGE;
-	}
-	r = read_file_max(argv[1], BUNDLE_MAX, &buf, &len);
-	if (r < 0) {
-		fprintf(stderr, "kmemctl: reading '%s' failed: %s\n", argv[1], strerror(-r));
-		return EXIT_ERROR;
-	}
-	r = remote_call(EVHTTP_REQ_POST, "/v1/policies", "application/x-protobuf", buf, len,
-			&reply);
-	if (r != EXIT_OK)
+	if (r != EXIT_OK || !reply)
 		return r;
-	if (cli.json)
-		out_json(reply, cli.pretty);
-	else {
-		printf("policy %s version %lld uploaded\n", str(reply, "name"),
-		       num(reply, "version"));
-		json_decref(reply);
-	}
+	printf("policy %s version %lld uploaded\n", str(reply, "name"), num(reply, "version"));
+	json_decref(reply);
 	return EXIT_OK;
 }
 

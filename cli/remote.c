@@ -12,6 +12,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "hostport.h"
 #include "ini.h"
 #include "json-text.h"
@@ -365,6 +366,31 @@ int remote_get(const char *path, json_t **reply)
 {
 	int r = remote_call(EVHTTP_REQ_GET, path, NULL, NULL, 0, reply);
 
+	if (r == EXIT_OK && cli.json) {
+		out_json(*reply, cli.pretty);
+		*reply = NULL;
+	}
+	return r;
+}
+
+int remote_post_file(int argc, char **argv, const char *usage, const char *path, const char *ctype,
+		     json_t **reply)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len;
+	int r;
+
+	*reply = NULL;
+	if (argc != 2) {
+		fprintf(stderr, "usage: %s\n", usage);
+		return EXIT_USAGE;
+	}
+	r = read_file_max(argv[1], REMOTE_FILE_MAX, &buf, &len);
+	if (r < 0) {
+		fprintf(stderr, "kmemctl: reading '%s' failed: %s\n", argv[1], strerror(-r));
+		return EXIT_ERROR;
+	}
+	r = remote_call(EVHTTP_REQ_POST, path, ctype, buf, len, reply);
 	if (r == EXIT_OK && cli.json) {
 		out_json(*reply, cli.pretty);
 		*reply = NULL;

@@ -59,6 +59,14 @@ int remote_json(enum evhttp_cmd_type method, const char *path, json_t *body, jso
  * for the caller to show (json_decref() it).
  */
 int remote_show(int argc, const char *usage, const char *path, json_t **reply);
+/*
+ * A verb of one FILE argument (a signed bundle, at most REMOTE_FILE_MAX
+ * bytes) POSTed to path as ctype: usage on stderr when argc is not 2; with
+ * -j the reply printed and *reply NULL; else *reply for the caller.
+ */
+#define REMOTE_FILE_MAX (64 << 10)
+int remote_post_file(int argc, char **argv, const char *usage, const char *path, const char *ctype,
+		     json_t **reply);
 /* The same without the usage: GET path, printed with -j (*reply NULL), else *reply. */
 int remote_get(const char *path, json_t **reply);
 
