@@ -699,9 +699,13 @@ void copy_name(const struct copy_file *f, const struct copy_decl *d, char name[C
 
 	if (d->nranges)
 		def_name(f->code, d->ranges[0][0], d->ranges[0][1], def, sizeof(def));
-	snprintf(name, COPY_NAME_MAX, "%s:%s", base ? base + 1 : f->name,
-		 def[0] ? def : d->symbols[0]);
-	for (char *c = strchr(name, ':'); *c; c++)
+	char *c = name + strlen(base ? base + 1 : f->name);
+
+	/* cut when longer than a record's field: no file or definition here comes near */
+	if (snprintf(name, COPY_NAME_MAX, "%s:%s", base ? base + 1 : f->name,
+		     def[0] ? def : d->symbols[0]) >= COPY_NAME_MAX)
+		c = name;
+	for (; *c; c++)
 		if (*c == ' ')
 			*c = '-';
 }

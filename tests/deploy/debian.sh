@@ -17,6 +17,11 @@
 #     kernel supports can be enacted from inside the unit's sandbox: on 6.1
 #     rstat-yield (livepatched) and usercopy-fastpath, on 6.12
 #     usercopy-fastpath, where rstat-yield is native.
+#  4. An upgrade keeps an operator's build record: with the shipped
+#     records off (modprobe.d), the 6.1 build's record signed with the
+#     operator's key in [agent] builds; packages of another version with
+#     the same copies installed over them by apt, DKMS rebuilding the
+#     module; booted again on 6.1, both of its mitigations are enacted.
 # The root before the packages is tests/deploy/debroot.sh's, cached in
 # $XDG_CACHE_HOME/kmemctl/debroot; the packages come from the machine's apt
 # mirror.
@@ -77,16 +82,21 @@ if command -v npm >/dev/null; then
 	missing=$(echo "$missing" | tr ' ' '\n' | grep -v '^npm$' | xargs)
 fi
 [ -z "$missing" ] || fail "unmet build dependencies: $missing (scripts/install-deps package)"
-(cd "$out/src" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b -d) \
-	>"$out/dpkg-buildpackage.log" 2>&1 ||
-	{ tail -40 "$out/dpkg-buildpackage.log"; fail "dpkg-buildpackage failed"; }
-mv "$out"/*.deb "$out/debs/"
-rm -f "$out"/debs/*-dbgsym_*.deb
-version=$(cd "$out/src" && dpkg-parsechangelog -S Version)
-for p in kmemctl_"$version"_amd64 kmem-agent_"$version"_amd64 kmemd_"$version"_amd64 \
-	kmemctl-dkms_"$version"_all; do
-	[ -f "$out/debs/$p.deb" ] || fail "dpkg-buildpackage made no $p.deb"
-done
+# packages DIR: the four packages of the tree in DIR into $out/debs, their
+# version in $version
+packages() {
+	(cd "$1" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b -d) \
+		>"$out/dpkg-buildpackage.log" 2>&1 ||
+		{ tail -40 "$out/dpkg-buildpackage.log"; fail "dpkg-buildpackage failed"; }
+	mv "$1"/../*.deb "$out/debs/"
+	rm -f "$out"/debs/*-dbgsym_*.deb
+	version=$(cd "$1" && dpkg-parsechangelog -S Version)
+	for p in kmemctl_"$version"_amd64 kmem-agent_"$version"_amd64 kmemd_"$version"_amd64 \
+		kmemctl-dkms_"$version"_all; do
+		[ -f "$out/debs/$p.deb" ] || fail "dpkg-buildpackage made no $p.deb"
+	done
+}
+packages "$out/src"
 echo "ok: four packages, version $version: $(cd "$out/debs" && echo *.deb)"
 lintian "$out"/debs/*.deb >"$out/lintian.log" 2>&1 || true
 ! grep -E "^(E|W): " "$out/lintian.log" || fail "lintian has errors or warnings (above)"
@@ -104,12 +114,18 @@ for kver in $kvers; do
 done
 
 say "apt-get install of the four packages into the root (kernels $kvers)"
-mkdir -p "$root/tmp/debs"
-cp "$out"/debs/*.deb "$root/tmp/debs/"
-chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-	/tmp/debs/kmemctl_"$version"_amd64.deb /tmp/debs/kmem-agent_"$version"_amd64.deb \
-	/tmp/debs/kmemd_"$version"_amd64.deb /tmp/debs/kmemctl-dkms_"$version"_all.deb \
-	>"$out/apt-install.log" 2>&1 || { tail -40 "$out/apt-install.log"; fail "apt-get install failed"; }
+# install: the four packages of $version into the root; the root has no
+# shell to expand a glob in, so each is named
+install_packages() {
+	mkdir -p "$root/tmp/debs"
+	cp "$out"/debs/*_"$version"_*.deb "$root/tmp/debs/"
+	chroot "$root" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+		/tmp/debs/kmemctl_"$version"_amd64.deb /tmp/debs/kmem-agent_"$version"_amd64.deb \
+		/tmp/debs/kmemd_"$version"_amd64.deb /tmp/debs/kmemctl-dkms_"$version"_all.deb \
+		>"$out/apt-install.log" 2>&1 || { tail -40 "$out/apt-install.log"; fail "apt-get install failed"; }
+	rm -rf "$root"/tmp/debs "$root"/var/cache/apt/archives/*.deb
+}
+install_packages
 echo "ok: apt-get installed them with their dependencies"
 
 # in ROOT: a command run in the installed root
@@ -223,14 +239,20 @@ in_root systemctl enable pkg-check.service >/dev/null 2>&1
 in_root systemctl mask serial-getty@ttyS0.service >/dev/null 2>&1
 echo pkg-host >"$root/etc/hostname"
 : >"$root/etc/machine-id"
-rm -rf "$root"/tmp/debs "$root"/var/cache/apt/archives/*.deb
 unmount_root
 
-size=$(($(du -sm "$root" | cut -f1) + 1024))
-mkfs.ext4 -q -F -L kmemroot -d "$root" "$out/disk.img" "${size}M" >"$out/mkfs.log" 2>&1 ||
-	fail "mkfs.ext4 failed: $(cat "$out/mkfs.log")"
-# booted once per kernel, each time from the disk as installed (-snapshot)
-for kver in $kvers; do
+# disk: the root as a disk image, $out/disk.img
+disk() {
+	local size
+	size=$(($(du -sm "$root" | cut -f1) + 1024))
+	mkfs.ext4 -q -F -L kmemroot -d "$root" "$out/disk.img" "${size}M" >"$out/mkfs.log" 2>&1 ||
+		fail "mkfs.ext4 failed: $(cat "$out/mkfs.log")"
+}
+
+# boot KVER: the disk as installed (-snapshot) booted on KVER; passes when
+# the host's checks passed and it enacted what KVER's series can
+boot() {
+	local kver=$1 vmlinuz initrd console want got
 	vmlinuz=$root/boot/vmlinuz-$kver
 	initrd=$root/boot/initrd.img-$kver
 	console=$out/console-$kver.log
@@ -255,5 +277,47 @@ for kver in $kvers; do
 	got=$(sed -n 's/^PKGCHECK ok: enacted \([a-z -]*\) from inside.*/\1/p' "$console")
 	[ "$got" = "$want" ] || fail "$kver: enacted '$got', expected '$want'"
 	echo "ok: $kver booted, enacted $got"
+}
+
+disk
+for kver in $kvers; do
+	boot "$kver"
 done
+
+# 4. an upgrade keeps an operator's build record. The module loads without
+# the records it ships (modprobe.d), so only a record signed by the
+# operator's policy key in [agent] builds admits the 6.1 build: this tree's
+# record of it. The packages are then upgraded to another version with the
+# same copies of kernel code, DKMS rebuilds the module, and the same
+# record still admits the build: both 6.1 mitigations are enacted again.
+k61=${kvers%% *}
+rec=$(grep -lx "release $k61" "$SRC"/kmod/records/*.rec | sed -n 1p || true)
+[ -n "$rec" ] || fail "kmod/records has no record of $k61 to sign as the operator's"
+say "upgrade: the record of $k61 signed as the operator's, then packages $version+upgrade1"
+(cd "$out" && $KMEMCTL policy keygen op >/dev/null)
+mount_in "$root"
+install -D -m 0644 "$out/op.pem" "$root/etc/kmemctl/keys/op.pem"
+mkdir -p "$root/etc/kmemctl/builds"
+$KMEMCTL build sign -k "$out/op.key" -s ops -o "$root/etc/kmemctl/builds/$k61.bundle" "$rec"
+echo "options kmemctl shipped_records=0" >"$root/etc/modprobe.d/kmemctl-test.conf"
+old=$version
+{
+	printf 'kmemctl (%s+upgrade1) unstable; urgency=medium\n\n' "$old"
+	printf '  * The same copies of kernel code (tests/deploy/debian.sh).\n\n'
+	printf ' -- kmemctl tests <tests@kmemctl.invalid>  %s\n\n' "$(date -R)"
+	cat "$out/src/debian/changelog"
+} >"$out/changelog"
+mv "$out/changelog" "$out/src/debian/changelog"
+packages "$out/src"
+[ "$version" = "$old+upgrade1" ] || fail "the upgrade's version is $version"
+install_packages
+for kver in $kvers; do
+	[ "$(in_root modinfo -k "$kver" -F version kmemctl)" = "$version" ] ||
+		fail "$kver: kmemctl.ko after the upgrade is $(in_root modinfo -k "$kver" -F version kmemctl)"
+done
+echo "ok: upgraded from $old to $version; DKMS rebuilt kmemctl.ko $version for $kvers"
+unmount_root
+disk
+boot "$k61"
+echo "ok: after the upgrade, the operator's record of $k61 still admits it"
 echo "PASS in ${SECONDS}s"
