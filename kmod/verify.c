@@ -317,7 +317,7 @@ static bool same_copies(const struct record *r, enum kmemctl_mitigation id, char
 			continue;
 		if (why)
 			snprintf(why, len, "%s %s", c->name,
-				 rc ? "differs from this module's" : "is not in it");
+				 rc ? "differs from this module's" : "is not in the record");
 		return false;
 	}
 	for (i = 0; i < r->ncopies; i++)
@@ -406,8 +406,7 @@ static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 			continue;
 		same_copies(r, id, copy, sizeof(copy));
 		snprintf(why, len,
-			 "record %.12s (%s) was checked with other copies of %s: %s; make it again with this kmemctl",
-			 r->build_id, r->release, kmem_mitigation_name(id), copy);
+			 "record %.12s was made with other copies: %s", r->build_id, copy);
 		return;
 	}
 	for (i = 0; i < m->n; i++) {

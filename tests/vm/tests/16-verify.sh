@@ -193,10 +193,10 @@ for how in changed missing; do
 		why="$bad_copy differs from this module's"
 	else
 		rec=$(echo "$good" | sed "/^copy $bad_id $bad_copy /d")
-		why="$bad_copy is not in it"
+		why="$bad_copy is not in the record"
 	fi
 	write_ok $R "$rec"
-	want="unsupported: build $id12 ($(uname -r)) not verified: record $id12 ($(uname -r)) was checked with other copies of $bad_id: $why; make it again with this kmemctl"
+	want="unsupported: build $id12 ($(uname -r)) not verified: record $id12 was made with other copies: $why"
 	assert_eq "$(cat $M/$bad_id/reason)" "$want" "$bad_id: reason with its copy $how"
 	for id in $copies; do
 		[ "$id" = "$bad_id" ] || assert_eq "$(cat $M/$id/state)" off "$id: state, $bad_id's copy $how"
