@@ -82,10 +82,10 @@ if command -v npm >/dev/null; then
 	missing=$(echo "$missing" | tr ' ' '\n' | grep -v '^npm$' | xargs)
 fi
 [ -z "$missing" ] || fail "unmet build dependencies: $missing (scripts/install-deps package)"
-# packages DIR: the four packages of the tree in DIR into $out/debs, their
-# version in $version
+# packages DIR [OPTION]: the four packages of the tree in DIR into
+# $out/debs, their version in $version; OPTION for dpkg-buildpackage
 packages() {
-	(cd "$1" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b -d) \
+	(cd "$1" && DEB_BUILD_OPTIONS="nocheck parallel=$(nproc)" dpkg-buildpackage -us -uc -b -d ${2:+"$2"}) \
 		>"$out/dpkg-buildpackage.log" 2>&1 ||
 		{ tail -40 "$out/dpkg-buildpackage.log"; fail "dpkg-buildpackage failed"; }
 	mv "$1"/../*.deb "$out/debs/"
@@ -308,7 +308,8 @@ old=$version
 	cat "$out/src/debian/changelog"
 } >"$out/changelog"
 mv "$out/changelog" "$out/src/debian/changelog"
-packages "$out/src"
+# the first build's tree, not cleaned: only the packages' version differs
+packages "$out/src" -nc
 [ "$version" = "$old+upgrade1" ] || fail "the upgrade's version is $version"
 install_packages
 for kver in $kvers; do
