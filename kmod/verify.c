@@ -426,21 +426,25 @@ static void explain(enum kmemctl_mitigation id, char *why, size_t len)
 
 bool kmem_verify_check(enum kmemctl_mitigation id, char *reason, size_t len)
 {
-	const struct record *r;
+	const struct record *r, *match = NULL;
 	char why[224];
-	bool ok = false;
+	bool ok;
 
 	mutex_lock(&records_lock);
 	list_for_each_entry(r, &records, node) {
-		if (record_verifies(r, id)) {
-			snprintf(reason, len,
-				 "off: verified: its code matches record %.12s (%s, %s)",
-				 r->build_id, r->release, r->source);
-			ok = true;
+		if (!record_verifies(r, id))
+			continue;
+		/* builds share code: the build's own record, when it has one, says the most */
+		if (!match || !strcmp(r->build_id, build_id))
+			match = r;
+		if (!strcmp(r->build_id, build_id))
 			break;
-		}
 	}
-	if (!ok) {
+	ok = match;
+	if (ok) {
+		snprintf(reason, len, "off: verified: its code matches record %.12s (%s, %s)",
+			 match->build_id, match->release, match->source);
+	} else {
 		explain(id, why, sizeof(why));
 		snprintf(reason, len, "unsupported: build %.12s (%s) not verified: %s", build_id,
 			 init_utsname()->release, why);
