@@ -15,6 +15,7 @@
 #include "hostport.h"
 #include "log.h"
 #include "macro.h"
+#include "text.h"
 #include "tls.h"
 #include "uplink.h"
 
@@ -238,6 +239,19 @@ static void on_renew_reply(struct uplink *u, struct evhttp_request *req, struct 
 		kmemctl__v1__enroll_reply__free_unpacked(er, NULL);
 }
 
+/* What kmemd said instead of a reply (a refusal at the connection, say): its first line, escaped. */
+static const char *answer_text(struct evbuffer *in, size_t len)
+{
+	static char out[256];
+	char line[200];
+	size_t n = len < sizeof(line) - 1 ? len : sizeof(line) - 1;
+
+	evbuffer_copyout(in, line, n);
+	line[n] = '\0';
+	line[strcspn(line, "\n")] = '\0';
+	return text_escape(line, out, sizeof(out));
+}
+
 static void on_reply(struct evhttp_request *req, void *arg)
 {
 	struct uplink *u = arg;
@@ -269,8 +283,8 @@ static void on_reply(struct evhttp_request *req, void *arg)
 	}
 	rr = kmemctl__v1__report_reply__unpack(NULL, len, evbuffer_pullup(in, -1));
 	if (!rr) {
-		log_warning("kmemd answered %d without a report reply",
-			    evhttp_request_get_response_code(req));
+		log_warning("kmemd answered %d without a report reply: %s",
+			    evhttp_request_get_response_code(req), answer_text(in, len));
 		finish(u, UPLINK_REFUSED, NULL);
 		return;
 	}

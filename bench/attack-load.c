@@ -4,7 +4,8 @@
  * among them, for bench/attack and tests/integration/attacks.sh.
  *
  *   attack-load -s HOST:PORT -C CA -m MODE -n N [-b NETS] [-i MS] [-t SECONDS]
- *               [-w SECONDS] [-c CERT -k KEY -H HOST -r REPORTS]
+ *               [-w SECONDS] [-A CERT -K KEY] [-L BYTES]
+ *               [-c CERT -k KEY -H HOST -r REPORTS]
  *
  * N attackers of MODE hold connections for SECONDS, each opening another
  * when kmemd closes its own, from NETS source addresses (127.0.1.1 on,
@@ -13,6 +14,11 @@
  *   slowloris	TLS without a certificate, then request headers, a byte every MS
  *   idle	TCP connected, nothing sent
  *   idle-tls	TLS without a certificate, then nothing
+ *   hold	TLS with the attacker's certificate (-A, -K), then GET /v1/health
+ *		every MS on the same connection: an insider holding slots
+ *   bodies	TLS with the attacker's certificate, then a report's headers
+ *		saying BYTES (-L, default 1 MiB) and all of its body but the
+ *		last byte: memory held by bodies never finished
  *   none	no attackers
  * After a warm-up (-w, default 3 s), the valid host (-c, -k: its
  * certificate; -H its host id) sends REPORTS reports one after another,
@@ -20,8 +26,8 @@
  * restart; each one's time from connect to acknowledgement is measured.
  *
  * Prints "warm" when the warm-up ends, then key=value: attackers held open
- * at the end, closed by kmemd, opened in all; reports acknowledged,
- * failed, and p50/p99/max ms.
+ * at the end, closed by kmemd, opened in all, the answers they read (200,
+ * other); reports acknowledged, failed, and p50/p99/max ms.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -43,7 +49,15 @@
 #include "hostport.h"
 #include "tls.h"
 
-enum mode { MODE_NONE, MODE_TRICKLE, MODE_SLOWLORIS, MODE_IDLE, MODE_IDLE_TLS };
+enum mode {
+	MODE_NONE,
+	MODE_TRICKLE,
+	MODE_SLOWLORIS,
+	MODE_IDLE,
+	MODE_IDLE_TLS,
+	MODE_HOLD,
+	MODE_BODIES
+};
 
 struct attacker {
 	int i;
@@ -60,6 +74,10 @@ static struct {
 	char host[256];
 	uint16_t port;
 	SSL_CTX *anon;
+	SSL_CTX *insider; /* the attacker's certificate: hold, bodies */
+	size_t body_len; /* bodies: the length the headers say */
+	uint8_t *body; /* bodies: shared by every attacker, never copied */
+	uint64_t answered_ok, answered_other;
 	uint8_t hello[4096];
 	size_t hello_len;
 	uint64_t held, closed, opened;
@@ -75,6 +93,7 @@ static struct {
 
 static const char slow_headers[] = "POST /v1/enroll HTTP/1.1\r\nHost: kmemd\r\n"
 				   "Content-Type: application/x-protobuf\r\n";
+static const char health[] = "GET /v1/health HTTP/1.1\r\nHost: kmemd\r\n\r\n";
 
 static double since_ms(const struct timespec *t0)
 {
@@ -148,13 +167,29 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (g.mode == MODE_TRICKLE) {
+	if (g.mode == MODE_HOLD) {
+		bufferevent_write(a->bev, health, sizeof(health) - 1);
+	} else if (g.mode == MODE_TRICKLE) {
 		if (a->sent < g.hello_len)
 			bufferevent_write(a->bev, g.hello + a->sent++, 1);
 	} else {
 		bufferevent_write(a->bev, more + a->sent++ % (sizeof(more) - 1), 1);
 	}
 	arm(a);
+}
+
+/* A report's headers and all of its body but the last byte. */
+static void send_body(struct attacker *a)
+{
+	char head[256];
+	int n = snprintf(head, sizeof(head),
+			 "POST /v1/agent/report HTTP/1.1\r\nHost: kmemd\r\n"
+			 "Content-Type: application/x-protobuf\r\nContent-Length: %zu\r\n\r\n",
+			 g.body_len);
+	struct evbuffer *out = bufferevent_get_output(a->bev);
+
+	evbuffer_add(out, head, (size_t)n);
+	evbuffer_add_reference(out, g.body, g.body_len - 1, NULL, NULL);
 }
 
 static void on_attacker_event(struct bufferevent *bev, short what, void *arg)
@@ -167,7 +202,11 @@ static void on_attacker_event(struct bufferevent *bev, short what, void *arg)
 		g.held++;
 		if (g.mode == MODE_SLOWLORIS)
 			bufferevent_write(a->bev, slow_headers, sizeof(slow_headers) - 1);
-		if (g.mode == MODE_TRICKLE || g.mode == MODE_SLOWLORIS)
+		if (g.mode == MODE_HOLD)
+			bufferevent_write(a->bev, health, sizeof(health) - 1);
+		if (g.mode == MODE_BODIES)
+			send_body(a);
+		if (g.mode == MODE_TRICKLE || g.mode == MODE_SLOWLORIS || g.mode == MODE_HOLD)
 			arm(a);
 		return;
 	}
@@ -175,10 +214,23 @@ static void on_attacker_event(struct bufferevent *bev, short what, void *arg)
 	attacker_lost(a);
 }
 
+/* Answers counted by their status line (one within a read, as kmemd writes each whole). */
 static void on_attacker_read(struct bufferevent *bev, void *arg)
 {
+	struct evbuffer *in = bufferevent_get_input(bev);
+	struct evbuffer_ptr p;
+	char code[4] = "";
+
 	(void)arg;
-	evbuffer_drain(bufferevent_get_input(bev), evbuffer_get_length(bufferevent_get_input(bev)));
+	for (p = evbuffer_search(in, "HTTP/1.1 ", 9, NULL); p.pos >= 0;
+	     p = evbuffer_search(in, "HTTP/1.1 ", 9, &p)) {
+		evbuffer_ptr_set(in, &p, 9, EVBUFFER_PTR_ADD);
+		if (evbuffer_copyout_from(in, &p, code, 3) == 3 && !memcmp(code, "200", 3))
+			g.answered_ok++;
+		else
+			g.answered_other++;
+	}
+	evbuffer_drain(in, evbuffer_get_length(in));
 }
 
 static void attacker_open(struct attacker *a)
@@ -191,8 +243,9 @@ static void attacker_open(struct attacker *a)
 		return;
 	g.opened++;
 	a->sent = 0;
-	if (g.mode == MODE_SLOWLORIS || g.mode == MODE_IDLE_TLS) {
-		ssl = SSL_new(g.anon);
+	if (g.mode == MODE_SLOWLORIS || g.mode == MODE_IDLE_TLS || g.mode == MODE_HOLD ||
+	    g.mode == MODE_BODIES) {
+		ssl = SSL_new(g.mode == MODE_HOLD || g.mode == MODE_BODIES ? g.insider : g.anon);
 		a->bev = bufferevent_openssl_socket_new(g.base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
 							BEV_OPT_CLOSE_ON_FREE);
 	} else {
@@ -319,13 +372,15 @@ static double quantile(double q)
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: attack-load -s HOST:PORT -C CA -m trickle|slowloris|idle|idle-tls|none "
-		"-n N [-b NETS] [-i MS] [-t SECONDS] [-w SECONDS] [-c CERT -k KEY -H HOST "
+		"usage: attack-load -s HOST:PORT -C CA "
+		"-m trickle|slowloris|idle|idle-tls|hold|bodies|none -n N [-b NETS] [-i MS] "
+		"[-t SECONDS] [-w SECONDS] [-A CERT -K KEY] [-L BYTES] [-c CERT -k KEY -H HOST "
 		"-r REPORTS]\n");
 	return 2;
 }
 
-static const char *const mode_names[] = { "none", "trickle", "slowloris", "idle", "idle-tls" };
+static const char *const mode_names[] = { "none",     "trickle", "slowloris", "idle",
+					  "idle-tls", "hold",	 "bodies" };
 
 static int parse_mode(const char *s)
 {
@@ -335,10 +390,12 @@ static int parse_mode(const char *s)
 	return -1;
 }
 
-static int setup(const char *server, const char *ca, const char *cert, const char *key)
+static int setup(const char *server, const char *ca, const char *cert, const char *key,
+		 const char *acert, const char *akey)
 {
 	struct tls_config anon = { NULL, NULL, ca, TLS_CLIENT_NONE },
-			  valid = { cert, key, ca, TLS_CLIENT_NONE };
+			  valid = { cert, key, ca, TLS_CLIENT_NONE },
+			  insider = { acert, akey, ca, TLS_CLIENT_NONE };
 	struct rlimit rl;
 
 	if (hostport_split(server, g.host, sizeof(g.host), &g.port, false) < 0)
@@ -353,13 +410,19 @@ static int setup(const char *server, const char *ca, const char *cert, const cha
 		return -1;
 	if (g.reports && (tls_client_ctx(&valid, &g.valid) < 0 || !g.host_id))
 		return -1;
+	if ((g.mode == MODE_HOLD || g.mode == MODE_BODIES) &&
+	    (!acert || !akey || tls_client_ctx(&insider, &g.insider) < 0))
+		return -1;
+	if (g.mode == MODE_BODIES && (g.body_len < 2 || !(g.body = calloc(1, g.body_len))))
+		return -1;
 	g.ms = calloc((size_t)g.reports + 1, sizeof(double));
 	return g.ms ? 0 : -1;
 }
 
 int main(int argc, char **argv)
 {
-	const char *server = NULL, *ca = NULL, *cert = NULL, *key = NULL;
+	const char *server = NULL, *ca = NULL, *cert = NULL, *key = NULL, *acert = NULL,
+		   *akey = NULL;
 	double secs = 30, warm = 3;
 	struct attacker *a;
 	int c, mode = -1;
@@ -367,8 +430,18 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	g.nets = 1;
 	g.interval_ms = 500;
-	while ((c = getopt(argc, argv, "s:C:m:n:b:i:t:w:c:k:H:r:")) != -1) {
+	g.body_len = 1 << 20;
+	while ((c = getopt(argc, argv, "s:C:m:n:b:i:t:w:c:k:H:r:A:K:L:")) != -1) {
 		switch (c) {
+		case 'A':
+			acert = optarg;
+			break;
+		case 'K':
+			akey = optarg;
+			break;
+		case 'L':
+			g.body_len = strtoull(optarg, NULL, 10);
+			break;
 		case 's':
 			server = optarg;
 			break;
@@ -412,7 +485,7 @@ int main(int argc, char **argv)
 	if (!server || !ca || mode < 0 || g.n < 0 || g.nets < 1 || g.interval_ms < 1)
 		return usage();
 	g.mode = (enum mode)mode;
-	if (setup(server, ca, cert, key) < 0) {
+	if (setup(server, ca, cert, key, acert, akey) < 0) {
 		fprintf(stderr, "attack-load: setup failed (address, CA, certificate)\n");
 		return 1;
 	}
@@ -430,10 +503,11 @@ int main(int argc, char **argv)
 					   (suseconds_t)((secs - (time_t)secs) * 1e6) });
 	event_base_dispatch(g.base);
 	qsort(g.ms, (size_t)g.done, sizeof(double), cmp_double);
-	printf("mode=%s attackers=%d nets=%d held=%llu closed=%llu opened=%llu acked=%d "
-	       "failed=%llu p50_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
+	printf("mode=%s attackers=%d nets=%d held=%llu closed=%llu opened=%llu answered_ok=%llu "
+	       "answered_other=%llu acked=%d failed=%llu p50_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
 	       mode_names[g.mode], g.n, g.nets, (unsigned long long)g.held,
-	       (unsigned long long)g.closed, (unsigned long long)g.opened, g.done,
+	       (unsigned long long)g.closed, (unsigned long long)g.opened,
+	       (unsigned long long)g.answered_ok, (unsigned long long)g.answered_other, g.done,
 	       (unsigned long long)g.failed, quantile(0.5), quantile(0.99),
 	       g.done ? g.ms[g.done - 1] : 0);
 	return 0;

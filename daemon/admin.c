@@ -21,6 +21,7 @@
 #include "report-check.h"
 #include "requests.h"
 #include "selector.h"
+#include "revocations.h"
 #include "server.h"
 #include "sign.h"
 #include "store.h"
@@ -326,6 +327,7 @@ void handle_revoke_post(struct http_request *req, struct kmemd *k, const struct 
 	(void)peer;
 	k->revocations++;
 	host_action(req, k, revoke_now, "revoked");
+	revocations_close(k);
 }
 
 /* {"host": ID}: the id may enroll once more (a reinstall), taking it over. */

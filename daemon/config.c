@@ -31,6 +31,7 @@ const struct ini_option kmemd_options[] = {
 	OPT("server", "max_anonymous", INI_UINT, max_anonymous, 1, 100000),
 	OPT("server", "max_per_address", INI_UINT, max_per_address, 1, 100000),
 	OPT("server", "max_request", INI_SIZE, max_request, 1024, 64 << 20),
+	OPT("server", "max_bodies", INI_SIZE, max_bodies, 1 << 20, 1ULL << 40),
 	OPT("server", "max_headers", INI_UINT, max_headers, 4, 1000),
 	OPT("server", "io_timeout", INI_DURATION, io_timeout_ms, 100, 3600000),
 	OPT("server", "handshake_timeout", INI_DURATION, handshake_timeout_ms, 100, 600000),
@@ -79,6 +80,10 @@ int kmemd_config_check(const struct kmemd_config *c)
 				       "agent sends: kmemd would answer it 413 and it would block "
 				       "the agent's spool",
 				       REPORT_MAX_SIZE >> 10);
+	if (c->max_bodies < c->max_request)
+		return log_error_errno(-EINVAL,
+				       "[server] max_bodies is below max_request: the largest "
+				       "request could never be read");
 	return kmemd_config_check_fds(c);
 }
 
@@ -130,6 +135,7 @@ void kmemd_config_defaults(struct kmemd_config *c)
 		.handshake_timeout_ms = 10000,
 		.request_timeout_ms = 30000,
 		.max_request = 1 << 20,
+		.max_bodies = 64 << 20,
 		.max_headers = 64,
 		.io_timeout_ms = 30000,
 		.retention_ms = 30ULL * 86400000,

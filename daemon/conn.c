@@ -51,6 +51,9 @@
 #define RECORD_MAX 16384
 #define OVER_HOSTS "kmemd is at max_connections; try again later\n"
 #define OVER_OPERATORS "kmemd is at max_operators; try again later\n"
+/* as the routes say it (report.c, operators.c) */
+#define REVOKED_HOST "this host id is revoked\n"
+#define REVOKED_OPERATOR "this operator certificate is revoked: ask for a new one\n"
 
 enum phase { PHASE_HANDSHAKE, PHASE_ANONYMOUS, PHASE_AUTHED, PHASE_OPERATOR };
 
@@ -68,7 +71,11 @@ struct conn {
 	uint64_t advanced_ms; /* its handshake's last step */
 	enum phase phase;
 	bool counted; /* in its phase's count */
-	bool hello, closing, in_request, over;
+	bool hello, closing, in_request;
+	/* answered this (503 or 403) at its first request's headers, and closed */
+	int refusal;
+	const char *refusal_text;
+	size_t body_bytes; /* of max_bodies, held by the request being read */
 	bool at_request_end; /* its deadline timer is the request's, not io_timeout's */
 	bool rd_off; /* its read event is off: a reply waits for room, or a request for its answer */
 	bool dispatching; /* in the router: its reply frees the request after */
@@ -99,10 +106,15 @@ struct conn {
 	uint64_t not_revoked_at; /* conn_not_revoked_at() */
 };
 
-/* A client network's unauthenticated connections. */
+/*
+ * A client network's unauthenticated connections (keyed by its address),
+ * or an identity's in its pool (by role letter, a space and its name).
+ */
 struct share {
-	char key[48];
+	char key[72];
 	unsigned n;
+	bool observer; /* an observer's: it counts one more against an operator */
+	uint64_t body_bytes; /* its connections' body_bytes */
 	struct conn *oldest, *newest;
 };
 
@@ -111,7 +123,7 @@ static struct {
 	struct conn_limits lim;
 	struct http1_limits hlim;
 	conn_request_fn on_request;
-	conn_operator_fn is_operator;
+	conn_classify_fn classify;
 	void *arg;
 	OPENSSL_LHASH *shares;
 	struct evconnlistener *listener;
@@ -131,6 +143,9 @@ static const char *const close_names[CLOSE_KINDS] = {
 	[CLOSE_PER_ADDRESS] = "per_address",
 	[CLOSE_ANONYMOUS_FULL] = "anonymous_full",
 	[CLOSE_OVER_LIMIT] = "over_limit",
+	[CLOSE_SHARE] = "identity_share",
+	[CLOSE_REVOKED] = "revoked",
+	[CLOSE_BODIES] = "bodies",
 };
 
 const char *conn_close_name(enum conn_close why)
@@ -235,7 +250,24 @@ static void share_join(struct share *s, struct conn *c)
 	s->n++;
 }
 
-/* A network that holds nothing is forgotten. */
+/* A share that holds nothing is forgotten. */
+static void share_put(struct share *s)
+{
+	if (s->n == 0) {
+		OPENSSL_LH_delete(live.shares, s);
+		free(s);
+	}
+}
+
+/* Its request's body bytes given back to max_bodies. */
+static void bodies_release(struct conn *c)
+{
+	live.st.bodies -= c->body_bytes;
+	if (c->share)
+		c->share->body_bytes -= c->body_bytes;
+	c->body_bytes = 0;
+}
+
 static void share_leave(struct conn *c)
 {
 	struct share *s = c->share;
@@ -251,10 +283,8 @@ static void share_leave(struct conn *c)
 	else
 		s->newest = c->prev;
 	c->share = NULL;
-	if (--s->n == 0) {
-		OPENSSL_LH_delete(live.shares, s);
-		free(s);
-	}
+	s->n--;
+	share_put(s);
 }
 
 static void phase_leave(struct conn *c)
@@ -282,6 +312,7 @@ static void phase_leave(struct conn *c)
 static void uncount(struct conn *c)
 {
 	phase_leave(c);
+	bodies_release(c);
 	share_leave(c);
 }
 
@@ -559,11 +590,16 @@ static void send_reply(struct conn *c, const char *head, size_t hlen, struct evb
 	flush(c);
 }
 
-/* A request that cannot be read: the status, and the connection ends. */
+/*
+ * A request that cannot be read, or from a connection refused at its
+ * handshake (its own text then): the status, and the connection ends.
+ */
 static void refuse(struct conn *c, int status)
 {
-	char head[HTTP1_HEAD_MAX], text[64];
-	int n = snprintf(text, sizeof(text), "%s\n", http_status_str((enum http_status)status));
+	char head[HTTP1_HEAD_MAX], text[80];
+	int n = c->refusal == status ? snprintf(text, sizeof(text), "%s", c->refusal_text) :
+				       snprintf(text, sizeof(text), "%s\n",
+						http_status_str((enum http_status)status));
 	size_t hlen =
 		http1_head(head, NULL, status, NULL, "text/plain; charset=utf-8", (size_t)n, true);
 
@@ -577,17 +613,10 @@ static void dispatch(struct conn *c)
 	struct http_request *req = http1_take(&c->h);
 
 	c->in_request = false;
+	/* the body is the handler's now: one per connection, bounded by max_request */
+	bodies_release(c);
 	req->conn = c;
 	c->req = req;
-	if (c->over) {
-		const char *why = c->phase == PHASE_OPERATOR ? OVER_OPERATORS : OVER_HOSTS;
-
-		live.st.closed[CLOSE_OVER_LIMIT]++;
-		req->close = true;
-		conn_reply(req, 503, "Service Unavailable", "text/plain; charset=utf-8", NULL, why,
-			   strlen(why));
-		return;
-	}
 	c->dispatching = true;
 	live.on_request(req, live.arg);
 	c->dispatching = false;
@@ -645,6 +674,10 @@ static bool feed(struct conn *c, const char *data, size_t n)
 			arm_request(c);
 			break;
 		case HTTP1_REFUSED:
+			bodies_release(c);
+			if (c->refusal)
+				live.st.closed[c->refusal == 403 ? CLOSE_REVOKED :
+								   CLOSE_OVER_LIMIT]++;
 			refuse(c, c->h.status);
 			return false;
 		case HTTP1_COMPLETE:
@@ -705,34 +738,130 @@ static void read_requests(struct conn *c)
 }
 
 /*
- * Past its handshake: a host or operator, or anonymous (enrollment and
- * health only). The certificate is read here, once for the connection's
- * life, to count it against its role's bound.
+ * Within a full pool, the connection to close so that an identity holding
+ * own's share gets one more: of the identity holding the most, if that
+ * holds at least two more than own (an observer counting one more against
+ * an operator), so that it keeps at least as many as own will have; its
+ * oldest with no request under way, else its oldest. NULL: none, as when
+ * a fleet larger than the pool holds one connection a host.
+ */
+struct fair {
+	enum phase pool;
+	const struct share *own;
+	bool by_operator;
+	const struct share *best;
+	unsigned weight;
+};
+
+static void consider_identity(void *p, void *arg)
+{
+	const struct share *s = p;
+	struct fair *f = arg;
+	unsigned w;
+
+	if (s == f->own || !s->oldest || s->oldest->phase != f->pool)
+		return;
+	w = s->n + (f->by_operator && s->observer);
+	if (w > f->own->n + 1 && (!f->best || w > f->weight)) {
+		f->best = s;
+		f->weight = w;
+	}
+}
+
+static struct conn *identity_victim(enum phase pool, const struct share *own, bool by_operator)
+{
+	struct fair f = { .pool = pool, .own = own, .by_operator = by_operator };
+	struct conn *c;
+
+	OPENSSL_LH_doall_arg(live.shares, consider_identity, &f);
+	if (!f.best)
+		return NULL;
+	for (c = f.best->oldest; c; c = c->next)
+		if (!c->req && !c->in_request)
+			return c;
+	return f.best->oldest;
+}
+
+/* Its pool's slot for the certificate's identity, another's given up when it is full. */
+static bool take_slot(struct conn *c, enum conn_class cls)
+{
+	enum phase pool = cls == CONN_HOST ? PHASE_AUTHED : PHASE_OPERATOR;
+	uint64_t *n = pool == PHASE_AUTHED ? &live.st.authenticated : &live.st.operators;
+	uint64_t max = pool == PHASE_AUTHED ? live.lim.max_connections : live.lim.max_operators;
+	static const char letter[] = {
+		[CONN_HOST] = 'h', [CONN_OBSERVER] = 'r', [CONN_OPERATOR] = 'o'
+	};
+	char key[sizeof(((struct share *)0)->key)];
+	struct share *s;
+	struct conn *v;
+
+	snprintf(key, sizeof(key), "%c %s", letter[cls], c->peer.cn);
+	s = share_get(key);
+	if (!s)
+		return false;
+	s->observer = cls == CONN_OBSERVER;
+	if (*n >= max) {
+		v = identity_victim(pool, s, cls == CONN_OPERATOR);
+		if (!v) {
+			share_put(s);
+			return false;
+		}
+		conn_close(v, CLOSE_SHARE);
+	}
+	c->phase = pool;
+	share_join(s, c);
+	++*n;
+	c->counted = true;
+	return true;
+}
+
+static void join_network(struct conn *c);
+
+/*
+ * Answered status and why at its first request, and closed; until then it
+ * waits as anonymous connections do, in its network's share.
+ */
+static void refuse_later(struct conn *c, int status, const char *why)
+{
+	c->refusal = c->h.refusal = status;
+	c->refusal_text = why;
+	c->phase = PHASE_ANONYMOUS;
+	live.st.anonymous++;
+	c->counted = true;
+	join_network(c);
+}
+
+/*
+ * Past its handshake: a host, observer or operator in its pool, or
+ * anonymous (enrollment and health only), or refused. The certificate is
+ * read here, once for the connection's life.
  */
 static void handshake_done(struct conn *c, bool certified)
 {
+	enum conn_class cls;
 	struct conn *v;
 
 	phase_leave(c);
 	arm(c, live.lim.io_timeout_ms);
 	live.st.handshaken++;
-	if (certified) {
+	c->peer_result = certified ? tls_peer_identity(c->ssl, &c->peer) : -ENOENT;
+	c->peer_read = true;
+	if (!c->peer_result) {
 		share_leave(c);
-		c->peer_result = tls_peer_identity(c->ssl, &c->peer);
-		c->peer_read = true;
-		if (!c->peer_result && live.is_operator(c->ssl, &c->peer, live.arg)) {
-			c->phase = PHASE_OPERATOR;
-			c->over = ++live.st.operators > live.lim.max_operators;
-		} else {
-			c->phase = PHASE_AUTHED;
-			c->over = ++live.st.authenticated > live.lim.max_connections;
-		}
+		cls = live.classify(c->ssl, &c->peer, live.arg);
+		if (cls == CONN_REVOKED_HOST || cls == CONN_REVOKED_OPERATOR)
+			refuse_later(c, 403,
+				     cls == CONN_REVOKED_HOST ? REVOKED_HOST : REVOKED_OPERATOR);
+		else if (!take_slot(c, cls))
+			refuse_later(c, 503, cls == CONN_HOST ? OVER_HOSTS : OVER_OPERATORS);
 	} else {
 		c->phase = PHASE_ANONYMOUS;
 		live.st.anonymous++;
+		c->counted = true;
 	}
-	c->counted = true;
-	while (!certified && live.st.anonymous > live.lim.max_anonymous) {
+	c->h.anonymous = c->phase == PHASE_ANONYMOUS;
+	while (!c->closing && c->phase == PHASE_ANONYMOUS &&
+	       live.st.anonymous > live.lim.max_anonymous) {
 		v = victim(PHASE_ANONYMOUS);
 		conn_close(v ?: c, v ? CLOSE_EVICTED : CLOSE_ANONYMOUS_FULL);
 		if (!v)
@@ -885,8 +1014,62 @@ static void on_reap(evutil_socket_t fd, short what, void *arg)
 	pace();
 }
 
+/*
+ * Within max_bodies, the body to close so that another share's grows: the
+ * largest of the share holding the most body bytes, if that holds more
+ * than own will; NULL: none.
+ */
+struct heavy {
+	const struct share *own;
+	uint64_t more;
+	const struct share *best;
+};
+
+static void consider_bodies(void *p, void *arg)
+{
+	const struct share *s = p;
+	struct heavy *h = arg;
+	uint64_t own = h->own ? h->own->body_bytes : 0;
+
+	if (s != h->own && s->body_bytes > own + h->more &&
+	    (!h->best || s->body_bytes > h->best->body_bytes))
+		h->best = s;
+}
+
+static struct conn *body_victim(const struct share *own, uint64_t more)
+{
+	struct heavy h = { .own = own, .more = more };
+	struct conn *c, *v = NULL;
+
+	OPENSSL_LH_doall_arg(live.shares, consider_bodies, &h);
+	for (c = h.best ? h.best->oldest : NULL; c; c = c->next)
+		if (!v || c->body_bytes > v->body_bytes)
+			v = c;
+	return v;
+}
+
+/* http1's question before a body's buffer grows by more bytes (conn.h). */
+static int body_grow(void *arg, size_t more)
+{
+	struct conn *c = arg, *v;
+
+	while (live.st.bodies + more > live.lim.max_bodies) {
+		v = body_victim(c->share, more);
+		if (!v) {
+			live.st.bodies_refused++;
+			return -ENOBUFS;
+		}
+		conn_close(v, CLOSE_BODIES);
+	}
+	live.st.bodies += more;
+	c->body_bytes += more;
+	if (c->share)
+		c->share->body_bytes += more;
+	return 0;
+}
+
 /* The connection's network: its share of what unauthenticated clients may hold. */
-static void admit(struct conn *c)
+static void join_network(struct conn *c)
 {
 	struct share *s;
 	struct conn *v;
@@ -903,6 +1086,14 @@ static void admit(struct conn *c)
 		v = s->oldest;
 		conn_close(v != c && evictable(v, mono_ms()) ? v : c, CLOSE_PER_ADDRESS);
 	}
+}
+
+/* A new connection: in its network's share, and within max_handshakes. */
+static void admit(struct conn *c)
+{
+	struct conn *v;
+
+	join_network(c);
 	while (!c->closing && live.st.handshakes > live.lim.max_handshakes &&
 	       (v = victim(PHASE_HANDSHAKE)))
 		conn_close(v, CLOSE_EVICTED);
@@ -940,6 +1131,8 @@ void conn_new(SSL_CTX *ctx, evutil_socket_t fd, const struct sockaddr *sa, sockl
 	SSL_set_mode(c->ssl, SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
 	SSL_set_info_callback(c->ssl, on_info);
 	http1_init(&c->h, &live.hlim);
+	c->h.grow = body_grow;
+	c->h.grow_arg = c;
 	c->all_next = live.all;
 	if (live.all)
 		live.all->all_prev = c;
@@ -1037,13 +1230,13 @@ static void on_accept_error(struct evconnlistener *l, void *arg)
 }
 
 int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
-	       conn_operator_fn is_operator, void *arg)
+	       conn_classify_fn classify, void *arg)
 {
 	if (conn_index < 0)
 		conn_index = SSL_get_ex_new_index(0, NULL, NULL, NULL, NULL);
 	live.base = base;
 	live.on_request = on_request;
-	live.is_operator = is_operator;
+	live.classify = classify;
 	live.arg = arg;
 	conns_set_limits(lim);
 	live.shares = live.shares ?: OPENSSL_LH_new(share_hash, share_cmp);
@@ -1063,7 +1256,9 @@ void conns_set_limits(const struct conn_limits *lim)
 {
 	live.lim = *lim;
 	live.hlim = (struct http1_limits){ .max_body = lim->max_body,
-					   .max_header_bytes = lim->max_header_bytes };
+					   .max_header_bytes = lim->max_header_bytes,
+					   .anonymous_path = CONN_ANONYMOUS_PATH,
+					   .anonymous_max_body = CONN_ANONYMOUS_MAX_BODY };
 	pace();
 }
 
@@ -1090,6 +1285,28 @@ void conns_free(void)
 		if (*evs[i])
 			event_free(*evs[i]);
 		*evs[i] = NULL;
+	}
+}
+
+void conns_revisit(void)
+{
+	enum conn_class cls;
+	struct conn *c;
+
+	if (!live.classify)
+		return;
+	/* a closed connection stays on the list until it is reaped */
+	for (c = live.all; c; c = c->all_next) {
+		if (c->closing || (c->phase != PHASE_AUTHED && c->phase != PHASE_OPERATOR))
+			continue;
+		cls = live.classify(c->ssl, &c->peer, live.arg);
+		if (cls != CONN_REVOKED_HOST && cls != CONN_REVOKED_OPERATOR)
+			continue;
+		/* its handler's answer (a revocation by itself, say) is the last */
+		if (c->req)
+			c->req->close = true;
+		else
+			conn_close(c, CLOSE_REVOKED);
 	}
 }
 

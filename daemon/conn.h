@@ -22,10 +22,28 @@
  *   holds the rest. So does a burst of connections closed and not yet
  *   freed: memory is bounded by the pools, not by how many clients wait.
  * - max_connections bounds connections with a host's certificate, and
- *   max_operators those with an operator's: one beyond its bound is
- *   answered 503 and closed at its first request. Operators have their
- *   own bound so that a fleet filling kmemd (its hosts moving over from
- *   a kmemd that died) never locks out the operators and Prometheus.
+ *   max_operators those with an observer's or operator's. Operators have
+ *   their own bound so that a fleet filling kmemd (its hosts moving over
+ *   from a kmemd that died) never locks out the operators and Prometheus.
+ *   Within a full bound each identity (a host id, an operator's or
+ *   observer's name) has its share: a newcomer takes the place of a
+ *   connection of the identity holding the most, if that holds at least
+ *   two more than the newcomer's own does (an observer counting one more
+ *   against an operator, so that operators' control always gets in);
+ *   otherwise it is answered 503 and closed at its first request. One
+ *   certificate cannot keep the others out, and a fleet larger than the
+ *   pool does not churn.
+ * - A revoked certificate (the classify callback) holds no host's or
+ *   operator's slot: it waits, as anonymous connections do, to be
+ *   answered 403 and closed. conns_revisit() closes the open connections
+ *   of what was revoked since (one whose request is with its handler
+ *   once it is answered).
+ * - Request bodies being read hold at most max_bodies bytes in all, each
+ *   buffer growing as its bytes arrive. A growth past it closes the
+ *   largest body of the identity or network holding the most body bytes,
+ *   if that holds more than the grower's would; otherwise the grower's
+ *   request is refused 503. A client without a certificate sends a body
+ *   to enrollment only (http1.h), of at most 16 KiB.
  * - A client that sends requests faster than it reads replies is not
  *   read until it has read them; one that pipelines waits for each answer.
  * - When accept() fails for want of descriptors, accepting stops for a
@@ -53,8 +71,12 @@ struct evbuffer;
 struct conn_limits {
 	uint64_t max_connections, max_operators, max_handshakes, max_anonymous, max_per_address;
 	uint64_t handshake_timeout_ms, request_timeout_ms, io_timeout_ms;
-	uint64_t max_body, max_header_bytes;
+	uint64_t max_body, max_header_bytes, max_bodies;
 };
+
+/* The route a client without a certificate may send a body to, and that body's bound. */
+#define CONN_ANONYMOUS_PATH "/v1/enroll"
+#define CONN_ANONYMOUS_MAX_BODY 16384
 
 /* Why kmemd closed connections itself, counted since start. */
 enum conn_close {
@@ -64,6 +86,9 @@ enum conn_close {
 	CLOSE_PER_ADDRESS, /* its network held its share */
 	CLOSE_ANONYMOUS_FULL, /* max_anonymous held by young connections */
 	CLOSE_OVER_LIMIT, /* past max_connections or max_operators */
+	CLOSE_SHARE, /* made room for another identity's */
+	CLOSE_REVOKED, /* its certificate is revoked */
+	CLOSE_BODIES, /* its body made room for another identity's, within max_bodies */
 	CLOSE_KINDS,
 };
 
@@ -72,20 +97,32 @@ struct conn_stats {
 	uint64_t closed[CLOSE_KINDS];
 	uint64_t accept_errors; /* accept() out of descriptors or memory */
 	uint64_t handshaken; /* TLS handshakes completed, ever */
+	uint64_t bodies; /* bytes of request bodies being read */
+	uint64_t bodies_refused; /* requests refused 503 for max_bodies */
 };
 
 /* A request read whole, on a connection within its bound: answer it with conn_reply(). */
 typedef void (*conn_request_fn)(struct http_request *req, void *arg);
-/* Whether the client certificate id, verified on ssl, is an operator's. */
-typedef bool (*conn_operator_fn)(SSL *ssl, const struct tls_identity *id, void *arg);
+
+/* What a verified client certificate makes of its connection: its pool, or refused. */
+enum conn_class {
+	CONN_HOST, /* max_connections: a host's, or one with no role */
+	CONN_OBSERVER, /* max_operators */
+	CONN_OPERATOR, /* max_operators */
+	CONN_REVOKED_HOST,
+	CONN_REVOKED_OPERATOR, /* an observer's or operator's */
+};
+typedef enum conn_class (*conn_classify_fn)(SSL *ssl, const struct tls_identity *id, void *arg);
 
 int conns_init(struct event_base *base, const struct conn_limits *lim, conn_request_fn on_request,
-	       conn_operator_fn is_operator, void *arg);
+	       conn_classify_fn classify, void *arg);
 void conns_set_limits(const struct conn_limits *lim);
 /* The listener to pace; NULL when the server goes away. */
 void conns_set_listener(struct evconnlistener *l);
 /* Every connection closed and freed. */
 void conns_free(void);
+/* Each open connection with a certificate classed again: the revoked ones close. */
+void conns_revisit(void);
 
 /* A connection accepted on fd (now the connection's), its TLS with ctx. */
 void conn_new(SSL_CTX *ctx, evutil_socket_t fd, const struct sockaddr *sa, socklen_t salen);

@@ -164,11 +164,27 @@ static void split_target(struct http_request *req)
 	}
 }
 
+/* The largest body this request may have. */
+static size_t body_max(const struct http1 *h)
+{
+	return h->anonymous ? h->lim->anonymous_max_body : h->lim->max_body;
+}
+
+/* An anonymous client's body goes to the one route that takes it, or nowhere. */
+static bool anonymous_body_ok(const struct http1 *h)
+{
+	const struct http_request *req = h->req;
+
+	return !h->anonymous || (h->lim->anonymous_path && req->method == HTTP_POST && req->path &&
+				 !strcmp(req->path, h->lim->anonymous_path));
+}
+
 static int on_headers_complete(http_parser *p)
 {
 	struct http1 *h = reader(p);
 	struct http_request *req = h->req;
 	bool has_length = p->flags & F_CONTENTLENGTH;
+	bool has_body = (has_length && p->content_length) || (p->flags & F_CHUNKED);
 
 	header_done(h);
 	if (p->http_major != 1)
@@ -177,16 +193,14 @@ static int on_headers_complete(http_parser *p)
 	req->http10 = p->http_major == 1 && p->http_minor == 0;
 	req->keep_alive = http_should_keep_alive(p) && !p->upgrade;
 	split_target(req);
-	if (has_length && p->content_length > h->lim->max_body)
+	if (h->refusal)
+		return refuse(h, h->refusal);
+	if (has_body && !anonymous_body_ok(h))
+		return refuse(h, 401);
+	if (has_length && p->content_length > body_max(h))
 		return refuse(h, 413);
-	if (has_length && p->content_length) {
-		req->body = malloc(p->content_length);
-		if (!req->body)
-			return refuse(h, 500);
-		req->body_cap = p->content_length;
-	}
-	h->continue_due = h->expect && !req->http10 &&
-			  ((has_length && p->content_length) || (p->flags & F_CHUNKED));
+	h->body_expect = has_length ? (size_t)p->content_length : 0;
+	h->continue_due = h->expect && !req->http10 && has_body;
 	return 0;
 }
 
@@ -194,17 +208,21 @@ static int on_body(http_parser *p, const char *at, size_t len)
 {
 	struct http1 *h = reader(p);
 	struct http_request *req = h->req;
-	size_t cap = req->body_cap;
+	size_t cap = req->body_cap, max = body_max(h);
 	uint8_t *b;
 
-	if (len > h->lim->max_body - req->body_len)
+	if (len > max - req->body_len)
 		return refuse(h, 413);
 	if (req->body_len + len > cap) {
-		/* chunked: doubled, to at most the limit */
+		/* doubled as bytes arrive, to at most the length it said, or the limit */
 		while (cap < req->body_len + len)
 			cap = cap ? cap * 2 : 4096;
-		if (cap > h->lim->max_body)
-			cap = h->lim->max_body;
+		if (h->body_expect && cap > h->body_expect)
+			cap = h->body_expect;
+		if (cap > max)
+			cap = max;
+		if (h->grow && h->grow(h->grow_arg, cap - req->body_cap) < 0)
+			return refuse(h, 503);
 		b = realloc(req->body, cap);
 		if (!b)
 			return refuse(h, 500);

@@ -7,7 +7,9 @@
  *
  * A request is read whole before anyone sees it, within limits: a body
  * of at most max_body bytes (413), a request line and headers of at most
- * max_header_bytes (431). Bytes that are not HTTP/1 are refused (400, or
+ * max_header_bytes (431). A body's buffer grows as its bytes arrive, not
+ * to its Content-Length at the headers, each growth granted by the
+ * connection first (503 when it is not). Bytes that are not HTTP/1 are refused (400, or
  * 505 for another version). Each
  * refusal ends the connection: what follows cannot be trusted to start a
  * request.
@@ -48,6 +50,14 @@ struct http_request {
 
 struct http1_limits {
 	size_t max_body, max_header_bytes;
+	/*
+	 * A client without a certificate may send a body of at most
+	 * anonymous_max_body, to POST anonymous_path only (enrollment):
+	 * any other is refused at its headers (401), before a byte of it is
+	 * kept.
+	 */
+	const char *anonymous_path;
+	size_t anonymous_max_body;
 };
 
 enum http1_state {
@@ -63,12 +73,18 @@ struct http1 {
 	const struct http1_limits *lim;
 	struct http_request *req;
 	enum http1_state state;
-	int status; /* HTTP1_REFUSED: 400, 413, 431, 505 or 500 */
+	int status; /* HTTP1_REFUSED: 400, 401, 413, 431, 503, 505, 500, or refusal */
 	bool continue_due; /* the client waits for "100 Continue" before its body */
 	/* the header being read: as much of its name and value as kmemd compares */
 	char name[16], value[HTTP1_CONTENT_TYPE_MAX];
 	size_t name_len, value_len, header_bytes;
 	bool in_value, ct_seen, expect;
+	bool anonymous; /* the client has no certificate (http1_limits) */
+	int refusal; /* non-zero: every request is refused with it at its headers */
+	size_t body_expect; /* the body's Content-Length; 0: chunked, or none */
+	/* asked before a body's buffer grows by more bytes: 0, or it is refused */
+	int (*grow)(void *arg, size_t more);
+	void *grow_arg;
 };
 
 void http1_init(struct http1 *h, const struct http1_limits *lim);

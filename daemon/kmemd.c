@@ -27,6 +27,7 @@
 #include "names.h"
 #include "series-worker.h"
 #include "server.h"
+#include "revocations.h"
 #include "message-ids.h"
 #include "store-migrate.h"
 #include "store.h"
@@ -270,6 +271,9 @@ static void on_rollout_tick(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	t->k->revocations++;
 	operators_flush(t->k);
+	if (revocations_refresh(t->k) < 0)
+		log_error("reading the revocations failed: %s",
+			  t->k->store->ops->error(t->k->store));
 	if (fleet_stop_refresh(t->k) < 0)
 		log_error("reading the fleet stop failed: %s",
 			  t->k->store->ops->error(t->k->store));
@@ -372,6 +376,11 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	/* nor one that cannot hand waiting hosts their build records */
 	if (r == 0 && builds_load(&k) < 0)
 		r = -EIO;
+	/* nor one that would take a revoked certificate for a host or operator */
+	if (r == 0 && revocations_refresh(&k) < 0) {
+		log_error("reading the revocations failed: %s", k.store->ops->error(k.store));
+		r = -EIO;
+	}
 	if (r == 0 && fleet_stop_refresh(&k) < 0) {
 		log_error("reading the fleet stop failed: %s", k.store->ops->error(k.store));
 		r = -EIO;
@@ -455,6 +464,7 @@ static int run(const struct kmemd_config *cfg, const char *path, bool debug)
 	notify_free(k.notify);
 	desired_free(k.desired);
 	builds_free(&k);
+	revocations_free(k.revoked);
 	k.store->ops->close(k.store);
 	probe_totals_free(&k.stats.probes);
 	keyring_free(&keys);

@@ -30,6 +30,7 @@ struct kmemd_config {
 	uint64_t max_anonymous; /* past the handshake without a certificate */
 	uint64_t max_per_address; /* unauthenticated connections of one network */
 	uint64_t max_request; /* bytes */
+	uint64_t max_bodies; /* bytes of request bodies being read, all connections */
 	uint64_t max_headers; /* the header block's size in units of 256 bytes */
 	uint64_t io_timeout_ms; /* idle between requests */
 	uint64_t handshake_timeout_ms, request_timeout_ms; /* deadlines */
@@ -119,6 +120,8 @@ struct kmemd {
 	 * It starts at 1: a new connection's 0 is never current.
 	 */
 	uint64_t revocations;
+	/* revoked hosts and operator certificates, as the store had them last (revocations.h) */
+	struct revocations *revoked;
 	/* requests refused because their operator certificate is revoked */
 	uint64_t operators_refused;
 	/* when the certificates of the hosts reporting here expire */

@@ -264,14 +264,25 @@ static void connections(struct evbuffer *b)
 		"# TYPE kmemd_handshakes_completed_total counter\n"
 		"kmemd_handshakes_completed_total %llu\n"
 		"# HELP kmemd_connections_anonymous Connections past their handshake "
-		"without a client certificate.\n"
+		"without a client certificate, or waiting to be refused.\n"
 		"# TYPE kmemd_connections_anonymous gauge\n"
 		"kmemd_connections_anonymous %llu\n"
-		"# HELP kmemd_connections_operators Connections with an operator's "
-		"certificate (max_operators); the rest of those with one are hosts' "
-		"(max_connections).\n"
+		"# HELP kmemd_connections_operators Connections with an observer's or "
+		"operator's certificate (max_operators).\n"
 		"# TYPE kmemd_connections_operators gauge\n"
 		"kmemd_connections_operators %llu\n"
+		"# HELP kmemd_connections_hosts Connections with a host's certificate "
+		"(max_connections).\n"
+		"# TYPE kmemd_connections_hosts gauge\n"
+		"kmemd_connections_hosts %llu\n"
+		"# HELP kmemd_request_body_bytes Bytes of request bodies being read "
+		"(max_bodies).\n"
+		"# TYPE kmemd_request_body_bytes gauge\n"
+		"kmemd_request_body_bytes %llu\n"
+		"# HELP kmemd_request_bodies_refused_total Requests refused 503 for "
+		"max_bodies.\n"
+		"# TYPE kmemd_request_bodies_refused_total counter\n"
+		"kmemd_request_bodies_refused_total %llu\n"
 		"# HELP kmemd_accept_errors_total Connections accept() could not take "
 		"(descriptors or memory short).\n"
 		"# TYPE kmemd_accept_errors_total counter\n"
@@ -281,7 +292,9 @@ static void connections(struct evbuffer *b)
 		"# TYPE kmemd_connections_closed_total counter\n",
 		(unsigned long long)cs.open, (unsigned long long)cs.handshakes,
 		(unsigned long long)cs.handshaken, (unsigned long long)cs.anonymous,
-		(unsigned long long)cs.operators, (unsigned long long)cs.accept_errors);
+		(unsigned long long)cs.operators, (unsigned long long)cs.authenticated,
+		(unsigned long long)cs.bodies, (unsigned long long)cs.bodies_refused,
+		(unsigned long long)cs.accept_errors);
 	for (int i = 0; i < CLOSE_KINDS; i++)
 		evbuffer_add_printf(b, "kmemd_connections_closed_total{reason=\"%s\"} %llu\n",
 				    conn_close_name(i), (unsigned long long)cs.closed[i]);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "operators.h"
 #include "requests.h"
+#include "revocations.h"
 #include "server.h"
 #include "store.h"
 #include "text.h"
@@ -173,6 +174,7 @@ static void revoke_name(struct http_request *req, struct kmemd *k, const char *b
 		reply_store_failed(req, k);
 		return;
 	}
+	revocations_close(k);
 	audit_detail(req, NULL, "every certificate of '%s' (%llu newly)", name,
 		     (unsigned long long)n);
 	reply_json(req, HTTP_OK, "OK",
@@ -188,6 +190,7 @@ static void revoke_one(struct http_request *req, struct kmemd *k, const char *by
 		reply_store_failed(req, k);
 		return;
 	}
+	revocations_close(k);
 	audit_detail(req, NULL, "certificate %s%s%s%s%s", o->fingerprint, o->name[0] ? " of '" : "",
 		     o->name, o->name[0] ? "'" : "", r ? "" : " (revoked already)");
 	reply_json(req, HTTP_OK, "OK",

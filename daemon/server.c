@@ -23,6 +23,7 @@
 #include "kmemd.h"
 #include "log.h"
 #include "macro.h"
+#include "revocations.h"
 #include "router.h"
 #include "tls.h"
 
@@ -51,12 +52,24 @@ static void on_request(struct http_request *req, void *arg)
 	router_dispatch(req, s->k, s->admin_cas);
 }
 
-static bool is_operator(SSL *ssl, const struct tls_identity *id, void *arg)
+/* A host by its id, an observer or operator by its fingerprint: revoked, or its role's pool. */
+static enum conn_class classify(SSL *ssl, const struct tls_identity *id, void *arg)
 {
 	struct server *s = arg;
+	enum route_role role = router_role(
+		s->admin_cas, s->admin_cas && tls_peer_anchored_in(ssl, s->admin_cas), id);
 
-	return router_role(s->admin_cas, s->admin_cas && tls_peer_anchored_in(ssl, s->admin_cas),
-			   id) >= ROLE_OBSERVER;
+	switch (role) {
+	case ROLE_OBSERVER:
+	case ROLE_OPERATOR:
+		if (revocations_operator(s->k->revoked, id->fingerprint))
+			return CONN_REVOKED_OPERATOR;
+		return role == ROLE_OPERATOR ? CONN_OPERATOR : CONN_OBSERVER;
+	case ROLE_HOST:
+		return revocations_host(s->k->revoked, id->cn) ? CONN_REVOKED_HOST : CONN_HOST;
+	default:
+		return CONN_HOST;
+	}
 }
 
 /* Some certificate is in both bundles. */
@@ -128,6 +141,7 @@ static void conn_limits(const struct kmemd_config *cfg, struct conn_limits *lim)
 		.io_timeout_ms = cfg->io_timeout_ms,
 		.max_body = cfg->max_request,
 		.max_header_bytes = cfg->max_headers * 256,
+		.max_bodies = cfg->max_bodies,
 	};
 }
 
@@ -201,7 +215,7 @@ int server_new(struct event_base *base, struct kmemd *k, struct server **out)
 	s->cfg = k->cfg;
 	s->k = k;
 	conn_limits(k->cfg, &lim);
-	r = conns_init(base, &lim, on_request, is_operator, s);
+	r = conns_init(base, &lim, on_request, classify, s);
 	if (r == 0)
 		r = server_tls(k->cfg, &s->ctx, &s->admin_cas);
 	if (r < 0)

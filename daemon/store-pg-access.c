@@ -16,6 +16,7 @@ enum stmt {
 	ST_OPERATOR_REVOKE,
 	ST_OPERATOR_REVOKE_NAME,
 	ST_OPERATOR_REVOKED,
+	ST_REVOCATIONS,
 	ST_OPERATORS,
 	ST_FLEET_STOP_GET,
 	ST_FLEET_STOP_SET,
@@ -50,6 +51,9 @@ static const char *const sql[ST_N] = {
 				    " (SELECT count(*) FROM done)",
 	[ST_OPERATOR_REVOKED] = "SELECT revoked_ms IS NOT NULL FROM operators"
 				" WHERE fingerprint = $1",
+	[ST_REVOCATIONS] = "SELECT 'h', host_id FROM hosts WHERE revoked = 1"
+			   " UNION ALL SELECT 'o', fingerprint FROM operators"
+			   " WHERE revoked_ms IS NOT NULL",
 	[ST_OPERATORS] = "SELECT fingerprint, name, role, not_after_ms, first_seen_ms,"
 			 " last_seen_ms, revoked_ms, revoked_by FROM operators"
 			 " ORDER BY name, first_seen_ms NULLS FIRST, fingerprint",
@@ -180,6 +184,20 @@ int pg_operator_revoked(struct store *s, const char *fingerprint)
 	r = PQntuples(res) && pg_col_bool(res, 0, 0);
 	PQclear(res);
 	return r;
+}
+
+int pg_revocations(struct store *s, int (*cb)(void *arg, char kind, const char *key), void *arg)
+{
+	PGresult *res = run(s, ST_REVOCATIONS, NULL);
+	int i, n, r = 0;
+
+	if (!res)
+		return -EIO;
+	n = PQntuples(res);
+	for (i = 0; r == 0 && i < n; i++)
+		r = cb(arg, pg_col_or_empty(res, i, 0)[0], pg_col_or_empty(res, i, 1));
+	PQclear(res);
+	return r > 0 ? 0 : r;
 }
 
 int pg_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg)

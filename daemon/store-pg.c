@@ -650,6 +650,7 @@ const struct store_ops store_pg_ops = {
 	.operator_revoke = pg_operator_revoke,
 	.operator_revoke_name = pg_operator_revoke_name,
 	.operator_revoked = pg_operator_revoked,
+	.revocations = pg_revocations,
 	.operators = pg_operators,
 	.fleet_stop_get = pg_fleet_stop_get,
 	.fleet_stop_set = pg_fleet_stop_set,

@@ -177,6 +177,7 @@ int pg_operator_revoke(struct store *s, const struct store_operator *o, const ch
 int pg_operator_revoke_name(struct store *s, const char *name, const char *by, int64_t now_ms,
 			    uint64_t *n);
 int pg_operator_revoked(struct store *s, const char *fingerprint);
+int pg_revocations(struct store *s, int (*cb)(void *arg, char kind, const char *key), void *arg);
 int pg_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg);
 int pg_fleet_stop_get(struct store *s, struct store_fleet_stop *f);
 int pg_fleet_stop_set(struct store *s, const struct store_fleet_stop *f);

@@ -16,6 +16,7 @@ enum stmt {
 	ST_OPERATOR_REVOKE_NAME,
 	ST_OPERATOR_NAMED,
 	ST_OPERATOR_REVOKED,
+	ST_REVOCATIONS,
 	ST_OPERATORS,
 	ST_FLEET_STOP_GET,
 	ST_FLEET_STOP_SET,
@@ -49,6 +50,9 @@ static const char *const sql[ST_N] = {
 	[ST_OPERATOR_NAMED] = "SELECT count(*) FROM operators WHERE name = ?1",
 	[ST_OPERATOR_REVOKED] = "SELECT revoked_ms IS NOT NULL FROM operators"
 				" WHERE fingerprint = ?1",
+	[ST_REVOCATIONS] = "SELECT 'h', host_id FROM hosts WHERE revoked = 1"
+			   " UNION ALL SELECT 'o', fingerprint FROM operators"
+			   " WHERE revoked_ms IS NOT NULL",
 	[ST_OPERATORS] = OPERATOR_ROW " ORDER BY name, first_seen_ms, fingerprint",
 	[ST_FLEET_STOP_GET] = "SELECT stopped, since_ms, actor, reason FROM fleet_stop"
 			      " WHERE name = 'fleet'",
@@ -205,6 +209,18 @@ int sq_operator_revoked(struct store *s, const char *fingerprint)
 	if (r == -ENOENT)
 		return 0;
 	return r < 0 ? r : sqlite3_column_int(st, 0) != 0;
+}
+
+int sq_revocations(struct store *s, int (*cb)(void *arg, char kind, const char *key), void *arg)
+{
+	sqlite3_stmt *st = stmt(s, ST_REVOCATIONS);
+	int rc, r = 0;
+
+	while (r == 0 && (rc = sqlite3_step(st)) == SQLITE_ROW)
+		r = cb(arg, text_or_empty(st, 0)[0], text_or_empty(st, 1));
+	if (r == 0 && rc != SQLITE_DONE)
+		r = -EIO;
+	return r > 0 ? 0 : r;
 }
 
 int sq_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg)

@@ -563,6 +563,7 @@ const struct store_ops store_sqlite_ops = {
 	.operator_revoke = sq_operator_revoke,
 	.operator_revoke_name = sq_operator_revoke_name,
 	.operator_revoked = sq_operator_revoked,
+	.revocations = sq_revocations,
 	.operators = sq_operators,
 	.fleet_stop_get = sq_fleet_stop_get,
 	.fleet_stop_set = sq_fleet_stop_set,

@@ -182,6 +182,7 @@ int sq_operator_revoke(struct store *s, const struct store_operator *o, const ch
 int sq_operator_revoke_name(struct store *s, const char *name, const char *by, int64_t now_ms,
 			    uint64_t *n);
 int sq_operator_revoked(struct store *s, const char *fingerprint);
+int sq_revocations(struct store *s, int (*cb)(void *arg, char kind, const char *key), void *arg);
 int sq_operators(struct store *s, int (*cb)(void *arg, const struct store_operator *o), void *arg);
 int sq_fleet_stop_get(struct store *s, struct store_fleet_stop *f);
 int sq_fleet_stop_set(struct store *s, const struct store_fleet_stop *f);

@@ -461,6 +461,13 @@ struct store_ops {
 				    int64_t now_ms, uint64_t *n);
 	/* 1 revoked, 0 not, or a negative errno. */
 	int (*operator_revoked)(struct store *s, const char *fingerprint);
+	/*
+	 * Every revocation: each revoked host id (kind 'h') and revoked
+	 * operator certificate's fingerprint (kind 'o'), until cb returns
+	 * non-zero.
+	 */
+	int (*revocations)(struct store *s, int (*cb)(void *arg, char kind, const char *key),
+			   void *arg);
 	/* Every certificate seen or revoked, by name, then first seen. */
 	int (*operators)(struct store *s, int (*cb)(void *arg, const struct store_operator *o),
 			 void *arg);

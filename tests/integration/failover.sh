@@ -107,15 +107,24 @@ echo "ok: each agent reports to the kmemd its name picks; kmemctl reads through 
 # the other kmemd, which then finds that report stored by the other. It
 # wakes full (max_connections 1, held by another host's connection): ten
 # reports on, the host tries it again, is answered 503, and goes back to
-# the first; once it has room, the host's next try stays there.
-cp kmemd.conf kmemd.conf.good
-printf '[server]\nmax_connections = 1\n' >>kmemd.conf
-kill -HUP "$kmemd_b"
-wait_for 10 grep -q "policy keys reloaded" kmemd-b.log || fail "the second kmemd did not reload"
-(sleep 60) | openssl s_client -quiet -connect 127.0.0.1:$pb -cert pki/$h1.crt \
+# the first; once it has room, the host's next try stays there. The other
+# host's connection is made while there is room (a connection past the
+# bound holds no slot), and the bound lowered below what is open.
+(sleep 90) | openssl s_client -quiet -connect 127.0.0.1:$pb -cert pki/$h1.crt \
 	-key pki/$h1.key -CAfile pki/ca.crt >/dev/null 2>&1 &
 holder=$!
 pids+=($holder)
+hosts_b() {
+	curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+		"https://127.0.0.1:$pb/metrics" | awk '$1 == "kmemd_connections_hosts" { print $2 }'
+}
+wait_for 10 sh -c "[ \"\$(curl -sS --cacert pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+	https://127.0.0.1:$pb/metrics | awk '\$1 == \"kmemd_connections_hosts\" { print \$2 }')\" = 2 ]" ||
+	fail "the other host's connection and $h2's are not both open: $(hosts_b)"
+cp kmemd.conf kmemd.conf.good
+printf '[server]\nmax_connections = 1\nio_timeout = 90s\n' >>kmemd.conf
+kill -HUP "$kmemd_b"
+wait_for 10 grep -q "policy keys reloaded" kmemd-b.log || fail "the second kmemd did not reload"
 kill -STOP "$kmemd_b"
 wait_for 20 grep -q "kmemd at 127.0.0.1:$pb sent no reply within 1 s" agent-$h2.log ||
 	fail "$h2 did not give up on the hung kmemd: $(tail -3 agent-$h2.log)"

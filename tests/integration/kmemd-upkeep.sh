@@ -54,6 +54,17 @@ printf '[server]\nmax_request = 128K\n' >small.conf
 cat kmemd.conf small.conf >both.conf
 $KMEMD -n -c both.conf 2>check.err || fail "kmemd -n refused max_request = 128K: $(cat check.err)"
 echo "ok: max_request below the largest report is refused"
+# nor can max_bodies hold less than one request of max_request
+printf '[server]\nmax_request = 4M\nmax_bodies = 2M\n' >small.conf
+cat kmemd.conf small.conf >both.conf
+if $KMEMD -n -c both.conf 2>check.err; then
+	fail "kmemd -n accepted max_bodies below max_request"
+fi
+grep -q "max_bodies is below max_request" check.err || fail "check: $(cat check.err)"
+printf '[server]\nmax_request = 4M\nmax_bodies = 4M\n' >small.conf
+cat kmemd.conf small.conf >both.conf
+$KMEMD -n -c both.conf 2>check.err || fail "kmemd -n refused max_bodies = max_request: $(cat check.err)"
+echo "ok: max_bodies below max_request is refused"
 $KMEMD -h >usage.txt || fail "kmemd -h failed"
 grep -q "^  -h " usage.txt || fail "kmemd's usage omits -h: $(cat usage.txt)"
 

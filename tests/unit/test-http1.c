@@ -193,6 +193,115 @@ static void test_limits(void **state)
 			 9));
 }
 
+/* A grow callback that grants up to budget bytes in all, counting what it granted. */
+struct budget {
+	size_t granted, budget;
+};
+
+static int grant(void *arg, size_t more)
+{
+	struct budget *b = arg;
+
+	if (b->granted + more > b->budget)
+		return -ENOBUFS;
+	b->granted += more;
+	return 0;
+}
+
+/* A reader whose bodies grow within b's budget of budget bytes. */
+static void reader_within(struct http1 *h, struct budget *b, size_t budget)
+{
+	*b = (struct budget){ .budget = budget };
+	http1_init(h, &lim);
+	h->grow = grant;
+	h->grow_arg = b;
+}
+
+static void test_body_grows(void **state)
+{
+	static const char head[] = "POST / HTTP/1.1\r\nContent-Length: 64\r\n\r\n";
+	static const char chunked[] = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+				      "20\r\n0123456789abcdef0123456789abcdef\r\n0\r\n\r\n";
+	struct budget b;
+	struct http1 h;
+	struct http_request *req;
+
+	(void)state;
+	/* the headers alone hold nothing of a body they announce */
+	reader_within(&h, &b, 64);
+	assert_int_equal(http1_feed(&h, head, strlen(head)), strlen(head));
+	assert_int_equal(h.state, HTTP1_READING);
+	assert_int_equal(b.granted, 0);
+	assert_null(h.req->body);
+	/* a byte of it: its buffer, no larger than the length said */
+	assert_int_equal(http1_feed(&h, "x", 1), 1);
+	assert_int_equal(b.granted, 64);
+	assert_int_equal(h.req->body_cap, 64);
+	http1_release(&h);
+
+	/* a budget too small for it: 503 at the growth, nothing more read */
+	reader_within(&h, &b, 16);
+	feed_by(&h, chunked, 7);
+	assert_int_equal(h.state, HTTP1_REFUSED);
+	assert_int_equal(h.status, 503);
+	assert_int_equal(b.granted, 0);
+	http1_release(&h);
+
+	/* chunked within the budget: granted as it doubles, all of it read */
+	reader_within(&h, &b, 64);
+	feed_by(&h, chunked, 3);
+	assert_int_equal(h.state, HTTP1_COMPLETE);
+	req = http1_take(&h);
+	assert_int_equal(req->body_len, 32);
+	assert_int_equal(b.granted, req->body_cap);
+	assert_true(b.granted >= 32 && b.granted <= 64);
+	http1_request_free(req);
+	http1_release(&h);
+}
+
+static void expect_anonymous(const char *text, int status)
+{
+	static const struct http1_limits anon = { .max_body = 64,
+						  .max_header_bytes = 256,
+						  .anonymous_path = "/v1/enroll",
+						  .anonymous_max_body = 16 };
+	struct http1 h;
+	struct http_request *req;
+
+	http1_init(&h, &anon);
+	h.anonymous = true;
+	feed_by(&h, text, 5);
+	if (!status) {
+		assert_int_equal(h.state, HTTP1_COMPLETE);
+		req = http1_take(&h);
+		http1_request_free(req);
+	} else {
+		assert_int_equal(h.state, HTTP1_REFUSED);
+		assert_int_equal(h.status, status);
+	}
+	http1_release(&h);
+}
+
+static void test_anonymous_bodies(void **state)
+{
+	(void)state;
+	/* without a certificate: a body to enrollment only, and a small one */
+	expect_anonymous("POST /v1/enroll HTTP/1.1\r\nContent-Length: 16\r\n\r\n"
+			 "0123456789abcdef",
+			 0);
+	expect_anonymous("POST /v1/enroll HTTP/1.1\r\nContent-Length: 17\r\n\r\n", 413);
+	expect_anonymous("POST /v1/enroll HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n"
+			 "11\r\n0123456789abcdef!\r\n0\r\n\r\n",
+			 413);
+	expect_anonymous("POST /v1/agent/report HTTP/1.1\r\nContent-Length: 4\r\n\r\n", 401);
+	expect_anonymous("PUT /v1/enroll HTTP/1.1\r\nContent-Length: 4\r\n\r\n", 401);
+	expect_anonymous("POST /v1/enroll/secrets HTTP/1.1\r\nContent-Length: 4\r\n\r\n", 401);
+	expect_anonymous("POST /v1/policies HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", 401);
+	/* no body: anywhere, the routes decide */
+	expect_anonymous("GET /v1/health HTTP/1.1\r\n\r\n", 0);
+	expect_anonymous("POST /v1/policies HTTP/1.1\r\nContent-Length: 0\r\n\r\n", 0);
+}
+
 static void test_not_http(void **state)
 {
 	static const char *const bad[] = {
@@ -346,6 +455,7 @@ int main(void)
 		cmocka_unit_test(test_get),	     cmocka_unit_test(test_post_split),
 		cmocka_unit_test(test_pipelined),    cmocka_unit_test(test_chunked),
 		cmocka_unit_test(test_limits),	     cmocka_unit_test(test_not_http),
+		cmocka_unit_test(test_body_grows),   cmocka_unit_test(test_anonymous_bodies),
 		cmocka_unit_test(test_content_type), cmocka_unit_test(test_expect_continue),
 		cmocka_unit_test(test_keep_alive),   cmocka_unit_test(test_release),
 		cmocka_unit_test(test_head),	     cmocka_unit_test(test_add_header_full),

@@ -337,6 +337,39 @@ static const char *operators_of(struct store *s)
 	return out;
 }
 
+static int revocation_cb(void *arg, char kind, const char *key)
+{
+	char *out = arg;
+	size_t n = strlen(out);
+
+	snprintf(out + n, 512 - n, "%s%c:%s", n ? " " : "", kind, key);
+	return 0;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Every revocation, sorted: the store gives them in no order. */
+static const char *revocations_of(struct store *s)
+{
+	static char out[512];
+	char *words[16], *w, *save = NULL, sorted[512] = "";
+	size_t n = 0;
+
+	out[0] = '\0';
+	assert_int_equal(s->ops->revocations(s, revocation_cb, out), 0);
+	for (w = strtok_r(out, " ", &save); w && n < 16; w = strtok_r(NULL, " ", &save))
+		words[n++] = w;
+	qsort(words, n, sizeof(*words), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		snprintf(sorted + strlen(sorted), sizeof(sorted) - strlen(sorted), "%s%s",
+			 i ? " " : "", words[i]);
+	snprintf(out, sizeof(out), "%s", sorted);
+	return out;
+}
+
 static void test_operators(void **state)
 {
 	struct store_operator a1 = { .fingerprint = "a1a1",
@@ -387,6 +420,14 @@ static void test_operators(void **state)
 					     "a1a1:alice:operator:9000:100:150:300:ops "
 					     "a2a2:alice:observer:9500:200:200:300:ops "
 					     "b0b0:prom:observer:8000:120:500:420:bob");
+	/* what kmemd keeps in memory to class connections: hosts' and operators' */
+	assert_int_equal(s->ops->revoke(s, "zz-gone", 600), 0);
+	{
+		const char *all = revocations_of(s), *ops = "o:a1a1 o:a2a2 o:b0b0 o:c0c0";
+
+		assert_non_null(strstr(all, "h:zz-gone "));
+		assert_string_equal(all + strlen(all) - strlen(ops), ops);
+	}
 	s->ops->close(s);
 }
 
