@@ -21,6 +21,8 @@
 #include "macro.h"
 #include "pki.h"
 #include "remote.h"
+#include "report-check.h"
+#include "text.h"
 
 static int write_text(const char *path, const char *text)
 {
@@ -71,6 +73,11 @@ int do_enroll(int argc, char **argv)
 	}
 	if (optind != argc || !server || !ca || !secret_file || !host || !dir) {
 		fputs(usage, stderr);
+		return EXIT_USAGE;
+	}
+	if (!text_host_id_valid(host, REPORT_HOST_ID_MAX)) {
+		log_error("host id '%s' is not 1 to %d of " TEXT_HOST_ID_GRAMMAR, host,
+			  REPORT_HOST_ID_MAX);
 		return EXIT_USAGE;
 	}
 	r = read_file_max(secret_file, 1024, &secret, &len);

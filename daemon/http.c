@@ -13,6 +13,7 @@
 #include "http.h"
 #include "kmemd.h"
 #include "log.h"
+#include "pbstrings.h"
 #include "store.h"
 #include "text.h"
 
@@ -161,7 +162,11 @@ ProtobufCMessage *request_message_in(struct http_request *req,
 	size_t len;
 	const uint8_t *body = request_body(req, &len);
 
+	char field[128];
+
 	if (!content_type_is(req, PROTOBUF_TYPE) || (!body && len))
+		return NULL;
+	if (pb_strings_check(desc, body, len, field, sizeof(field)) < 0)
 		return NULL;
 	/* an empty body is a message with every field unset */
 	return protobuf_c_message_unpack(desc, a, len, body);

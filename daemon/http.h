@@ -85,8 +85,9 @@ json_t *request_json_unpack(struct http_request *req, const char *want, bool why
 /*
  * A protobuf body decoded as desc says (free it with
  * protobuf_c_message_free_unpacked()); NULL when the type is not
- * application/x-protobuf or the body does not decode: the caller answers
- * in its own reply message.
+ * application/x-protobuf, the body does not decode, or a string of it
+ * holds a NUL byte (pbstrings.h): the caller answers in its own reply
+ * message.
  */
 ProtobufCMessage *request_message(struct http_request *req, const ProtobufCMessageDescriptor *desc);
 /* The same, unpacked with allocator a (NULL: malloc) and freed with it. */

@@ -16,6 +16,7 @@
 #include "notify.h"
 #include "names.h"
 #include "pb-arena.h"
+#include "pbstrings.h"
 #include "report-check.h"
 #include "server.h"
 #include "store.h"
@@ -220,8 +221,12 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report from '%s' is malformed",
 				peer->cn);
 		k->stats.reports_refused++;
+		r = pb_strings_check(&kmemctl__v1__report__descriptor, req->body, req->body_len,
+				     why, sizeof(why) - 32);
+		if (r == -EINVAL)
+			strcat(why, " holds a NUL byte");
 		refuse(req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
-		       "report does not decode or has no host id");
+		       r == -EINVAL ? why : "report does not decode or has no host id");
 		goto out;
 	}
 	if (strcmp(rep->facts->host_id, peer->cn) != 0) {

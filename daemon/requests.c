@@ -11,7 +11,7 @@
 
 bool renew_request_valid(const Kmemctl__V1__EnrollRequest *er)
 {
-	return text_name_valid(er->host_id, REPORT_HOST_ID_MAX) && er->csr_pem &&
+	return text_host_id_valid(er->host_id, REPORT_HOST_ID_MAX) && er->csr_pem &&
 	       strnlen(er->csr_pem, ENROLL_CSR_MAX + 1) <= ENROLL_CSR_MAX;
 }
 

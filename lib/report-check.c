@@ -89,7 +89,10 @@ static int check_facts(const Kmemctl__V1__HostFacts *f, char *why, size_t len)
 	size_t i, j;
 	int r;
 
-	r = check_name("facts.host_id", f->host_id, REPORT_HOST_ID_MAX, why, len);
+	r = text_host_id_valid(f->host_id, REPORT_HOST_ID_MAX) ?
+		    0 :
+		    text_refuse(why, len, "facts.host_id is not 1 to %d of " TEXT_HOST_ID_GRAMMAR,
+				REPORT_HOST_ID_MAX);
 	if (r == 0)
 		r = check_text("facts.hostname", f->hostname, REPORT_HOSTNAME_MAX, why, len);
 	if (r == 0)

@@ -103,6 +103,13 @@ bool text_name_valid(const char *s, size_t max)
 	return true;
 }
 
+bool text_host_id_valid(const char *s, size_t max)
+{
+	return text_name_valid(s, max) &&
+	       ((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+		(s[0] >= '0' && s[0] <= '9'));
+}
+
 char *text_sanitize(const char *s, size_t len)
 {
 	static const char replacement[] = "\xef\xbf\xbd";

@@ -30,6 +30,14 @@ bool text_valid(const char *s, size_t max);
 bool text_name_valid(const char *s, size_t max);
 
 /*
+ * A host id: 1 to max characters of TEXT_NAME_CHARSET, the first a letter
+ * or digit, so that none is ".", ".." or taken for an option ("-rf") where
+ * it names a file or an argument.
+ */
+#define TEXT_HOST_ID_GRAMMAR "[A-Za-z0-9][A-Za-z0-9._-]*"
+bool text_host_id_valid(const char *s, size_t max);
+
+/*
  * A copy of s (len bytes) as well-formed UTF-8: each byte of an invalid
  * sequence becomes U+FFFD. NULL when out of memory.
  */

@@ -118,12 +118,29 @@ int tls_client_ssl(SSL_CTX *ctx, const char *host, SSL **out)
 	return 0;
 }
 
-static void name_entry(X509_NAME *name, int nid, char *buf, size_t size)
+/*
+ * The first nid entry of name as UTF-8 into buf ("" when there is none):
+ * -EBADMSG when it holds a NUL or does not fit, where a C string would
+ * say less than the certificate does (h2\0h1 read as h2, two long names
+ * cut to one).
+ */
+static int name_entry(X509_NAME *name, int nid, char *buf, size_t size)
 {
-	int n = X509_NAME_get_text_by_NID(name, nid, buf, (int)size);
+	int i = X509_NAME_get_index_by_NID(name, nid, -1), n;
+	unsigned char *utf8 = NULL;
 
-	if (n < 0)
-		buf[0] = '\0';
+	buf[0] = '\0';
+	if (i < 0)
+		return 0;
+	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
+	if (n < 0 || (size_t)n >= size || memchr(utf8, '\0', (size_t)n)) {
+		OPENSSL_free(utf8);
+		return -EBADMSG;
+	}
+	memcpy(buf, utf8, (size_t)n);
+	buf[n] = '\0';
+	OPENSSL_free(utf8);
+	return 0;
 }
 
 static void hex(const unsigned char *p, size_t n, char *out, size_t size)
@@ -145,10 +162,12 @@ int tls_cert_identity(X509 *cert, struct tls_identity *id)
 	int n;
 
 	memset(id, 0, sizeof(*id));
-	name_entry(X509_get_subject_name(cert), NID_commonName, id->cn, sizeof(id->cn));
-	name_entry(X509_get_subject_name(cert), NID_organizationalUnitName, id->ou, sizeof(id->ou));
-	name_entry(X509_get_issuer_name(cert), NID_commonName, id->issuer_cn,
-		   sizeof(id->issuer_cn));
+	if (name_entry(X509_get_subject_name(cert), NID_commonName, id->cn, sizeof(id->cn)) < 0 ||
+	    name_entry(X509_get_subject_name(cert), NID_organizationalUnitName, id->ou,
+		       sizeof(id->ou)) < 0 ||
+	    name_entry(X509_get_issuer_name(cert), NID_commonName, id->issuer_cn,
+		       sizeof(id->issuer_cn)) < 0)
+		return -EBADMSG;
 	if (!X509_digest(cert, EVP_sha256(), md, &mdlen))
 		return -EIO;
 	hex(md, mdlen, id->fingerprint, sizeof(id->fingerprint));

@@ -121,6 +121,12 @@ $BUILD/tests/integration/report-edit "$report" badhist.bin probe=vmap-purge coun
 expect_status 400 "a histogram that does not add up" h1 application/x-protobuf badhist.bin
 grep -q "inconsistent" body.out || fail "no reason for the bad histogram: $(cat body.out)"
 expect_status 403 "h2 reporting as h1" h2 application/x-protobuf "$report"
+# a host id with a NUL in it: as a C string it would read "h2", h2's own
+$BUILD/tests/integration/report-edit "$report" nulhost.bin host=h2Xh1
+python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); assert d.count(b"h2Xh1") == 1
+open(sys.argv[2], "wb").write(d.replace(b"h2Xh1", b"h2\0h1"))' nulhost.bin nulhost2.bin
+expect_status 400 "h2 reporting as h2\\0h1" h2 application/x-protobuf nulhost2.bin
+grep -q "facts.host_id holds a NUL byte" body.out || fail "no reason for the NUL: $(cat body.out)"
 
 code=$(curl -sS --cacert pki/ca.crt -o /dev/null -w '%{http_code}' \
 	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" "$URL/v1/agent/report")

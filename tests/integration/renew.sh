@@ -91,15 +91,17 @@ grep -q "asking kmemd for a new one" agent-h3.log && fail "h3 ([tls] renew = no)
 echo "ok: h3, with [tls] renew = no, kept its certificate"
 
 # kmemd's refusals, with requests made here (EnrollRequest: host_id 2, csr_pem 3)
-renew_body() { # HOST_ID CSR_FILE: the encoded request
-	python3 - "$1" "$2" <<'PY'
+renew_body() { # HOST_ID CSR_FILE [SECRET]: the encoded request; \0 in HOST_ID is a NUL
+	python3 - "$@" <<'PY'
 import sys
 def field(n, b):
     out, l = bytes([n << 3 | 2]), len(b)
     while l > 127:
         out, l = out + bytes([l & 127 | 128]), l >> 7
     return out + bytes([l]) + b
-sys.stdout.buffer.write(field(2, sys.argv[1].encode()) + field(3, open(sys.argv[2], "rb").read()))
+secret = field(1, sys.argv[3].encode()) if len(sys.argv) > 3 else b""
+host = sys.argv[1].encode().replace(b"\\0", b"\0")
+sys.stdout.buffer.write(secret + field(2, host) + field(3, open(sys.argv[2], "rb").read()))
 PY
 }
 renew_as() { # CERT HOST_ID CSR_FILE: the status code
@@ -111,6 +113,35 @@ renew_as() { # CERT HOST_ID CSR_FILE: the status code
 openssl genpkey -algorithm ed25519 -out new.key 2>/dev/null
 openssl req -new -key new.key -subj /CN=h2 -out h2.csr
 openssl req -new -key new.key -subj /CN=h3 -out h3.csr
+openssl req -new -key new.key -subj /CN=h4 -out h4.csr
+# ids are byte strings: h4\0x, read as a C string, would be h4's own
+[ "$(renew_as h4 'h4\0x' h4.csr)" = 400 ] || fail "a renewal for h4\\0x was not refused: $(cat reply.bin)"
+[ "$(db "SELECT count(*) FROM audit WHERE action = 'host.renew' AND actor = 'h4'")" = 0 ] ||
+	fail "h4 renewed as h4\\0x"
+# nor does enrollment take one, or an id outside the grammar ("-rf", "..")
+secret=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{}' |
+	sed -n 1p | python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])')
+enroll_raw() { # HOST_ID CSR_FILE: the status code of an enrollment without a certificate
+	renew_body "$1" "$2" "$secret" >body.bin
+	curl -sS -o reply.bin -w '%{http_code}' --cacert pki/ca.crt \
+		-H 'Content-Type: application/x-protobuf' --data-binary @body.bin "$URL/v1/enroll"
+}
+openssl req -new -key new.key -subj /CN=w-6 -out w-6.csr
+[ "$(enroll_raw 'w-6\0' w-6.csr)" = 400 ] || fail "enrolling w-6\\0 was not refused: $(cat reply.bin)"
+for id in -rf ..; do
+	openssl req -new -key new.key -subj "/CN=$id" -out bad.csr
+	[ "$(enroll_raw "$id" bad.csr)" = 400 ] || fail "enrolling '$id' was not refused: $(cat reply.bin)"
+done
+rc=0
+$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S /dev/null -n -rf -o . >enroll.out 2>&1 || rc=$?
+[ "$rc" = 2 ] && grep -q "is not 1 to 64 of" enroll.out || fail "kmemctl enroll -n -rf: exit $rc, $(cat enroll.out)"
+[ "$(db "SELECT count(*) FROM audit WHERE action = 'host.enroll' AND detail LIKE 'w-6%'")" = 0 ] ||
+	fail "an id with a NUL was enrolled"
+# JSON's \u0000 is refused as well: h4 stays unrevoked
+out=$(api ops POST /v1/hosts/revoke -H 'Content-Type: application/json' --data '{"host":"h4\u0000x"}')
+[ "$(tail -1 <<<"$out")" = 400 ] || fail "revoking h4\\u0000x: $out"
+[ "$(db "SELECT count(*) FROM hosts WHERE host_id = 'h4' AND revoked = 1")" = 0 ] || fail "h4 was revoked"
+echo "ok: a renewal for h4\\0x, enrollments of w-6\\0, -rf and .., and kmemctl enroll -n -rf are refused"
 [ "$(renew_as h4 h3 h3.csr)" = 403 ] || fail "h4 renewing h3's certificate was not refused"
 grep -q "its own certificate only" reply.bin || fail "h4 for h3: $(cat reply.bin)"
 [ "$(renew_as h4 h4 h3.csr)" = 400 ] || fail "h4's request with h3's CSR was not refused"

@@ -60,6 +60,16 @@ static void test_names(void **state)
 	assert_false(text_name_valid("\xc3\xa9", 63));
 	assert_false(text_name_valid("abcd", 3));
 	assert_true(text_name_valid("abc", 3));
+	/* host ids: a name that starts with a letter or digit */
+	assert_true(text_host_id_valid("web-01.example_net", 64));
+	assert_true(text_host_id_valid("0a", 64));
+	assert_false(text_host_id_valid(".", 64));
+	assert_false(text_host_id_valid("..", 64));
+	assert_false(text_host_id_valid("-rf", 64));
+	assert_false(text_host_id_valid("_x", 64));
+	assert_false(text_host_id_valid("", 64));
+	assert_false(text_host_id_valid(NULL, 64));
+	assert_false(text_host_id_valid("abcd", 3));
 }
 
 static void test_sanitize(void **state)

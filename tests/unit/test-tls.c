@@ -278,6 +278,61 @@ static void test_tls12_refused(void **state)
 }
 
 /* A second CA for operators: trusted, and told apart from the fleet CA. */
+/*
+ * A certificate whose subject CN is cn (len bytes, NULs and all, as a CA
+ * that does not check could sign), self-signed.
+ */
+static X509 *cert_named(const char *cn, int len)
+{
+	EVP_PKEY *key = EVP_PKEY_Q_keygen(NULL, NULL, "ED25519");
+	X509 *x = X509_new();
+	X509_NAME *name = X509_get_subject_name(x);
+
+	assert_non_null(key);
+	/* a string type, not MBSTRING_*: OpenSSL's bound on a CN's length is not applied */
+	assert_int_equal(X509_NAME_add_entry_by_txt(name, "CN", V_ASN1_UTF8STRING,
+						    (const unsigned char *)cn, len, -1, 0),
+			 1);
+	X509_NAME_add_entry_by_txt(name, "OU", MBSTRING_UTF8, (const unsigned char *)"host", -1, -1,
+				   0);
+	X509_set_issuer_name(x, name);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
+	X509_gmtime_adj(X509_getm_notBefore(x), 0);
+	X509_gmtime_adj(X509_getm_notAfter(x), 3600);
+	X509_set_pubkey(x, key);
+	assert_true(X509_sign(x, key, NULL) > 0);
+	EVP_PKEY_free(key);
+	return x;
+}
+
+static void test_identity_names(void **state)
+{
+	char long_cn[80];
+	struct tls_identity id;
+	X509 *x;
+
+	(void)state;
+	x = cert_named("h2", 2);
+	assert_int_equal(tls_cert_identity(x, &id), 0);
+	assert_string_equal(id.cn, "h2");
+	assert_string_equal(id.ou, "host");
+	X509_free(x);
+	/* h2\0h1 is not h2 */
+	x = cert_named("h2\0h1", 5);
+	assert_int_equal(tls_cert_identity(x, &id), -EBADMSG);
+	X509_free(x);
+	/* 64 bytes fit; 65 are not cut to the first 64 */
+	memset(long_cn, 'a', sizeof(long_cn));
+	x = cert_named(long_cn, 64);
+	assert_int_equal(tls_cert_identity(x, &id), 0);
+	assert_int_equal(strlen(id.cn), 64);
+	X509_free(x);
+	x = cert_named(long_cn, 65);
+	assert_int_equal(tls_cert_identity(x, &id), -EBADMSG);
+	X509_free(x);
+	ERR_clear_error();
+}
+
 static void test_admin_ca(void **state)
 {
 	struct run r = good;
@@ -339,6 +394,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_good),
 		cmocka_unit_test(test_admin_ca),
+		cmocka_unit_test(test_identity_names),
 		cmocka_unit_test(test_hostname),
 		cmocka_unit_test(test_client_wrong_ca),
 		cmocka_unit_test(test_client_missing_cert),
