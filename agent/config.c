@@ -57,9 +57,9 @@ int agent_config_check(const struct agent_config *c)
 				       "separated by commas, each once",
 				       c->server, HOSTPORT_LIST_MAX);
 	if (c->host_id && !text_host_id_valid(c->host_id, REPORT_HOST_ID_MAX))
-		return log_error_errno(-EINVAL,
-				       "[agent] host_id '%s' is not 1 to %d of " TEXT_HOST_ID_GRAMMAR,
-				       c->host_id, REPORT_HOST_ID_MAX);
+		return log_error_errno(
+			-EINVAL, "[agent] host_id '%s' is not 1 to %d of " TEXT_HOST_ID_GRAMMAR,
+			c->host_id, REPORT_HOST_ID_MAX);
 	if (m->n > REPORT_LABELS_MAX)
 		return log_error_errno(-EINVAL, "[labels] has %zu labels, more than %d", m->n,
 				       REPORT_LABELS_MAX);

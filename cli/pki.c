@@ -161,8 +161,10 @@ static int pki_issue_cmd(int argc, char **argv)
 	}
 	/* a host's name is its id: kmemd takes no other */
 	if (subj.role == PKI_ROLE_HOST && !text_host_id_valid(argv[3], REPORT_HOST_ID_MAX)) {
-		fprintf(stderr, "kmemctl pki issue: a host id is 1 to %d of " TEXT_HOST_ID_GRAMMAR
-			", not '%s'\n", REPORT_HOST_ID_MAX, argv[3]);
+		fprintf(stderr,
+			"kmemctl pki issue: a host id is 1 to %d of " TEXT_HOST_ID_GRAMMAR
+			", not '%s'\n",
+			REPORT_HOST_ID_MAX, argv[3]);
 		return EXIT_USAGE;
 	}
 	if (parse_issue_opts(argc - 4, argv + 4, &a) < 0)
