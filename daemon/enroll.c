@@ -35,20 +35,49 @@
 static struct log_ratelimit enroll_log;
 
 /*
- * A token from this client network's bucket (conn_peer()'s key: an IPv4
- * address, an IPv6 /64) and from the one for all of them, in the store,
- * so that every kmemd on it counts the same enrollments: an attacker with
- * many addresses, or going round the kmemd instances, takes the global
- * bucket's rate at most. 1 taken, 0 limited, or the store's error.
+ * Before any store work, a token from this client network's bucket in
+ * memory, of [enroll] rate a minute as the store's: a flood from one
+ * network is refused without a store write. Networks whose keys hash to
+ * one slot share it, which errs on the side of refusing.
  */
-static int rate_take(struct kmemd *k, const char *key)
-{
-	char net[64];
-	const char *keys[] = { net, "enroll" };
-	const uint64_t rates[] = { k->cfg->enroll_rate, k->cfg->enroll_global_rate };
+#define PRELIMIT_SLOTS 4096
 
-	snprintf(net, sizeof(net), "enroll %s", key);
-	return k->store->ops->rate_take(k->store, keys, rates, ARRAY_SIZE(keys), kmemd_now_ms());
+static struct {
+	double tokens;
+	int64_t at_ms;
+	bool used;
+} prelimit[PRELIMIT_SLOTS];
+
+static bool prelimit_take(const char *key, uint64_t per_min, int64_t now)
+{
+	uint64_t h = 1469598103934665603ULL;
+	typeof(&prelimit[0]) b;
+
+	for (const char *p = key; *p; p++)
+		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+	b = &prelimit[h % PRELIMIT_SLOTS];
+	if (!b->used || now < b->at_ms)
+		*b = (typeof(*b)){ .tokens = (double)per_min, .at_ms = now, .used = true };
+	b->tokens += (double)(now - b->at_ms) * (double)per_min / 60000.0;
+	if (b->tokens > (double)per_min)
+		b->tokens = (double)per_min;
+	b->at_ms = now;
+	if (b->tokens < 1)
+		return false;
+	b->tokens -= 1;
+	return true;
+}
+
+/*
+ * A token from the store's bucket named key, at per_min a minute, so that
+ * every kmemd on it counts the same: 1 taken, 0 limited, or the store's
+ * error.
+ */
+static int rate_take(struct kmemd *k, const char *key, uint64_t per_min)
+{
+	const char *keys[] = { key };
+
+	return k->store->ops->rate_take(k->store, keys, &per_min, 1, kmemd_now_ms());
 }
 
 void sha256_hex(const void *data, size_t len, char hex[65])
@@ -141,6 +170,19 @@ static int enroll_allowed(struct http_request *req, struct kmemd *k,
 
 	sha256_hex(er->secret, strlen(er->secret), hash);
 	r = k->store->ops->secret_get(k->store, hash, sec);
+	/*
+	 * A guess, failed: only guesses spend the bucket of all networks
+	 * ([enroll] global_rate), so that guessing from many addresses never
+	 * keeps a host with a good secret out.
+	 */
+	if (r == -ENOENT) {
+		r = rate_take(k, "enroll", k->cfg->enroll_global_rate);
+		if (r == 0) {
+			why = "too many failed enrollments in all; try later";
+			code = 429;
+		}
+		r = r < 0 ? -EIO : -ENOENT;
+	}
 	if (r == 0)
 		r = secret_allows(sec, er->host_id, kmemd_now_ms(), &why);
 	if (r == 0 && k->store->ops->revoked(k->store, er->host_id) == 1) {
@@ -166,9 +208,11 @@ static int enroll_allowed(struct http_request *req, struct kmemd *k,
 	enroll_refuse(req, code,
 		      code == 409 ? "Conflict" :
 		      code == 403 ? "Forbidden" :
+		      code == 429 ? "Too Many Requests" :
 				    "Internal Server Error",
-		      code == HTTP_INTERNAL ? KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE :
-					      KMEMCTL__V1__STATUS__STATUS_REVOKED,
+		      code == HTTP_INTERNAL || code == 429 ?
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE :
+			      KMEMCTL__V1__STATUS__STATUS_REVOKED,
 		      why);
 	return r;
 }
@@ -183,8 +227,8 @@ static Kmemctl__V1__EnrollRequest *enroll_request(struct http_request *req)
 		return TAKE_PTR(er);
 	enroll_refuse(
 		req, HTTP_BADREQUEST, "Bad Request", KMEMCTL__V1__STATUS__STATUS_MALFORMED,
-		"want an EnrollRequest with a secret, a host id of 1 to 64 of " TEXT_NAME_CHARSET
-		" and a CSR");
+		"want an EnrollRequest with a secret, a host id of 1 to 64 of " TEXT_HOST_ID_GRAMMAR
+		" and a CSR, no string with a NUL byte");
 	return NULL;
 }
 
@@ -237,13 +281,18 @@ void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_i
 	Kmemctl__V1__EnrollReply rr = KMEMCTL__V1__ENROLL_REPLY__INIT;
 	_cleanup_pb_ Kmemctl__V1__EnrollRequest *er = NULL;
 	_cleanup_free_ char *pem = NULL, *ca_pem = NULL;
-	char key[48] = "?", addr[64] = "?";
+	char key[48] = "?", addr[64] = "?", net[64];
 	struct store_secret sec;
 	int r;
 
 	(void)peer;
+	/* an anonymous client gets one answer a connection: a refused one handshakes again */
+	req->close = true;
 	conn_peer(req, addr, sizeof(addr), key, sizeof(key));
-	r = rate_take(k, key);
+	snprintf(net, sizeof(net), "enroll %s", key);
+	r = prelimit_take(key, k->cfg->enroll_rate, kmemd_now_ms()) ?
+		    rate_take(k, net, k->cfg->enroll_rate) :
+		    0;
 	if (r < 0) {
 		log_error("store query failed: %s", k->store->ops->error(k->store));
 		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
@@ -253,7 +302,7 @@ void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_i
 	if (!r) {
 		enroll_refuse(req, 429, "Too Many Requests",
 			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
-			      "too many enrollments from this network or in all; try later");
+			      "too many enrollments from this network; try later");
 		return;
 	}
 	if (!k->cfg->ca_key) {
@@ -272,6 +321,25 @@ void handle_enroll(struct http_request *req, struct kmemd *k, const struct tls_i
 	rr.cert_pem = pem;
 	rr.ca_pem = ca_pem;
 	reply_message(req, HTTP_OK, "OK", &rr.base);
+}
+
+/*
+ * A renewed id is an enrolled one: a host whose certificate was issued
+ * offline and renewed before its first report is not enrolled again by
+ * another secret holder. Its row, when it has one, is kept (an operator's
+ * mark for re-enrollment with it). 0, or the refusal sent.
+ */
+static int renewal_record(struct http_request *req, struct kmemd *k, const char *host)
+{
+	bool taken = false, again = false;
+	int r = k->store->ops->enrolled(k->store, host, &taken, &again);
+
+	if (r == 0 && !taken)
+		r = k->store->ops->enrollment_add(k->store, host, 0, kmemd_now_ms());
+	if (r < 0)
+		enroll_refuse(req, HTTP_INTERNAL, "Internal Server Error",
+			      KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE, "the store failed");
+	return r;
 }
 
 /* Renewals a host may ask for in a minute: a retry or two, not a loop of signing. */
@@ -332,7 +400,7 @@ void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_id
 					    "the store failed");
 		return;
 	}
-	if (enroll_issue(req, k, er, &pem, &ca_pem) < 0)
+	if (enroll_issue(req, k, er, &pem, &ca_pem) < 0 || renewal_record(req, k, peer->cn) < 0)
 		return;
 	gmtime_r(&peer->not_after, &tm);
 	strftime(until, sizeof(until), "%Y-%m-%dT%H:%M:%SZ", &tm);

@@ -187,8 +187,10 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 	const struct tls_identity *id = NULL;
 	enum route_role caller;
 	bool path_known = false;
-	int id_result;
+	int id_result = conn_peer_identity(req, &id);
 
+	/* a client without a certificate refused is closed: its next try handshakes again */
+	req->close = id_result < 0;
 	if (!path) {
 		reply_text(req, HTTP_BADREQUEST, "Bad Request", "bad request target");
 		return;
@@ -201,7 +203,6 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 		path_known = true;
 		if (r->method != method)
 			continue;
-		id_result = conn_peer_identity(req, &id);
 		if (r->role != ROLE_ANY && id_result < 0) {
 			reply_text(req, 401, "Unauthorized", "a client certificate is required");
 			return;
@@ -214,6 +215,7 @@ void router_dispatch(struct http_request *req, struct kmemd *k, STACK_OF(X509) *
 		/* revoked operators are refused on every request, connected or not */
 		if (r->role >= ROLE_OBSERVER && !operators_admit(k, req, id, caller))
 			return;
+		req->close = false;
 		dispatching.req = req;
 		dispatching.role = caller;
 		handle(r, req, k, id_result == 0 ? id : NULL);

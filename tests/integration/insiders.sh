@@ -10,7 +10,10 @@
 #   closes its connections;
 # - 1,000 connections of one host each send all but the last byte of a 1 MiB
 #   body: kmemd's memory stays within max_bodies and its connections'
-#   cost, and the other hosts still report.
+#   cost, and the other hosts still report;
+# - 60 addresses guessing enrollment secrets as fast as they can: every
+#   enrollment with a good secret succeeds, and a host id renewed before
+#   its first report cannot be enrolled by another secret holder.
 # Latencies are bench/attack's; this asserts outcomes and counts.
 set -euo pipefail
 
@@ -154,3 +157,87 @@ bound=$(((16 << 10) + 1000 * 96 + asan))
 	fail "kmemd grew $((peak - base)) KiB holding 1,000 half-sent 1 MiB bodies, over $bound KiB"
 echo "ok: 1,000 half-sent 1 MiB bodies: kmemd grew $((peak - base)) KiB (bound $bound KiB), at most $inflight_max body bytes in flight, $refused refused; the valid host was served"
 kill -0 "$kmemd_pid" || fail "kmemd died"
+
+# enrollment: 60 addresses guess secrets as fast as they can while 12 hosts
+# enroll with a good one; [enroll] rate 20 a minute per network, global_rate
+# 60 a minute (spent by failed guesses only)
+kill "$kmemd_pid"
+wait "$kmemd_pid" || true
+printf '[ca]\nkey = %s\n[enroll]\nrate = 20\nglobal_rate = 60\n' "$work/pki/ca.key" >>kmemd.conf
+mv kmemd.log kmemd-2.log
+kmemd_start
+secret=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{}' |
+	sed -n 1p | python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])')
+cat >guess.py <<'PY'
+import collections, http.client, os, socket, ssl, sys, threading, time
+port, seconds = int(sys.argv[1]), float(sys.argv[2])
+ctx = ssl.create_default_context(cafile="pki/ca.crt")
+codes = collections.Counter()
+lock = threading.Lock()
+def field(n, b):
+    out, l = bytes([n << 3 | 2]), len(b)
+    while l > 127:
+        out, l = out + bytes([l & 127 | 128]), l >> 7
+    return out + bytes([l]) + b
+def guesser(i):
+    end = time.time() + seconds
+    while time.time() < end:
+        body = field(1, os.urandom(24).hex().encode()) + field(2, b"guess-%d" % i) + field(3, b"x")
+        try:
+            c = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=10,
+                                            source_address=("127.0.1.%d" % (i + 1), 0))
+            c.request("POST", "/v1/enroll", body, {"Content-Type": "application/x-protobuf"})
+            code = c.getresponse().status
+            c.close()
+        except (OSError, http.client.HTTPException):
+            code = "error"
+        with lock:
+            codes[code] += 1
+threads = [threading.Thread(target=guesser, args=(i,)) for i in range(60)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+print(" ".join("%s=%d" % kv for kv in sorted(codes.items(), key=str)))
+PY
+python3 guess.py "$port" 15 >guess.out &
+guesser=$!
+sleep 3
+printf '%s\n' "$secret" >secret
+mkdir enrolled
+ok=0
+for i in $(seq 12); do
+	if $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n "good-$i" -o enrolled \
+		>enroll.out 2>&1; then
+		ok=$((ok + 1))
+	else
+		echo "good-$i: $(cat enroll.out)" >&2
+	fi
+done
+wait "$guesser"
+grep -q "429=" guess.out || fail "the guesses never spent the buckets: $(cat guess.out)"
+[ "$ok" = 12 ] || fail "$ok of 12 enrollments with a good secret succeeded among the guesses ($(cat guess.out))"
+echo "ok: 12 of 12 enrollments with a good secret among 60 addresses guessing ($(cat guess.out))"
+
+# an id issued offline and renewed before it reported is enrolled already
+$KMEMCTL pki issue pki host offline-1 >/dev/null
+openssl genpkey -algorithm ed25519 -out offline.key 2>/dev/null
+openssl req -new -key offline.key -subj /CN=offline-1 -out offline.csr
+python3 - offline-1 offline.csr >renew.bin <<'PY'
+import sys
+def field(n, b):
+    out, l = bytes([n << 3 | 2]), len(b)
+    while l > 127:
+        out, l = out + bytes([l & 127 | 128]), l >> 7
+    return out + bytes([l]) + b
+sys.stdout.buffer.write(field(2, sys.argv[1].encode()) + field(3, open(sys.argv[2], "rb").read()))
+PY
+code=$(as_curl offline-1 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
+	--data-binary @renew.bin "$URL/v1/agent/renew")
+[ "$code" = 200 ] || fail "offline-1's renewal: $code"
+rc=0
+$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n offline-1 -o enrolled \
+	>enroll.out 2>&1 || rc=$?
+[ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
+	fail "offline-1, renewed, was enrolled again: exit $rc, $(cat enroll.out)"
+echo "ok: an id renewed before its first report cannot be enrolled by another secret holder"
