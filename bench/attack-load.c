@@ -19,6 +19,9 @@
  *   bodies	TLS with the attacker's certificate, then a report's headers
  *		saying BYTES (-L, default 1 MiB) and all of its body but the
  *		last byte: memory held by bodies never finished
+ *   enroll	TLS without a certificate, then an enrollment with a guessed
+ *		secret, again on the same connection at each answer, and a new
+ *		connection when kmemd closes it
  *   none	no attackers
  * After a warm-up (-w, default 3 s), the valid host (-c, -k: its
  * certificate; -H its host id) sends REPORTS reports one after another,
@@ -56,7 +59,8 @@ enum mode {
 	MODE_IDLE,
 	MODE_IDLE_TLS,
 	MODE_HOLD,
-	MODE_BODIES
+	MODE_BODIES,
+	MODE_ENROLL
 };
 
 struct attacker {
@@ -94,6 +98,10 @@ static struct {
 static const char slow_headers[] = "POST /v1/enroll HTTP/1.1\r\nHost: kmemd\r\n"
 				   "Content-Type: application/x-protobuf\r\n";
 static const char health[] = "GET /v1/health HTTP/1.1\r\nHost: kmemd\r\n\r\n";
+/* an EnrollRequest: secret (1) of 48 hex digits no kmemd issued, host id (2), CSR (3) */
+static const char enroll_body[] = "\x0a\x30"
+				  "0123456789abcdef0123456789abcdef0123456789abcdef"
+				  "\x12\x05guess\x1a\x01x";
 
 static double since_ms(const struct timespec *t0)
 {
@@ -178,6 +186,19 @@ static void on_tick(evutil_socket_t fd, short what, void *arg)
 	arm(a);
 }
 
+/* An enrollment with a guessed secret. */
+static void send_enroll(struct attacker *a)
+{
+	char head[160];
+	int n = snprintf(head, sizeof(head),
+			 "POST /v1/enroll HTTP/1.1\r\nHost: kmemd\r\n"
+			 "Content-Type: application/x-protobuf\r\nContent-Length: %zu\r\n\r\n",
+			 sizeof(enroll_body) - 1);
+
+	bufferevent_write(a->bev, head, (size_t)n);
+	bufferevent_write(a->bev, enroll_body, sizeof(enroll_body) - 1);
+}
+
 /* A report's headers and all of its body but the last byte. */
 static void send_body(struct attacker *a)
 {
@@ -206,6 +227,8 @@ static void on_attacker_event(struct bufferevent *bev, short what, void *arg)
 			bufferevent_write(a->bev, health, sizeof(health) - 1);
 		if (g.mode == MODE_BODIES)
 			send_body(a);
+		if (g.mode == MODE_ENROLL)
+			send_enroll(a);
 		if (g.mode == MODE_TRICKLE || g.mode == MODE_SLOWLORIS || g.mode == MODE_HOLD)
 			arm(a);
 		return;
@@ -214,14 +237,17 @@ static void on_attacker_event(struct bufferevent *bev, short what, void *arg)
 	attacker_lost(a);
 }
 
-/* Answers counted by their status line (one within a read, as kmemd writes each whole). */
+/*
+ * Answers counted by their status line (one within a read, as kmemd writes
+ * each whole); an enroller asks again at each.
+ */
 static void on_attacker_read(struct bufferevent *bev, void *arg)
 {
+	struct attacker *a = arg;
 	struct evbuffer *in = bufferevent_get_input(bev);
 	struct evbuffer_ptr p;
 	char code[4] = "";
 
-	(void)arg;
 	for (p = evbuffer_search(in, "HTTP/1.1 ", 9, NULL); p.pos >= 0;
 	     p = evbuffer_search(in, "HTTP/1.1 ", 9, &p)) {
 		evbuffer_ptr_set(in, &p, 9, EVBUFFER_PTR_ADD);
@@ -229,6 +255,8 @@ static void on_attacker_read(struct bufferevent *bev, void *arg)
 			g.answered_ok++;
 		else
 			g.answered_other++;
+		if (g.mode == MODE_ENROLL)
+			send_enroll(a);
 	}
 	evbuffer_drain(in, evbuffer_get_length(in));
 }
@@ -244,7 +272,7 @@ static void attacker_open(struct attacker *a)
 	g.opened++;
 	a->sent = 0;
 	if (g.mode == MODE_SLOWLORIS || g.mode == MODE_IDLE_TLS || g.mode == MODE_HOLD ||
-	    g.mode == MODE_BODIES) {
+	    g.mode == MODE_BODIES || g.mode == MODE_ENROLL) {
 		ssl = SSL_new(g.mode == MODE_HOLD || g.mode == MODE_BODIES ? g.insider : g.anon);
 		a->bev = bufferevent_openssl_socket_new(g.base, fd, ssl, BUFFEREVENT_SSL_CONNECTING,
 							BEV_OPT_CLOSE_ON_FREE);
@@ -373,14 +401,14 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: attack-load -s HOST:PORT -C CA "
-		"-m trickle|slowloris|idle|idle-tls|hold|bodies|none -n N [-b NETS] [-i MS] "
+		"-m trickle|slowloris|idle|idle-tls|hold|bodies|enroll|none -n N [-b NETS] [-i MS] "
 		"[-t SECONDS] [-w SECONDS] [-A CERT -K KEY] [-L BYTES] [-c CERT -k KEY -H HOST "
 		"-r REPORTS]\n");
 	return 2;
 }
 
 static const char *const mode_names[] = { "none",     "trickle", "slowloris", "idle",
-					  "idle-tls", "hold",	 "bodies" };
+					  "idle-tls", "hold",	 "bodies",    "enroll" };
 
 static int parse_mode(const char *s)
 {
