@@ -176,19 +176,27 @@ secret
 [ "$(enroll h1)" = 4 ] || fail "the mark was not spent"
 grep -q '"action": *"host.reenroll"\|host.reenroll' kmemd.log || fail "no audit of the mark"
 echo "ok: secrets hold their uses and host ids; a taken id enrolls only once marked"
-# The bucket holds 30 and gains one every 2 s: however slow this machine,
-# past 30 + (seconds so far) / 2 enrollments one must have been refused.
+# Failed guesses spend a bucket of all networks: it holds 30 and gains one
+# every 2 s, so however slow this machine, past 30 + (seconds so far) / 2
+# guesses one must have been refused 429; a good secret is not, then.
+secret
+cp secret.txt good.txt
+openssl rand -hex 24 >secret.txt
 limited=0
 start=$(date +%s)
 i=0
 while [ $i -lt 200 ]; do
 	i=$((i + 1))
-	[ "$(enroll rate-$i)" = 4 ] && grep -q "(429)" enroll.out && limited=1 && break
+	[ "$(enroll rate-$i)" = 4 ] || fail "a guessed secret enrolled rate-$i: $(cat enroll.out)"
+	grep -q "(429)" enroll.out && limited=1 && break
+	grep -q "unknown enrollment secret" enroll.out || fail "guess $i: $(cat enroll.out)"
 	[ $i -le $((30 + ($(date +%s) - start) / 2 + 1)) ] || break
 done
 [ $limited = 1 ] ||
-	fail "$i enrollments in $(($(date +%s) - start)) s passed global_rate = 30"
-echo "ok: enrollment has a global rate beside the per-network one"
+	fail "$i failed guesses in $(($(date +%s) - start)) s passed global_rate = 30"
+cp good.txt secret.txt
+[ "$(enroll rate-good)" = 0 ] || fail "a good secret after the guesses: $(cat enroll.out)"
+echo "ok: failed guesses have a global rate beside the per-network one; a good secret still enrolls"
 
 routes_answer h2
 agents_stop_none_lost h1 h2 h3

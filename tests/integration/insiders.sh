@@ -124,7 +124,7 @@ mv kmemd.log kmemd-1.log
 # under AddressSanitizer, freed bodies wait in its quarantine (256 MiB by
 # default): 16 MiB of it is counted against the bound instead
 asan=0
-if ldd "$KMEMD" | grep -q libasan; then
+if [[ "$(ldd "$KMEMD")" == *libasan* ]]; then
 	asan=$((16 << 10))
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-}:quarantine_size_mb=16
 fi
