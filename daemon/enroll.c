@@ -245,6 +245,8 @@ static int enroll_issue(struct http_request *req, struct kmemd *k,
 		EVP_PKEY_free(pub);
 		enroll_refuse(req, HTTP_BADREQUEST, "Bad Request",
 			      KMEMCTL__V1__STATUS__STATUS_MALFORMED,
+			      r == -EPERM ?
+				      "the CSR's key is not one kmemd certifies: " PKI_KEY_POLICY :
 			      r < 0 ? "the CSR does not parse or its signature does not verify" :
 				      "the CSR's CN is not the host id");
 		return -EINVAL;

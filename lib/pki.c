@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/core_names.h>
 #include <openssl/ec.h>
 #include <openssl/pem.h>
 #include <openssl/rand.h>
@@ -50,7 +51,10 @@ int pki_keygen(enum pki_role role, EVP_PKEY **out)
 /* Ed25519 signs the message itself; it takes no digest */
 static const EVP_MD *key_md(EVP_PKEY *key)
 {
-	return EVP_PKEY_get_id(key) == EVP_PKEY_ED25519 ? NULL : EVP_sha256();
+	/* EdDSA signs the message itself, with no digest of ours */
+	return EVP_PKEY_get_id(key) == EVP_PKEY_ED25519 || EVP_PKEY_get_id(key) == EVP_PKEY_ED448 ?
+		       NULL :
+		       EVP_sha256();
 }
 
 static int set_serial(X509 *x)
@@ -230,6 +234,28 @@ static int csr_cn(X509_REQ *req, char cn[65])
 	return 0;
 }
 
+bool pki_key_allowed(EVP_PKEY *key)
+{
+	char group[32];
+	size_t n;
+	int bits;
+
+	switch (EVP_PKEY_get_base_id(key)) {
+	case EVP_PKEY_ED25519:
+		return true;
+	case EVP_PKEY_EC:
+		if (!EVP_PKEY_get_utf8_string_param(key, OSSL_PKEY_PARAM_GROUP_NAME, group,
+						    sizeof(group), &n))
+			return false;
+		return !strcmp(group, "prime256v1") || !strcmp(group, "secp384r1");
+	case EVP_PKEY_RSA:
+		bits = EVP_PKEY_get_bits(key);
+		return bits >= 2048 && bits <= 4096;
+	default:
+		return false;
+	}
+}
+
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65])
 {
 	BIO *b = BIO_new_mem_buf(pem, (int)len);
@@ -237,7 +263,14 @@ int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65])
 	EVP_PKEY *key = req ? X509_REQ_get_pubkey(req) : NULL;
 	int r = -EBADMSG;
 
-	if (!key || X509_REQ_verify(req, key) != 1)
+	if (!key)
+		goto out;
+	/* before its signature is checked: an RSA key of 16,384 bits costs that much */
+	if (!pki_key_allowed(key)) {
+		r = -EPERM;
+		goto out;
+	}
+	if (X509_REQ_verify(req, key) != 1)
 		goto out;
 	r = csr_cn(req, cn);
 	if (r < 0)

@@ -48,9 +48,17 @@ int pki_issue(X509 *ca, EVP_PKEY *ca_key, EVP_PKEY *subject_key, const struct pk
 /* A PEM certificate signing request for cn, signed by key (malloc'ed). */
 int pki_make_csr(EVP_PKEY *key, const char *cn, char **pem);
 /*
- * Reads a PEM CSR of at most len bytes, checks its self-signature and
- * returns its public key and subject CN. -EBADMSG when it does not parse
- * or verify, -EINVAL when it has no CN, one too long or one with a NUL;
+ * The keys kmemd certifies: Ed25519, ECDSA on P-256 or P-384, RSA of 2048
+ * to 4096 bits. Others are refused, so that no host's key costs kmemd more
+ * to check than these (PKI_KEY_POLICY says it).
+ */
+#define PKI_KEY_POLICY "Ed25519, ECDSA on P-256 or P-384, or RSA of 2048 to 4096 bits"
+bool pki_key_allowed(EVP_PKEY *key);
+/*
+ * Reads a PEM CSR of at most len bytes, checks its key (pki_key_allowed())
+ * and self-signature and returns its public key and subject CN. -EBADMSG
+ * when it does not parse or verify, -EPERM when its key is not one kmemd
+ * certifies, -EINVAL when it has no CN, one too long or one with a NUL;
  * the CN is returned as UTF-8.
  */
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65]);

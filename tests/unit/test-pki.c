@@ -133,10 +133,47 @@ static void test_csr_cn_types(void **state)
 	}
 }
 
+/* The keys kmemd certifies, and a CSR of any other refused before its signature is checked. */
+static void test_key_policy(void **state)
+{
+	static const struct {
+		const char *type, *arg;
+		size_t bits;
+		bool allowed;
+	} keys[] = {
+		{ "ED25519", NULL, 0, true }, { "EC", "P-256", 0, true },
+		{ "EC", "P-384", 0, true },   { "RSA", NULL, 2048, true },
+		{ "EC", "P-521", 0, false },  { "ED448", NULL, 0, false },
+		{ "RSA", NULL, 1024, false },
+	};
+	EVP_PKEY *key, *pub;
+	char *pem, cn[65];
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		if (keys[i].bits)
+			key = EVP_PKEY_Q_keygen(NULL, NULL, keys[i].type, keys[i].bits);
+		else if (keys[i].arg)
+			key = EVP_PKEY_Q_keygen(NULL, NULL, keys[i].type, keys[i].arg);
+		else
+			key = EVP_PKEY_Q_keygen(NULL, NULL, keys[i].type);
+		assert_non_null(key);
+		assert_int_equal(pki_key_allowed(key), keys[i].allowed);
+		assert_int_equal(pki_make_csr(key, "web-1", &pem), 0);
+		pub = NULL;
+		assert_int_equal(pki_read_csr(pem, strlen(pem), &pub, cn),
+				 keys[i].allowed ? 0 : -EPERM);
+		EVP_PKEY_free(pub);
+		EVP_PKEY_free(key);
+		free(pem);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_role_names),
+		cmocka_unit_test(test_key_policy),
 		cmocka_unit_test(test_csr),
 		cmocka_unit_test(test_csr_cn_types),
 	};
