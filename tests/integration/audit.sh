@@ -88,15 +88,7 @@ call /v1/enroll/secrets/revoke 200 ops api ops POST /v1/enroll/secrets/revoke "$
 
 # a host renewing its own certificate (EnrollRequest: host_id 2, csr_pem 3)
 renew() { # HOST CSR: the reply, then its code
-	python3 - "$1" "$2" >renew.bin <<'PY'
-import sys
-def field(n, b):
-    out, l = bytes([n << 3 | 2]), len(b)
-    while l > 127:
-        out, l = out + bytes([l & 127 | 128]), l >> 7
-    return out + bytes([l]) + b
-sys.stdout.buffer.write(field(2, sys.argv[1].encode()) + field(3, open(sys.argv[2], "rb").read()))
-PY
+	enroll_request "$1" "$2" >renew.bin
 	curl -sS --cacert pki/ca.crt --cert enrolled/db-1.crt --key enrolled/db-1.key \
 		-H 'Content-Type: application/x-protobuf' --data-binary @renew.bin -w '\n%{http_code}\n' \
 		"$URL/v1/agent/renew" | tail -1

@@ -223,15 +223,7 @@ echo "ok: 12 of 12 enrollments with a good secret among 60 addresses guessing ($
 $KMEMCTL pki issue pki host offline-1 >/dev/null
 openssl genpkey -algorithm ed25519 -out offline.key 2>/dev/null
 openssl req -new -key offline.key -subj /CN=offline-1 -out offline.csr
-python3 - offline-1 offline.csr >renew.bin <<'PY'
-import sys
-def field(n, b):
-    out, l = bytes([n << 3 | 2]), len(b)
-    while l > 127:
-        out, l = out + bytes([l & 127 | 128]), l >> 7
-    return out + bytes([l]) + b
-sys.stdout.buffer.write(field(2, sys.argv[1].encode()) + field(3, open(sys.argv[2], "rb").read()))
-PY
+enroll_request offline-1 offline.csr >renew.bin
 code=$(as_curl offline-1 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
 	--data-binary @renew.bin "$URL/v1/agent/renew")
 [ "$code" = 200 ] || fail "offline-1's renewal: $code"

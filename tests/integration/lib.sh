@@ -324,3 +324,20 @@ routes_answer() {
 metric() {
 	ops_get /metrics | awk -v m="$1" '$1 == m { print $2 }'
 }
+
+# enroll_request HOST_ID CSR_FILE [SECRET]: an EnrollRequest (secret 1,
+# host_id 2, csr_pem 3) on stdout, as kmemctl enroll and the agent's
+# renewal send it; \0 in HOST_ID is a NUL byte
+enroll_request() {
+	python3 - "$@" <<'PY'
+import sys
+def field(n, b):
+    out, l = bytes([n << 3 | 2]), len(b)
+    while l > 127:
+        out, l = out + bytes([l & 127 | 128]), l >> 7
+    return out + bytes([l]) + b
+secret = field(1, sys.argv[3].encode()) if len(sys.argv) > 3 else b""
+host = sys.argv[1].encode().replace(b"\\0", b"\0")
+sys.stdout.buffer.write(secret + field(2, host) + field(3, open(sys.argv[2], "rb").read()))
+PY
+}

@@ -90,22 +90,9 @@ grep -q "asking kmemd for a new one" agent-h3.log && fail "h3 ([tls] renew = no)
 	fail "h3 renewed"
 echo "ok: h3, with [tls] renew = no, kept its certificate"
 
-# kmemd's refusals, with requests made here (EnrollRequest: host_id 2, csr_pem 3)
-renew_body() { # HOST_ID CSR_FILE [SECRET]: the encoded request; \0 in HOST_ID is a NUL
-	python3 - "$@" <<'PY'
-import sys
-def field(n, b):
-    out, l = bytes([n << 3 | 2]), len(b)
-    while l > 127:
-        out, l = out + bytes([l & 127 | 128]), l >> 7
-    return out + bytes([l]) + b
-secret = field(1, sys.argv[3].encode()) if len(sys.argv) > 3 else b""
-host = sys.argv[1].encode().replace(b"\\0", b"\0")
-sys.stdout.buffer.write(secret + field(2, host) + field(3, open(sys.argv[2], "rb").read()))
-PY
-}
+# kmemd's refusals, with requests made here (enroll_request)
 renew_as() { # CERT HOST_ID CSR_FILE: the status code
-	renew_body "$2" "$3" >body.bin
+	enroll_request "$2" "$3" >body.bin
 	curl -sS -o reply.bin -w '%{http_code}' --cacert pki/ca.crt --cert pki/$1.crt \
 		--key pki/$1.key -H 'Content-Type: application/x-protobuf' --data-binary @body.bin \
 		"$URL/v1/agent/renew"
@@ -122,7 +109,7 @@ openssl req -new -key new.key -subj /CN=h4 -out h4.csr
 secret=$(api ops POST /v1/enroll/secrets -H 'Content-Type: application/json' --data '{}' |
 	sed -n 1p | python3 -c 'import json, sys; print(json.load(sys.stdin)["secret"])')
 enroll_raw() { # HOST_ID CSR_FILE: the status code of an enrollment without a certificate
-	renew_body "$1" "$2" "$secret" >body.bin
+	enroll_request "$1" "$2" "$secret" >body.bin
 	curl -sS -o reply.bin -w '%{http_code}' --cacert pki/ca.crt \
 		-H 'Content-Type: application/x-protobuf' --data-binary @body.bin "$URL/v1/enroll"
 }
