@@ -110,8 +110,8 @@ static json_t *host_json(const struct gate_host *g, size_t nprobes, const char *
 				      g->max_ns[i] < 0 ? json_null() : json_real(g->max_ns[i]));
 	}
 	o = json_pack("{s:s, s:f, s:I, s:I, s:I, s:o, s:o}", "role", role, "hours", g->hours,
-		      "soft_lockups", (json_int_t)g->soft_lockups, "hard_lockups",
-		      (json_int_t)g->hard_lockups, "rcu_stalls", (json_int_t)g->rcu_stalls,
+		      "soft_lockups", json_count(g->soft_lockups), "hard_lockups",
+		      json_count(g->hard_lockups), "rcu_stalls", json_count(g->rcu_stalls),
 		      "p99_ns", p99, "max_ns", max);
 	if (o && g->unhealthy)
 		json_object_set_new(o, "unhealthy", json_text(g->unhealthy));

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "evidence.h"
+#include "json-text.h"
 #include "macro.h"
 #include "text.h"
 
@@ -42,7 +43,7 @@ void evidence_free(struct evidence *e)
 
 static json_t *sums_json(const struct evidence_sums *s)
 {
-	return json_pack("[I, f, I, f]", (json_int_t)s->x_c, s->t_c, (json_int_t)s->x_b, s->t_b);
+	return json_pack("[I, f, I, f]", json_count(s->x_c), s->t_c, json_count(s->x_b), s->t_b);
 }
 
 static json_t *test_json(const struct evidence_test *t)
@@ -59,8 +60,8 @@ static json_t *test_json(const struct evidence_test *t)
 		const struct evidence_cell *c = &t->cells[i];
 
 		json_array_append_new(cells, json_pack("[i, s, I, f, I, f, f]", (int)c->wave,
-						       c->s.stratum, (json_int_t)c->s.x_c, c->s.t_c,
-						       (json_int_t)c->s.x_b, c->s.t_b, c->mu0));
+						       c->s.stratum, json_count(c->s.x_c), c->s.t_c,
+						       json_count(c->s.x_b), c->s.t_b, c->mu0));
 	}
 	for (i = 0; i < t->nlooked; i++)
 		json_array_append_new(looked,

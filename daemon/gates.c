@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gates.h"
+#include "json-text.h"
 #include "macro.h"
 #include "stats.h"
 
@@ -277,8 +278,8 @@ static json_t *info_json(const struct rollout_gates *g, const struct evidence_te
 			json_array_append_new(segs, json_pack("{s:i, s:s, s:I, s:f, s:I, s:f, s:f}",
 							      "wave", (int)c->wave, "stratum",
 							      c->s.stratum, "x_c",
-							      (json_int_t)c->s.x_c, "t_c", c->s.t_c,
-							      "x_b", (json_int_t)c->s.x_b, "t_b",
+							      json_count(c->s.x_c), "t_c", c->s.t_c,
+							      "x_b", json_count(c->s.x_b), "t_b",
 							      c->s.t_b, "mu0", c->mu0));
 	}
 	o = json_pack("{s:f, s:f, s:f, s:f, s:o}", "alpha_look", in->alpha_look, "alpha_seq",
@@ -454,9 +455,9 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 		hard += canary[i].hard_lockups;
 	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:f}}", "canaries",
 				c.hosts, "baselines", b.hosts, "canary", "hosts", (json_int_t)c.n,
-				"events", (json_int_t)c.events, "hard_lockups", (json_int_t)hard,
+				"events", json_count(c.events), "hard_lockups", json_count(hard),
 				"hours", c.hours, "baseline", "hosts", (json_int_t)b.n, "events",
-				(json_int_t)b.events, "hours", b.hours);
+				json_count(b.events), "hours", b.hours);
 	if (!out->detail)
 		return -ENOMEM;
 	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "conn.h"
+#include "json-text.h"
 #include "kmemctl-names.h"
 #include "log.h"
 #include "notify.h"
@@ -683,15 +684,15 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 	for (i = 0; i < HIST_BUCKETS; i++)
 		if (m->h.buckets[i])
 			json_array_append_new(
-				buckets, json_pack("[I, I]", (json_int_t)hist_upper((unsigned)i),
-						   (json_int_t)m->h.buckets[i]));
+				buckets, json_pack("[I, I]", json_count(hist_upper((unsigned)i)),
+						   json_count(m->h.buckets[i])));
 	reply_json(req, HTTP_OK, "OK",
 		   json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "probe",
 			     f.probe, "hosts", (json_int_t)m->nhosts, "samples",
-			     (json_int_t)m->samples, "more_hosts", m->more_hosts, "count",
-			     (json_int_t)m->h.count, "sum_ns", (json_int_t)m->h.sum_ns, "p50_ns",
-			     (json_int_t)hist_quantile(&m->h, 0.5), "p90_ns",
-			     (json_int_t)hist_quantile(&m->h, 0.9), "p99_ns",
-			     (json_int_t)hist_quantile(&m->h, 0.99), "max_ns",
-			     (json_int_t)m->h.max_ns, "buckets", buckets));
+			     json_count(m->samples), "more_hosts", m->more_hosts, "count",
+			     json_count(m->h.count), "sum_ns", json_count(m->h.sum_ns), "p50_ns",
+			     json_count(hist_quantile(&m->h, 0.5)), "p90_ns",
+			     json_count(hist_quantile(&m->h, 0.9)), "p99_ns",
+			     json_count(hist_quantile(&m->h, 0.99)), "max_ns",
+			     json_count(m->h.max_ns), "buckets", buckets));
 }

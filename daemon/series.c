@@ -135,7 +135,7 @@ static json_t *event_json(const struct store_event *e)
 	/* stored strings may predate kmemd's checks: never a reason to fail the page */
 	return json_pack("{s:I, s:o, s:i, s:I, s:o, s:i, s:o, s:o, s:o, s:o}", "unix_ms",
 			 (json_int_t)e->unix_ms, "kind", json_text(e->kind), "cpu", e->cpu,
-			 "duration_ns", (json_int_t)e->duration_ns, "comm", json_text(e->comm),
+			 "duration_ns", json_count(e->duration_ns), "comm", json_text(e->comm),
 			 "pid", e->pid, "stack", stack, "mitigation", json_text(e->mitigation),
 			 "probe", json_text(e->probe), "message", json_text(e->message));
 }
@@ -194,8 +194,8 @@ static json_t *quantiles(const struct series *s, const struct hist *h, double q)
 	for (size_t k = 0; a && k < s->nsteps; k++)
 		json_array_append_new(a,
 				      !h[k].count ? json_null() :
-				      q >= 1	  ? json_integer((json_int_t)h[k].max_ns) :
-					       json_integer((json_int_t)hist_quantile(&h[k], q)));
+				      q >= 1	  ? json_integer(json_count(h[k].max_ns)) :
+					       json_integer(json_count(hist_quantile(&h[k], q))));
 	return a;
 }
 
@@ -204,14 +204,14 @@ static json_t *side_json(const struct series *s, const struct side *d)
 	json_t *lockups = json_array(), *hours = json_array(), *probes = json_object();
 
 	for (size_t k = 0; k < s->nsteps; k++) {
-		json_array_append_new(lockups, json_integer((json_int_t)d->lockups[k]));
+		json_array_append_new(lockups, json_integer(json_count(d->lockups[k])));
 		json_array_append_new(hours, json_real(d->hours[k]));
 	}
 	for (size_t p = 0; p < s->nprobes; p++) {
 		json_t *count = json_array();
 
 		for (size_t k = 0; count && k < s->nsteps; k++)
-			json_array_append_new(count, json_integer((json_int_t)d->h[p][k].count));
+			json_array_append_new(count, json_integer(json_count(d->h[p][k].count)));
 		json_object_set_new(probes, s->probe[p],
 				    json_pack("{s:o, s:o, s:o, s:o}", "count", count, "p50_ns",
 					      quantiles(s, d->h[p], 0.5), "p99_ns",

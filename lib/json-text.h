@@ -9,6 +9,18 @@
 #define KMEMCTL_JSON_TEXT_H
 
 #include <jansson.h>
+#include <stdint.h>
+
+/*
+ * A count or sum of what hosts sent, as JSON's integer: one saturated past
+ * it (hist_merge() stops at UINT64_MAX) is the largest, never negative as
+ * a cast would make it.
+ */
+_Static_assert(sizeof(json_int_t) == sizeof(int64_t), "json_int_t is 64 bits");
+static inline json_int_t json_count(uint64_t v)
+{
+	return v > INT64_MAX ? INT64_MAX : (json_int_t)v;
+}
 
 /* A JSON string of s (NULL: ""); NULL only when out of memory. */
 json_t *json_text(const char *s);
