@@ -67,6 +67,7 @@ void audit_end(struct http_request *req)
 
 void audit_detail(struct http_request *req, const char *host, const char *fmt, ...)
 {
+	char raw[sizeof(cur.detail)];
 	va_list ap;
 
 	if (cur.req != req) {
@@ -74,8 +75,14 @@ void audit_detail(struct http_request *req, const char *host, const char *fmt, .
 		return;
 	}
 	va_start(ap, fmt);
-	vsnprintf(cur.detail, sizeof(cur.detail), fmt, ap);
+	vsnprintf(raw, sizeof(raw), fmt, ap);
 	va_end(ap);
+	/*
+	 * The detail holds what operators and hosts sent (names, reasons,
+	 * patterns): one line, escaped, whatever a route let through, in the
+	 * store as in the journal.
+	 */
+	text_escape(raw, cur.detail, sizeof(cur.detail));
 	snprintf(cur.host, sizeof(cur.host), "%s", host ?: "");
 	/* an enrolling host has no certificate yet: it is its own actor */
 	if (!cur.actor[0])
