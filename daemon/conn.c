@@ -51,9 +51,8 @@
 #define RECORD_MAX 16384
 #define OVER_HOSTS "kmemd is at max_connections; try again later\n"
 #define OVER_OPERATORS "kmemd is at max_operators; try again later\n"
-/* as the routes say it (report.c, operators.c) */
-#define REVOKED_HOST "this host id is revoked\n"
-#define REVOKED_OPERATOR "this operator certificate is revoked: ask for a new one\n"
+#define REVOKED_HOST CONN_TEXT_REVOKED_HOST "\n"
+#define REVOKED_OPERATOR CONN_TEXT_REVOKED_OPERATOR "\n"
 
 enum phase { PHASE_HANDSHAKE, PHASE_ANONYMOUS, PHASE_AUTHED, PHASE_OPERATOR };
 
@@ -114,6 +113,7 @@ struct share {
 	char key[72];
 	unsigned n;
 	bool observer; /* an observer's: it counts one more against an operator */
+	enum phase pool; /* an identity's: PHASE_AUTHED or PHASE_OPERATOR */
 	uint64_t body_bytes; /* its connections' body_bytes */
 	struct conn *oldest, *newest;
 };
@@ -131,6 +131,12 @@ static struct {
 	struct conn *all, *reap;
 	bool enabled, backing_off;
 	uint64_t in_flight; /* IN_FLIGHT_MAX */
+	/*
+	 * Identities holding two or more of a pool's connections, and
+	 * observers holding any: without one, no newcomer can take a slot,
+	 * and a full pool (a fleet larger than max_connections) is not searched.
+	 */
+	uint64_t crowded[PHASE_OPERATOR + 1], observers;
 	struct conn_stats st;
 } live;
 
@@ -248,6 +254,10 @@ static void share_join(struct share *s, struct conn *c)
 		s->oldest = c;
 	s->newest = c;
 	s->n++;
+	if (s->pool != PHASE_AUTHED && s->pool != PHASE_OPERATOR)
+		return;
+	live.crowded[s->pool] += s->n == 2;
+	live.observers += s->observer && s->n == 1;
 }
 
 /* A share that holds nothing is forgotten. */
@@ -284,6 +294,10 @@ static void share_leave(struct conn *c)
 		s->newest = c->prev;
 	c->share = NULL;
 	s->n--;
+	if (s->pool == PHASE_AUTHED || s->pool == PHASE_OPERATOR) {
+		live.crowded[s->pool] -= s->n == 1;
+		live.observers -= s->observer && s->n == 0;
+	}
 	share_put(s);
 }
 
@@ -773,6 +787,8 @@ static struct conn *identity_victim(enum phase pool, const struct share *own, bo
 	struct fair f = { .pool = pool, .own = own, .by_operator = by_operator };
 	struct conn *c;
 
+	if (!live.crowded[pool] && !(by_operator && live.observers))
+		return NULL;
 	OPENSSL_LH_doall_arg(live.shares, consider_identity, &f);
 	if (!f.best)
 		return NULL;
@@ -800,6 +816,7 @@ static bool take_slot(struct conn *c, enum conn_class cls)
 	if (!s)
 		return false;
 	s->observer = cls == CONN_OBSERVER;
+	s->pool = pool;
 	if (*n >= max) {
 		v = identity_victim(pool, s, cls == CONN_OPERATOR);
 		if (!v) {

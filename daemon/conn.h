@@ -74,6 +74,10 @@ struct conn_limits {
 	uint64_t max_body, max_header_bytes, max_bodies;
 };
 
+/* What a revoked certificate is told, at its connection and on the routes alike. */
+#define CONN_TEXT_REVOKED_HOST "this host id is revoked"
+#define CONN_TEXT_REVOKED_OPERATOR "this operator certificate is revoked: ask for a new one"
+
 /* The route a client without a certificate may send a body to, and that body's bound. */
 #define CONN_ANONYMOUS_PATH "/v1/enroll"
 #define CONN_ANONYMOUS_MAX_BODY 16384

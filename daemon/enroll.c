@@ -186,7 +186,7 @@ static int enroll_allowed(struct http_request *req, struct kmemd *k,
 	if (r == 0)
 		r = secret_allows(sec, er->host_id, kmemd_now_ms(), &why);
 	if (r == 0 && k->store->ops->revoked(k->store, er->host_id) == 1) {
-		why = "this host id is revoked";
+		why = CONN_TEXT_REVOKED_HOST;
 		r = -EPERM;
 	}
 	if (r == 0)
@@ -397,7 +397,7 @@ void handle_renew(struct http_request *req, struct kmemd *k, const struct tls_id
 					    "Internal Server Error",
 			      r == 1 ? KMEMCTL__V1__STATUS__STATUS_REVOKED :
 				       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
-			      r == 1	  ? "this host id is revoked" :
+			      r == 1	  ? CONN_TEXT_REVOKED_HOST :
 			      r == -EBUSY ? "renewals are limited to 2 a minute per host" :
 					    "the store failed");
 		return;

@@ -8,6 +8,7 @@
 
 #include "admin-json.h"
 #include "audit.h"
+#include "conn.h"
 #include "http.h"
 #include "json-text.h"
 #include "kmemd.h"
@@ -90,8 +91,7 @@ bool operators_admit(struct kmemd *k, struct http_request *req, const struct tls
 	}
 	if (r > 0) {
 		k->operators_refused++;
-		reply_text(req, 403, "Forbidden",
-			   "this operator certificate is revoked: ask for a new one");
+		reply_text(req, 403, "Forbidden", CONN_TEXT_REVOKED_OPERATOR);
 		return false;
 	}
 	remember(id, role);

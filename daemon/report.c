@@ -255,7 +255,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 				"report from revoked host '%s' refused", peer->cn);
 		k->stats.reports_refused++;
 		refuse(req, 403, "Forbidden", KMEMCTL__V1__STATUS__STATUS_REVOKED,
-		       "this host id is revoked");
+		       CONN_TEXT_REVOKED_HOST);
 		goto out;
 	}
 	if (r == 0)

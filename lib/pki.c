@@ -209,27 +209,21 @@ out:
 	return r;
 }
 
-/*
- * The first CN of the subject, as UTF-8. Its raw bytes would not do: a
- * BMPString CN "host" is "\0h\0o\0s\0t", which read as a C string is
- * empty (tests/fuzz/corpus/csr has one). -EINVAL when there is none, it
- * holds a NUL or it is longer than 63 bytes.
- */
-static int csr_cn(X509_REQ *req, char cn[65])
+int pki_name_utf8(const X509_NAME *name, int nid, char *buf, size_t size)
 {
-	const X509_NAME *name = X509_REQ_get_subject_name(req);
-	int i = X509_NAME_get_index_by_NID(name, NID_commonName, -1), n;
+	int i = X509_NAME_get_index_by_NID(name, nid, -1), n;
 	unsigned char *utf8 = NULL;
 
+	buf[0] = '\0';
 	if (i < 0)
-		return -EINVAL;
+		return -ENOENT;
 	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
-	if (n <= 0 || n >= 64 || memchr(utf8, '\0', (size_t)n)) {
+	if (n < 0 || (size_t)n >= size || memchr(utf8, '\0', (size_t)n)) {
 		OPENSSL_free(utf8);
 		return -EINVAL;
 	}
-	memcpy(cn, utf8, (size_t)n);
-	cn[n] = '\0';
+	memcpy(buf, utf8, (size_t)n);
+	buf[n] = '\0';
 	OPENSSL_free(utf8);
 	return 0;
 }
@@ -272,7 +266,9 @@ int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65])
 	}
 	if (X509_REQ_verify(req, key) != 1)
 		goto out;
-	r = csr_cn(req, cn);
+	/* no CN, an empty one, one with a NUL or past 64 bytes: no host id */
+	r = pki_name_utf8(X509_REQ_get_subject_name(req), NID_commonName, cn, 65);
+	r = r < 0 || !cn[0] ? -EINVAL : 0;
 	if (r < 0)
 		goto out;
 	*pub = key;

@@ -58,10 +58,19 @@ bool pki_key_allowed(EVP_PKEY *key);
  * Reads a PEM CSR of at most len bytes, checks its key (pki_key_allowed())
  * and self-signature and returns its public key and subject CN. -EBADMSG
  * when it does not parse or verify, -EPERM when its key is not one kmemd
- * certifies, -EINVAL when it has no CN, one too long or one with a NUL;
+ * certifies, -EINVAL when it has no CN, one past 64 bytes or one with a NUL;
  * the CN is returned as UTF-8.
  */
 int pki_read_csr(const char *pem, size_t len, EVP_PKEY **pub, char cn[65]);
+/*
+ * The first nid entry of name as UTF-8 into buf, whatever string type the
+ * certificate or CSR chose (a BMPString "host" read raw is "\0h\0o\0s\0t",
+ * empty as a C string; tests/fuzz/corpus/csr has one). -ENOENT when there
+ * is none (buf ""), -EINVAL when it holds a NUL or does not fit size:
+ * where a C string would say less than the name does (h2\0h1 read as h2,
+ * two long names cut to one).
+ */
+int pki_name_utf8(const X509_NAME *name, int nid, char *buf, size_t size);
 /* PEM text of cert (malloc'ed). */
 int pki_cert_pem(X509 *cert, char **pem);
 /* PEM text of a private key (malloc'ed; clear and free it when done). */

@@ -5,6 +5,7 @@
 #include <openssl/x509v3.h>
 #include <string.h>
 
+#include "pki.h"
 #include "tls.h"
 
 static int base_ctx(const SSL_METHOD *method, const struct tls_config *cfg, SSL_CTX **out)
@@ -118,29 +119,12 @@ int tls_client_ssl(SSL_CTX *ctx, const char *host, SSL **out)
 	return 0;
 }
 
-/*
- * The first nid entry of name as UTF-8 into buf ("" when there is none):
- * -EBADMSG when it holds a NUL or does not fit, where a C string would
- * say less than the certificate does (h2\0h1 read as h2, two long names
- * cut to one).
- */
-static int name_entry(X509_NAME *name, int nid, char *buf, size_t size)
+/* The first nid entry of name as UTF-8; a name with a NUL or past size makes no identity. */
+static int name_entry(const X509_NAME *name, int nid, char *buf, size_t size)
 {
-	int i = X509_NAME_get_index_by_NID(name, nid, -1), n;
-	unsigned char *utf8 = NULL;
+	int r = pki_name_utf8(name, nid, buf, size);
 
-	buf[0] = '\0';
-	if (i < 0)
-		return 0;
-	n = ASN1_STRING_to_UTF8(&utf8, X509_NAME_ENTRY_get_data(X509_NAME_get_entry(name, i)));
-	if (n < 0 || (size_t)n >= size || memchr(utf8, '\0', (size_t)n)) {
-		OPENSSL_free(utf8);
-		return -EBADMSG;
-	}
-	memcpy(buf, utf8, (size_t)n);
-	buf[n] = '\0';
-	OPENSSL_free(utf8);
-	return 0;
+	return r == -ENOENT ? 0 : r;
 }
 
 static void hex(const unsigned char *p, size_t n, char *out, size_t size)

@@ -132,6 +132,15 @@ code=$(curl -sS --cacert pki/ca.crt -o /dev/null -w '%{http_code}' \
 	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" "$URL/v1/agent/report")
 [ "$code" = 401 ] || fail "no client certificate: $code"
 echo "ok: no client certificate: 401"
+# without one, a body goes to enrollment only, of 16 KiB at most, refused at its headers
+head -c 16385 /dev/zero >anon.bin
+code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' -H 'Expect: 100-continue' \
+	-H 'Content-Type: application/x-protobuf' --data-binary @anon.bin "$URL/v1/enroll")
+[ "$code" = 413 ] || fail "an anonymous enrollment of 16 KiB + 1: $code"
+code=$(curl -sS --cacert pki/ca.crt -o body.out -w '%{http_code}' -H 'Expect: 100-continue' \
+	-H 'Content-Type: application/json' --data '{}' "$URL/v1/policies")
+[ "$code" = 401 ] || fail "an anonymous body to /v1/policies: $code"
+echo "ok: without a certificate, a body of 16 KiB + 1 to enrollment is 413, one to another route 401"
 rc=0
 curl -sS --cacert pki/ca.crt --cert foreign/h1.crt --key foreign/h1.key -o /dev/null \
 	-H 'Content-Type: application/x-protobuf' --data-binary @"$report" \

@@ -101,6 +101,8 @@ static char *csr_with_cn(int type, const char *bytes, int len)
  * "host" read raw was empty; tests/fuzz/corpus/csr has one), and one with a
  * NUL is refused.
  */
+#define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static void test_csr_cn_types(void **state)
 {
 	static const struct {
@@ -114,6 +116,9 @@ static void test_csr_cn_types(void **state)
 		{ V_ASN1_UTF8STRING, "db\0-7", 5, NULL },
 		{ V_ASN1_T61STRING, "h\xf6st", 4, "h\xc3\xb6st" },
 		{ V_ASN1_PRINTABLESTRING, "web-1", 5, "web-1" },
+		/* a host id of 64 characters, the longest there is; 65 are none */
+		{ V_ASN1_UTF8STRING, A64 "a", 64, A64 },
+		{ V_ASN1_UTF8STRING, A64 "a", 65, NULL },
 	};
 	EVP_PKEY *pub;
 	char cn[65], *pem;
