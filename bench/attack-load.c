@@ -28,6 +28,9 @@
  * each over a new connection from 127.0.0.1, as an agent does after a
  * restart; each one's time from connect to acknowledgement is measured.
  *
+ * The attack ends after -t SECONDS, when the valid host's reports are done, or
+ * at SIGTERM.
+ *
  * Prints "warm" when the warm-up ends, then key=value: attackers held open
  * at the end, closed by kmemd, opened in all, the answers they read (200,
  * other); reports acknowledged, failed, and p50/p99/max ms.
@@ -452,6 +455,7 @@ int main(int argc, char **argv)
 	const char *server = NULL, *ca = NULL, *cert = NULL, *key = NULL, *acert = NULL,
 		   *akey = NULL;
 	double secs = 30, warm = 3;
+	struct event *term;
 	struct attacker *a;
 	int c, mode = -1;
 
@@ -529,7 +533,12 @@ int main(int argc, char **argv)
 	event_base_once(g.base, -1, EV_TIMEOUT, on_stop, NULL,
 			&(struct timeval){ (time_t)secs,
 					   (suseconds_t)((secs - (time_t)secs) * 1e6) });
+	/* a caller ending the attack early still reads what it did */
+	term = evsignal_new(g.base, SIGTERM, on_stop, NULL);
+	if (!term || evsignal_add(term, NULL) < 0)
+		return 1;
 	event_base_dispatch(g.base);
+	event_free(term);
 	qsort(g.ms, (size_t)g.done, sizeof(double), cmp_double);
 	printf("mode=%s attackers=%d nets=%d held=%llu closed=%llu opened=%llu answered_ok=%llu "
 	       "answered_other=%llu acked=%d failed=%llu p50_ms=%.1f p99_ms=%.1f max_ms=%.1f\n",
