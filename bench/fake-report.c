@@ -53,7 +53,8 @@ size_t fake_report(const char *host, uint64_t seq, int64_t unix_ms, uint8_t *buf
 		hs[i].sum_ns = 1234567;
 		hs[i].max_ns = 100000; /* in the top bucket, (65536, 131072] */
 		ps[i].probe = (char *)probe[i];
-		ps[i].start_unix_ms = t - 10000;
+		/* the last millisecond: a host's reports a millisecond apart do not overlap */
+		ps[i].start_unix_ms = t - 1;
 		ps[i].end_unix_ms = t;
 		ps[i].hist = &hs[i];
 		psp[i] = &ps[i];

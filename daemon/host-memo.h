@@ -21,6 +21,8 @@ struct host_memo_entry {
 	uint64_t states; /* host_memo_states() as written; 0: not known */
 	bool time_known;
 	int64_t max_unix_ms; /* time_known: no counters row of the host is later */
+	bool end_known;
+	int64_t samples_end_ms; /* end_known: no sample of the host ends later; INT64_MIN: none */
 };
 
 struct host_memo {

@@ -11,6 +11,7 @@
 
 #include "ingest-worker.h"
 #include "loop-thread.h"
+#include "report-check.h"
 #include "store.h"
 
 struct ingest_worker {
@@ -76,6 +77,23 @@ static void batch_commit(struct ingest_worker *w)
 	hand_back(w, b);
 }
 
+/*
+ * The report's samples that start before the host's last stored one
+ * ended are left out (report_trim_samples()): asked here, in the batch's
+ * transaction, where the host's earlier reports of the batch are seen.
+ */
+static int trim_overlapping(struct ingest_worker *w, struct ingest_job *j)
+{
+	struct report_span_bounds b = { .now_ms = INT64_MIN, .oldest_ms = INT64_MIN };
+
+	if (!j->rep->n_probes)
+		return 0;
+	if (w->st->ops->samples_end(w->st, j->rep->facts->host_id, &b.after_ms) < 0)
+		return -EIO;
+	j->left_out = report_trim_samples(j->rep, &b, j->why, sizeof(j->why));
+	return 0;
+}
+
 /* Stores j in the open batch, opening one first if none is. */
 static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wait_ms)
 {
@@ -108,7 +126,9 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 	w->open_tail = &j->next;
 	b->n++;
 	t0 = mono_ns();
-	j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
+	j->r = trim_overlapping(w, j);
+	if (j->r == 0)
+		j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
 	if (j->r == 0 && j->build)
 		j->r = w->st->ops->build_seen(w->st, j->build, j->now_ms);
 	j->ingest_ns = (uint64_t)(mono_ns() - t0);

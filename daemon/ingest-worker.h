@@ -56,12 +56,15 @@ struct ingest_batch {
  * nothing.
  */
 struct ingest_job {
-	const Kmemctl__V1__Report *rep;
+	/* the writer leaves out its samples that overlap the host's stored ones */
+	Kmemctl__V1__Report *rep;
 	/* the build its build file describes, kept with the report (store.h's build_seen); NULL */
 	const struct store_build *build;
 	int64_t now_ms;
 	/* the writer's answer */
 	int r; /* the store's ingest() (and build_seen()): 0 stored, 1 a resend, < 0 failed */
+	size_t left_out; /* r == 0: samples left out as overlapping, the first in why */
+	char why[256];
 	uint64_t ingest_ns; /* what ingest() took */
 	struct ingest_job *next;
 	struct ingest_batch batch; /* the writer's */

@@ -80,6 +80,7 @@ void probe_totals_free(struct probe_totals *t);
 struct kmemd_stats {
 	uint64_t reports_stored, reports_resent, reports_refused, reports_failed;
 	uint64_t reports_trimmed; /* stored without what names past the limits named */
+	uint64_t samples_left_out; /* probe samples whose interval kmemd did not take */
 	uint64_t build_files_malformed; /* stored without their build file (builds.h) */
 	struct log_ratelimit report_log; /* warnings a host can cause */
 	uint64_t events[KMEMD_EVENT_KINDS]; /* committed since start, by EventKind */

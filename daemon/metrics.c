@@ -572,6 +572,11 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "whose names were past [limits].\n"
 			    "# TYPE kmemd_reports_trimmed_total counter\n"
 			    "kmemd_reports_trimmed_total %llu\n"
+			    "# HELP kmemd_probe_samples_left_out_total Probe samples left out of "
+			    "stored reports: their interval overlapped the host's earlier ones, "
+			    "was in the future or too old, empty or too long.\n"
+			    "# TYPE kmemd_probe_samples_left_out_total counter\n"
+			    "kmemd_probe_samples_left_out_total %llu\n"
 			    "# HELP kmemd_build_files_malformed_total Reports stored without their "
 			    "build file, which did not parse.\n"
 			    "# TYPE kmemd_build_files_malformed_total counter\n"
@@ -581,6 +586,7 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "# TYPE kmemd_metrics_series_dropped gauge\n"
 			    "kmemd_metrics_series_dropped %llu\n",
 			    (unsigned long long)st->reports_trimmed,
+			    (unsigned long long)st->samples_left_out,
 			    (unsigned long long)st->build_files_malformed, METRICS_FAMILY_MAX,
 			    (unsigned long long)dropped);
 	connections(b);
@@ -604,41 +610,53 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 	reply_buffer(req, HTTP_OK, "OK", "text/plain; version=0.0.4; charset=utf-8", TAKE_PTR(b));
 }
 
+/* Each host's rows merged apart, for hist_merge_hosts(). */
 struct merged {
-	struct hist h;
-	char hosts[256][65];
-	size_t nhosts, samples;
-	bool more_hosts;
+	json_t *index; /* host id: its place in h */
+	struct hist *h;
+	size_t n, cap, samples;
 };
 
 static int merge(void *arg, const struct store_sample *x)
 {
 	struct merged *m = arg;
+	json_t *at = json_object_get(m->index, x->host_id);
+	struct hist *h;
 	size_t i;
 
-	hist_merge(&m->h, &x->h);
-	m->samples += x->samples;
-	for (i = 0; i < m->nhosts && strcmp(m->hosts[i], x->host_id); i++)
-		;
-	if (i == m->nhosts) {
-		if (m->nhosts < ARRAY_SIZE(m->hosts))
-			snprintf(m->hosts[m->nhosts++], sizeof(m->hosts[0]), "%s", x->host_id);
-		else
-			m->more_hosts = true;
+	if (!at) {
+		if (m->n == m->cap) {
+			h = reallocarray(m->h, m->cap ? m->cap * 2 : 64, sizeof(*h));
+			if (!h)
+				return -ENOMEM;
+			m->h = h;
+			m->cap = m->cap ? m->cap * 2 : 64;
+		}
+		memset(&m->h[m->n], 0, sizeof(m->h[0]));
+		at = json_integer((json_int_t)m->n++);
+		if (json_object_set_new(m->index, x->host_id, at) < 0)
+			return -ENOMEM;
 	}
+	i = (size_t)json_integer_value(at);
+	hist_merge(&m->h[i], &x->h);
+	m->samples += x->samples;
 	return 0;
 }
 
 /*
  * GET /v1/telemetry?probe=P[&from=MS][&to=MS][&host=H][&label=K:V]: one
- * histogram merged over the matching hosts and time, with its quantiles.
+ * histogram merged over the matching hosts and time, with its quantiles;
+ * no host weighs more than HIST_HOST_WEIGHT_MAX median hosts
+ * (hist_merge_hosts(): "hosts_scaled" says how many were scaled down).
  */
 void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_query_ struct evkeyvalq q = { 0 };
-	_cleanup_free_ struct merged *m = NULL;
+	struct merged m = { .index = json_object() };
 	struct store_filter f = { 0 };
+	struct hist fleet;
+	size_t scaled;
 	char label[256], *colon;
 	json_t *buckets;
 	const char *v;
@@ -674,25 +692,28 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			"; from and to are unix milliseconds");
 		return;
 	}
-	m = calloc(1, sizeof(*m));
-	r = m ? k->store->ops->samples(k->store, &f, merge, m) : -ENOMEM;
+	r = m.index ? k->store->ops->samples(k->store, &f, merge, &m) : -ENOMEM;
+	json_decref(m.index);
 	if (r < 0) {
+		free(m.h);
 		reply_store_failed(req, k);
 		return;
 	}
+	scaled = hist_merge_hosts(&fleet, m.h, m.n);
+	free(m.h);
 	buckets = json_array();
 	for (i = 0; i < HIST_BUCKETS; i++)
-		if (m->h.buckets[i])
+		if (fleet.buckets[i])
 			json_array_append_new(
 				buckets, json_pack("[I, I]", json_count(hist_upper((unsigned)i)),
-						   json_count(m->h.buckets[i])));
+						   json_count(fleet.buckets[i])));
 	reply_json(req, HTTP_OK, "OK",
-		   json_pack("{s:s, s:I, s:I, s:b, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "probe",
-			     f.probe, "hosts", (json_int_t)m->nhosts, "samples",
-			     json_count(m->samples), "more_hosts", m->more_hosts, "count",
-			     json_count(m->h.count), "sum_ns", json_count(m->h.sum_ns), "p50_ns",
-			     json_count(hist_quantile(&m->h, 0.5)), "p90_ns",
-			     json_count(hist_quantile(&m->h, 0.9)), "p99_ns",
-			     json_count(hist_quantile(&m->h, 0.99)), "max_ns",
-			     json_count(m->h.max_ns), "buckets", buckets));
+		   json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:o}", "probe",
+			     f.probe, "hosts", (json_int_t)m.n, "hosts_scaled", (json_int_t)scaled,
+			     "samples", json_count(m.samples), "count", json_count(fleet.count),
+			     "sum_ns", json_count(fleet.sum_ns), "p50_ns",
+			     json_count(hist_quantile(&fleet, 0.5)), "p90_ns",
+			     json_count(hist_quantile(&fleet, 0.9)), "p99_ns",
+			     json_count(hist_quantile(&fleet, 0.99)), "max_ns",
+			     json_count(fleet.max_ns), "buckets", buckets));
 }

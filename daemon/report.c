@@ -120,6 +120,34 @@ static void count(struct ingest_batch *b, const Kmemctl__V1__Report *rep)
 			b->events[rep->events[i]->kind]++;
 }
 
+/*
+ * The writer left samples out of p: counted, logged, and said in its
+ * reply's reason (after any the loop gave), for the agent's log.
+ */
+static void left_out(struct kmemd *k, struct pending *p, size_t n, const char *why)
+{
+	Kmemctl__V1__ReportReply *rr;
+	char reason[600];
+	uint8_t *buf;
+	size_t len;
+
+	k->stats.samples_left_out += n;
+	log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
+			(unsigned long long)p->rep->seq, p->rep->facts->host_id, why);
+	rr = kmemctl__v1__report_reply__unpack(pb_arena_allocator(p->arena), p->len, p->reply);
+	if (!rr)
+		return;
+	snprintf(reason, sizeof(reason), "%s%s%s", rr->reason ?: "",
+		 rr->reason && rr->reason[0] ? "; " : "", why);
+	rr->reason = reason;
+	len = protobuf_c_message_get_packed_size(&rr->base);
+	buf = pb_arena_alloc(p->arena, len);
+	if (buf) { /* else the reply as it was, without the reason */
+		p->len = protobuf_c_message_pack(&rr->base, buf);
+		p->reply = buf;
+	}
+}
+
 /* A batch back from the writer: its reports answered, counted and freed. */
 static void batch_done(void *arg, struct ingest_batch *b)
 {
@@ -154,6 +182,8 @@ static void batch_done(void *arg, struct ingest_batch *b)
 			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 			       "the store failed; keep the report and send it again");
 		} else {
+			if (j->r == 0 && j->left_out)
+				left_out(k, p, j->left_out, j->why);
 			if (j->r == 1) {
 				k->stats.reports_resent++;
 				log_debug(
@@ -197,6 +227,30 @@ static void notify_trips(struct kmemd *k, const Kmemctl__V1__Report *rep)
 	}
 }
 
+/*
+ * The report's samples whose interval kmemd's clock rules out, left out
+ * (report_trim_samples(); the writer checks overlap with the host's
+ * stored ones). reason: what the reply says, after earlier (NULL: none).
+ */
+static size_t trim_samples(struct kmemd *k, Kmemctl__V1__Report *rep, const char *earlier,
+			   char *reason, size_t len)
+{
+	int64_t now = kmemd_now_ms();
+	struct report_span_bounds b = { .now_ms = now,
+					.oldest_ms = now - (int64_t)k->cfg->raw_retention_ms,
+					.after_ms = INT64_MIN };
+	char why[256];
+	size_t n = report_trim_samples(rep, &b, why, sizeof(why));
+
+	if (n) {
+		k->stats.samples_left_out += n;
+		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
+				(unsigned long long)rep->seq, rep->facts->host_id, why);
+	}
+	snprintf(reason, len, "%s%s%s", earlier ?: "", earlier && n ? "; " : "", n ? why : "");
+	return n;
+}
+
 void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
 {
 	Kmemctl__V1__ReportReply rr = KMEMCTL__V1__REPORT_REPLY__INIT;
@@ -206,7 +260,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 	struct pending *p;
 	size_t len;
 	int r, left_out = 0;
-	char why[320];
+	char why[320], why2[600];
 
 	if (!content_type_is(req, PROTOBUF_TYPE)) {
 		reply_text(req, 415, "Unsupported Media Type",
@@ -274,6 +328,8 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 				(unsigned long long)rep->seq, peer->cn, why);
 		r = 0;
 	}
+	if (r == 0 && trim_samples(k, rep, left_out ? why : NULL, why2, sizeof(why2)) > 0)
+		left_out = 1;
 	if (r < 0) {
 		k->stats.reports_failed++;
 		log_error("storing report %llu from '%s' failed: %s", (unsigned long long)rep->seq,
@@ -285,7 +341,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 	rr.status = KMEMCTL__V1__STATUS__STATUS_OK;
 	rr.acked_seq = rep->seq;
 	/* stored, but not all of it: the agent logs why */
-	rr.reason = left_out > 0 ? why : NULL;
+	rr.reason = left_out > 0 ? why2 : NULL;
 	rr.policy = policy_for(k, rep);
 	rr.fleet_stop = k->fleet_stop.stopped;
 	build = rep->build_file && rep->build_file[0] ? builds_report(k, rep, arena, &rr) : NULL;

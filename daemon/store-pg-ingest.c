@@ -17,6 +17,7 @@
 
 enum stmt {
 	ST_INGEST,
+	ST_SAMPLES_END,
 	ST_SAMPLES,
 	ST_SAMPLES_ROLLUPS,
 	ST_WINDOW,
@@ -123,6 +124,8 @@ static const char *const sql[ST_N] = {
 		" mitigation text, probe text, message text)) WITH ORDINALITY AS x"
 		" WHERE EXISTS (SELECT FROM c) ORDER BY x.ordinality)"
 		" SELECT count(*) FROM c",
+	/* asked at each report: another kmemd may have stored the host's last one */
+	[ST_SAMPLES_END] = "SELECT max(end_ms) FROM report_samples WHERE host_id = $1",
 	/*
 	 * Raw samples, then hourly rollups: they never overlap, a sample rolled
 	 * up is gone. A raw row's probes are picked in C (store-rows.h). The
@@ -456,6 +459,20 @@ int pg_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 out:
 	ingest_json_free(&t);
 	return r;
+}
+
+int pg_samples_end(struct store *s, const char *host, int64_t *end_ms)
+{
+	struct pg_args a = { 0 };
+	PGresult *res;
+
+	pg_text(&a, host);
+	res = run(s, ST_SAMPLES_END, &a);
+	if (!res)
+		return -EIO;
+	*end_ms = PQgetisnull(res, 0, 0) ? INT64_MIN : pg_col_int(res, 0, 0);
+	PQclear(res);
+	return 0;
 }
 
 /* $1 to $5 of ST_SAMPLES and ST_SAMPLES_ROLLUPS. */

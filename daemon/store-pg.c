@@ -632,6 +632,7 @@ const struct store_ops store_pg_ops = {
 	.close = pg_close,
 	.error = pg_error,
 	.ingest = pg_ingest,
+	.samples_end = pg_samples_end,
 	.begin = pg_begin,
 	.commit = pg_commit,
 	.rollback = pg_rollback,

@@ -14,6 +14,7 @@
 enum stmt {
 	ST_SEEN,
 	ST_LAST_TIME,
+	ST_SAMPLES_END,
 	ST_HOST_UPSERT,
 	ST_STATES_READ,
 	ST_STATES_CLEAR,
@@ -53,6 +54,7 @@ enum stmt {
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
 	[ST_LAST_TIME] = "SELECT max(unix_ms) FROM counters WHERE host_id = ?1",
+	[ST_SAMPLES_END] = "SELECT max(end_ms) FROM report_samples WHERE host_id = ?1",
 	[ST_HOST_UPSERT] =
 		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
 		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
@@ -165,10 +167,8 @@ static const char *const sql[ST_N] = {
 
 /* stepped for one row and left there: sq_stmt() resets them */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,
-	[ST_LAST_TIME] = true,
-	[ST_WINDOW_REPORTS] = true,
-	[ST_WINDOW_TRIPPED] = true,
+	[ST_SEEN] = true,	    [ST_LAST_TIME] = true,	[ST_SAMPLES_END] = true,
+	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
 const struct sq_area sq_ingest_area = {
@@ -533,6 +533,9 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 		e->states = states;
 	if (r == 0)
 		r = ingest_samples(s, rep);
+	for (size_t i = 0; r == 0 && e && e->end_known && i < rep->n_probes; i++)
+		if (rep->probes[i]->hist && rep->probes[i]->end_unix_ms > e->samples_end_ms)
+			e->samples_end_ms = rep->probes[i]->end_unix_ms;
 	if (r == 0)
 		r = ingest_counters(s, rep);
 	if (r == 0 && e && rep->unix_ms > e->max_unix_ms)
@@ -544,6 +547,32 @@ int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms)
 out:
 	ingest_text_free(&t);
 	return r;
+}
+
+/*
+ * The memo's, once read: only this writer adds samples, and a rollup
+ * leaves it right (the samples it took ended earlier).
+ */
+int sq_samples_end(struct store *s, const char *host, int64_t *end_ms)
+{
+	struct host_memo_entry *e = host_memo_get(&((struct sqlite_store *)s)->memo, host);
+	sqlite3_stmt *st;
+
+	if (e && e->end_known) {
+		*end_ms = e->samples_end_ms;
+		return 0;
+	}
+	st = stmt(s, ST_SAMPLES_END);
+	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
+	if (sqlite3_step(st) != SQLITE_ROW)
+		return -EIO;
+	*end_ms = sqlite3_column_type(st, 0) == SQLITE_NULL ? INT64_MIN :
+							      sqlite3_column_int64(st, 0);
+	if (e) {
+		e->samples_end_ms = *end_ms;
+		e->end_known = true;
+	}
+	return 0;
 }
 
 static sqlite3_stmt *samples_stmt(struct store *s, enum stmt which, const struct store_filter *f)

@@ -545,6 +545,7 @@ const struct store_ops store_sqlite_ops = {
 	.close = sq_close,
 	.error = sq_error,
 	.ingest = sq_ingest,
+	.samples_end = sq_samples_end,
 	.begin = sq_begin,
 	.commit = sq_commit,
 	.rollback = sq_rollback,

@@ -347,6 +347,12 @@ struct store_ops {
 	 * batch back (no savepoint per report: that is most of its cost).
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
+	/*
+	 * Where the host's last stored probe sample ended, into *end_ms;
+	 * INT64_MIN when it has none kept raw. A report's samples start there
+	 * or later (report_trim_samples()).
+	 */
+	int (*samples_end)(struct store *s, const char *host, int64_t *end_ms);
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);

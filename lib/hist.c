@@ -53,6 +53,66 @@ void hist_merge(struct hist *dst, const struct hist *src)
 		dst->max_ns = src->max_ns;
 }
 
+void hist_scale_to(struct hist *h, uint64_t cap)
+{
+	double f, carry = 0;
+	uint64_t n = 0;
+
+	if (h->count <= cap)
+		return;
+	f = (double)cap / (double)h->count;
+	/* rounding carried from bucket to bucket: the counts still add up to cap */
+	for (unsigned b = 0; b < HIST_BUCKETS; b++) {
+		double want = (double)h->buckets[b] * f + carry;
+		uint64_t got = (uint64_t)(want + 0.5);
+
+		if (got > cap - n)
+			got = cap - n;
+		carry = want - (double)got;
+		h->buckets[b] = got;
+		n += got;
+	}
+	h->count = n;
+	h->sum_ns = (uint64_t)((double)h->sum_ns * f);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+size_t hist_merge_hosts(struct hist *out, const struct hist *h, size_t n)
+{
+	uint64_t *counts = n ? malloc(n * sizeof(*counts)) : NULL, cap = UINT64_MAX;
+	size_t i, k = 0, scaled = 0;
+	struct hist x;
+
+	memset(out, 0, sizeof(*out));
+	for (i = 0; counts && i < n; i++)
+		if (h[i].count)
+			counts[k++] = h[i].count;
+	if (k) {
+		qsort(counts, k, sizeof(*counts), cmp_u64);
+		/* of the hosts with values, the lower median: with two, the smaller */
+		cap = counts[(k - 1) / 2];
+		cap = cap > UINT64_MAX / HIST_HOST_WEIGHT_MAX ? UINT64_MAX :
+								cap * HIST_HOST_WEIGHT_MAX;
+	}
+	free(counts);
+	/* out of memory: merged as they are, and not a host said to be scaled */
+	for (i = 0; i < n; i++) {
+		x = h[i];
+		if (x.count > cap) {
+			hist_scale_to(&x, cap);
+			scaled++;
+		}
+		hist_merge(out, &x);
+	}
+	return scaled;
+}
+
 static bool went_down(const struct hist *prev, const struct hist *cur)
 {
 	if (cur->count < prev->count || cur->sum_ns < prev->sum_ns || cur->max_ns < prev->max_ns)

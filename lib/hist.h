@@ -31,6 +31,23 @@ void hist_record(struct hist *h, uint64_t v);
 void hist_merge(struct hist *dst, const struct hist *src);
 
 /*
+ * h scaled down to a count of at most cap (buckets and sum in proportion,
+ * its max kept); h as it was when its count is within cap.
+ */
+void hist_scale_to(struct hist *h, uint64_t cap);
+
+/*
+ * A fleet's histogram in which no host weighs more than HIST_HOST_WEIGHT_MAX
+ * times the median host: hosts' counts are self-reported, and one host
+ * claiming more values than the rest of the fleet together would decide
+ * every fleet quantile. Each host whose count is above that is scaled down
+ * to it (hist_scale_to()) before the merge, its shape kept. Into out, the
+ * merge of h[0..n); how many hosts were scaled down.
+ */
+#define HIST_HOST_WEIGHT_MAX 10
+size_t hist_merge_hosts(struct hist *out, const struct hist *h, size_t n);
+
+/*
  * out = cur - prev. When any counter went down (the producer was reset or
  * restarted) the delta is cur itself and 1 is returned; 0 otherwise. The
  * delta's max is exact when cur reached a new maximum, else the upper bound

@@ -59,13 +59,15 @@ static int check_time(const char *field, int64_t ms, char *why, size_t len)
 
 /*
  * Consistent (hist_from_pb), and no more values than CPUs can record in
- * the sample's interval (at least a second): a count past that is not a
- * measurement, and would outweigh the fleet in every merged quantile.
+ * the sample's interval (at least a millisecond), one a nanosecond: a
+ * count past that is not a measurement. The interval itself is checked
+ * where kmemd knows its clock and the host's earlier samples
+ * (report_trim_samples()).
  */
 static int check_hist(const char *field, const Kmemctl__V1__Histogram *pb, int64_t span_ms,
 		      uint32_t cpus, char *why, size_t len)
 {
-	uint64_t s = span_ms > 1000 ? (uint64_t)span_ms / 1000 : 1, max;
+	uint64_t s = span_ms > 1 ? (uint64_t)span_ms : 1, max;
 	struct hist h;
 
 	if (hist_from_pb(&h, pb) < 0)
@@ -74,7 +76,7 @@ static int check_hist(const char *field, const Kmemctl__V1__Histogram *pb, int64
 			"%s is inconsistent (buckets out of range or counts that do not add "
 			"up to its count)",
 			field);
-	if (__builtin_mul_overflow(s, (uint64_t)(cpus ? cpus : 1) * 1000000000ULL, &max) ||
+	if (__builtin_mul_overflow(s, (uint64_t)(cpus ? cpus : 1) * 1000000ULL, &max) ||
 	    max > REPORT_NUMBER_MAX)
 		max = REPORT_NUMBER_MAX;
 	if (h.count > max)
@@ -330,4 +332,65 @@ int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len)
 	if (r == 0)
 		r = check_waiting(rep, why, len);
 	return r;
+}
+
+/* NULL when p keeps within b, else the rule it breaks and the bound it names (0: none). */
+static const char *span_breaks(const Kmemctl__V1__ProbeSample *p,
+			       const struct report_span_bounds *b, int64_t *bound)
+{
+	*bound = 0;
+	if (p->end_unix_ms <= p->start_unix_ms)
+		return "is empty or ends before it starts";
+	if (p->end_unix_ms - p->start_unix_ms > REPORT_SPAN_MS_MAX) {
+		*bound = REPORT_SPAN_MS_MAX;
+		return "is longer than an agent's longest interval, in ms:";
+	}
+	if (b->now_ms != INT64_MIN && p->end_unix_ms > b->now_ms + REPORT_SKEW_MS) {
+		*bound = b->now_ms;
+		return "ends in the future of kmemd's clock, unix ms";
+	}
+	if (b->oldest_ms != INT64_MIN && p->end_unix_ms < b->oldest_ms) {
+		*bound = b->oldest_ms;
+		return "ended before what kmemd keeps raw ([store] raw_retention), from unix ms";
+	}
+	if (b->after_ms != INT64_MIN && p->start_unix_ms < b->after_ms) {
+		*bound = b->after_ms;
+		return "starts before the host's last stored sample ended, at unix ms";
+	}
+	return NULL;
+}
+
+size_t report_trim_samples(Kmemctl__V1__Report *rep, const struct report_span_bounds *b, char *why,
+			   size_t len)
+{
+	const Kmemctl__V1__ProbeSample *first = NULL;
+	const char *rule = NULL, *r;
+	int64_t bound = 0, at;
+	size_t i, kept = 0, out = 0;
+
+	for (i = 0; i < rep->n_probes; i++) {
+		/* without a histogram it stores nothing */
+		r = rep->probes[i]->hist ? span_breaks(rep->probes[i], b, &at) : NULL;
+		if (!r) {
+			rep->probes[kept++] = rep->probes[i];
+			continue;
+		}
+		if (!out++) {
+			first = rep->probes[i];
+			rule = r;
+			bound = at;
+		}
+	}
+	rep->n_probes = kept;
+	if (!out)
+		return 0;
+	if (bound)
+		snprintf(why, len, "%zu probe sample%s left out: '%s' [%lld, %lld) %s %lld", out,
+			 out == 1 ? "" : "s", first->probe, (long long)first->start_unix_ms,
+			 (long long)first->end_unix_ms, rule, (long long)bound);
+	else
+		snprintf(why, len, "%zu probe sample%s left out: '%s' [%lld, %lld) %s", out,
+			 out == 1 ? "" : "s", first->probe, (long long)first->start_unix_ms,
+			 (long long)first->end_unix_ms, rule);
+	return out;
 }

@@ -54,4 +54,35 @@
  */
 int report_check(const Kmemctl__V1__Report *rep, char *why, size_t len);
 
+/*
+ * A probe sample's interval, checked against kmemd's clock and the host's
+ * stored samples rather than taken on the host's word: the count bound of
+ * report_check() holds per millisecond of an interval, so a host that
+ * could place intervals anywhere could claim any count. A sample is left
+ * out of the report when its interval
+ * - is empty or backwards, or longer than REPORT_SPAN_MS_MAX (twice the
+ *   agent's longest interval: one collection missed);
+ * - ends after kmemd's now plus REPORT_SKEW_MS;
+ * - ended before oldest_ms (what kmemd keeps raw: older ones would land
+ *   beside rollups they could overlap unseen);
+ * - starts before after_ms, the end of the host's last stored sample: an
+ *   agent's intervals follow one another, each starting where the last
+ *   ended, its resends included (kmemd knows them by seq and time first).
+ * So a host's stored intervals never overlap and lie in kmemd's recent
+ * past, and its counts over any window are bounded by the window's length.
+ */
+#define REPORT_SPAN_MS_MAX (2 * 3600 * 1000LL)
+#define REPORT_SKEW_MS (5 * 60 * 1000LL)
+
+struct report_span_bounds {
+	int64_t now_ms, oldest_ms, after_ms; /* INT64_MIN: no bound */
+};
+
+/*
+ * Leaves the samples out of rep that break b, keeping the others in
+ * order; how many it left out, with why saying the first.
+ */
+size_t report_trim_samples(Kmemctl__V1__Report *rep, const struct report_span_bounds *b, char *why,
+			   size_t len);
+
 #endif

@@ -11,12 +11,19 @@
  *   reason=TEXT	the first mitigation's reason
  *   message=TEXT, comm=TEXT	an event (a soft lockup) with that message or comm
  *   soft_lockups=N	the counter
+ *   span=MS	the samples' interval length (default 1000), for the edits after it
+ *   time=MS	the report's time, and every sample's interval ends then
+ *   values=N	every sample's histogram N values of about 1 us (bucket 10)
+ *   max=1	every sample's histogram counts as many values as report_check()
+ *		lets the host's CPUs record in its interval (one bucket, the
+ *		largest sum), the samples named as before
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "kmemctl/v1/report.pb-c.h"
+#include "report-check.h"
 
 #define PROBES_MAX 4096
 
@@ -25,7 +32,8 @@ static Kmemctl__V1__Histogram hist = KMEMCTL__V1__HISTOGRAM__INIT;
 static Kmemctl__V1__KernelEvent event = KMEMCTL__V1__KERNEL_EVENT__INIT, *events[1] = { &event };
 static Kmemctl__V1__Counters counters = KMEMCTL__V1__COUNTERS__INIT;
 static char names[PROBES_MAX][24];
-static uint64_t one = 1;
+static uint64_t one = 1, most;
+static int64_t span_ms = 1000;
 
 /* n samples, named name (one) or p0... (several), sharing one histogram. */
 static void set_probes(Kmemctl__V1__Report *rep, size_t n, const char *name)
@@ -34,7 +42,7 @@ static void set_probes(Kmemctl__V1__Report *rep, size_t n, const char *name)
 		kmemctl__v1__probe_sample__init(&sample[i]);
 		snprintf(names[i], sizeof(names[i]), "p%zu", i);
 		sample[i].probe = name ? (char *)name : names[i];
-		sample[i].start_unix_ms = rep->unix_ms - 1000;
+		sample[i].start_unix_ms = rep->unix_ms - span_ms;
 		sample[i].end_unix_ms = rep->unix_ms;
 		sample[i].hist = &hist;
 		samples[i] = &sample[i];
@@ -49,6 +57,47 @@ static void set_event(Kmemctl__V1__Report *rep)
 	event.unix_ms = rep->unix_ms;
 	rep->events = events;
 	rep->n_events = 1;
+}
+
+/* Each sample a new interval ending at rep's time, its histogram what max= asks. */
+static void set_times(Kmemctl__V1__Report *rep)
+{
+	for (size_t i = 0; i < rep->n_probes; i++) {
+		sample[i] = *rep->probes[i];
+		sample[i].start_unix_ms = rep->unix_ms - span_ms;
+		sample[i].end_unix_ms = rep->unix_ms;
+		if (most)
+			sample[i].hist = &hist;
+		samples[i] = &sample[i];
+	}
+	rep->probes = samples;
+}
+
+/* The most values report_check() lets the host's CPUs record in span_ms. */
+static void set_most(Kmemctl__V1__Report *rep)
+{
+	uint64_t cpus = rep->facts->possible_cpus ?: 1;
+
+	most = cpus * (uint64_t)span_ms * 1000000;
+	if (most > REPORT_NUMBER_MAX)
+		most = REPORT_NUMBER_MAX;
+	hist.first_bucket = 20;
+	hist.counts = &most;
+	hist.count = most;
+	hist.sum_ns = INT64_MAX;
+	hist.max_ns = 1 << 20;
+	set_times(rep);
+}
+
+static void set_values(Kmemctl__V1__Report *rep, uint64_t n)
+{
+	most = n;
+	hist.first_bucket = 10;
+	hist.counts = &most;
+	hist.count = n;
+	hist.sum_ns = n * 1000;
+	hist.max_ns = 1000;
+	set_times(rep);
 }
 
 static int edit(Kmemctl__V1__Report *rep, const char *key, char *value)
@@ -73,6 +122,14 @@ static int edit(Kmemctl__V1__Report *rep, const char *key, char *value)
 		set_event(rep), event.message = value;
 	else if (!strcmp(key, "comm"))
 		set_event(rep), event.comm = value;
+	else if (!strcmp(key, "span"))
+		span_ms = strtoll(value, NULL, 10);
+	else if (!strcmp(key, "time"))
+		rep->unix_ms = strtoll(value, NULL, 10), set_times(rep);
+	else if (!strcmp(key, "max"))
+		set_most(rep);
+	else if (!strcmp(key, "values"))
+		set_values(rep, strtoull(value, NULL, 10));
 	else if (!strcmp(key, "soft_lockups"))
 		rep->counters = &counters, counters.soft_lockups = strtoull(value, NULL, 10);
 	else

@@ -241,6 +241,55 @@ static void test_text_bad(void **state)
 	}
 }
 
+static void test_scale(void **state)
+{
+	struct hist h = { 0 };
+	uint64_t n = 0;
+
+	(void)state;
+	for (uint64_t v = 1; v < 5000; v++)
+		hist_record(&h, v * 997);
+	/* within its cap: as it was */
+	struct hist same = h;
+	hist_scale_to(&same, h.count);
+	assert_memory_equal(&same, &h, sizeof(h));
+	hist_scale_to(&h, 1000);
+	for (unsigned b = 0; b < HIST_BUCKETS; b++)
+		n += h.buckets[b];
+	assert_int_equal(h.count, 1000);
+	assert_int_equal(n, 1000);
+	assert_int_equal(h.max_ns, 4999ULL * 997);
+	/* the shape kept: the median where it was, within a bucket */
+	assert_int_equal(hist_bucket(hist_quantile(&h, 0.5)), hist_bucket(2500 * 997));
+}
+
+/* One host claiming more values than the fleet: it weighs ten median hosts, no more. */
+static void test_merge_hosts(void **state)
+{
+	struct hist h[25] = { 0 }, out;
+
+	(void)state;
+	for (int i = 0; i < 24; i++)
+		for (int k = 0; k < 100; k++)
+			hist_record(&h[i], 1000);
+	for (int k = 0; k < 100000; k++)
+		hist_record(&h[24], 1 << 30);
+	assert_int_equal(hist_merge_hosts(&out, h, 25), 1);
+	assert_int_equal(out.count, 2400 + HIST_HOST_WEIGHT_MAX * 100);
+	assert_int_equal(out.max_ns, 1 << 30);
+	/* the fleet's median is the fleet's, not the one host's */
+	assert_true(hist_quantile(&out, 0.5) <= 1024);
+	/* hosts alike: none scaled, the plain merge */
+	assert_int_equal(hist_merge_hosts(&out, h, 24), 0);
+	assert_int_equal(out.count, 2400);
+	/* hosts without values do not pull the median down */
+	memset(h, 0, 20 * sizeof(h[0]));
+	assert_int_equal(hist_merge_hosts(&out, h, 24), 0);
+	assert_int_equal(out.count, 400);
+	assert_int_equal(hist_merge_hosts(&out, h, 0), 0);
+	assert_int_equal(out.count, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -248,7 +297,8 @@ int main(void)
 		cmocka_unit_test(test_quantile_skewed), cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_delta),		cmocka_unit_test(test_pb_roundtrip),
 		cmocka_unit_test(test_pb_bad),		cmocka_unit_test(test_text),
-		cmocka_unit_test(test_text_bad),
+		cmocka_unit_test(test_text_bad),	cmocka_unit_test(test_scale),
+		cmocka_unit_test(test_merge_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

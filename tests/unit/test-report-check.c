@@ -276,6 +276,93 @@ static void test_histograms(void **state)
 	refused(&f.rep, "probes.hist");
 	good()->probes[0]->hist->sum_ns = UINT64_MAX;
 	refused(&f.rep, "probes.hist");
+	/* a millisecond's interval holds a millisecond's values, not a second's */
+	good();
+	f.probe.start_unix_ms = f.probe.end_unix_ms - 1;
+	f.counts[0] = 64ULL * 1000000 + 1;
+	f.counts[2] = 0;
+	f.hist.count = f.counts[0];
+	f.hist.sum_ns = f.counts[0] * 1024;
+	f.hist.max_ns = 1024;
+	refused(&f.rep, "probes.hist");
+	f.counts[0] = f.hist.count = 64ULL * 1000000;
+	f.hist.sum_ns = f.counts[0] * 1024;
+	assert_int_equal(report_check(&f.rep, NULL, 0), 0);
+}
+
+/* The probes left in rep, by name, comma-separated. */
+static const char *left(const Kmemctl__V1__Report *rep)
+{
+	static char out[128];
+
+	out[0] = '\0';
+	for (size_t i = 0; i < rep->n_probes; i++)
+		snprintf(out + strlen(out), sizeof(out) - strlen(out), "%s%s", i ? "," : "",
+			 rep->probes[i]->probe);
+	return out;
+}
+
+static void test_spans(void **state)
+{
+	const int64_t now = 1700000060000;
+	struct report_span_bounds b = { .now_ms = now,
+					.oldest_ms = now - 3600000,
+					.after_ms = now - 60000 };
+	char why[256] = "";
+
+	(void)state;
+	/* an agent's: the interval after the last one, ending now */
+	good();
+	f.probe2.hist = &f.hist;
+	f.probe2.start_unix_ms = f.probe.start_unix_ms;
+	f.probe2.end_unix_ms = f.probe.end_unix_ms;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 0);
+	assert_string_equal(left(&f.rep), "rstat-flush,vmap-purge-flushes");
+	assert_string_equal(why, "");
+	/* starting before the host's last sample ended: left out, the other kept */
+	b.after_ms = now - 30000;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 2);
+	assert_string_equal(left(&f.rep), "");
+	assert_non_null(strstr(why, "2 probe samples left out: 'rstat-flush'"));
+	assert_non_null(strstr(why, "starts before the host's last stored sample ended"));
+	good();
+	f.probe2.hist = &f.hist;
+	f.probe2.start_unix_ms = now - 30000;
+	f.probe2.end_unix_ms = now;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	assert_string_equal(left(&f.rep), "vmap-purge-flushes");
+	/* resent as it was, every sample starts before what is stored: all left out */
+	b.after_ms = now;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	b.after_ms = INT64_MIN;
+	/* in the future of kmemd's clock past the skew; within it */
+	good()->probes[0]->end_unix_ms = now + REPORT_SKEW_MS + 1;
+	f.probe.start_unix_ms = now;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "in the future"));
+	good()->probes[0]->end_unix_ms = now + REPORT_SKEW_MS;
+	f.probe.start_unix_ms = now;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 0);
+	/* older than what kmemd keeps raw */
+	good()->probes[0]->end_unix_ms = now - 3600001;
+	f.probe.start_unix_ms = now - 3660000;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "raw_retention"));
+	/* empty, backwards, longer than an agent's longest interval */
+	good()->probes[0]->start_unix_ms = now;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	good()->probes[0]->start_unix_ms = now + 1;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	assert_non_null(strstr(why, "ends before it starts"));
+	good()->probes[0]->start_unix_ms = now - REPORT_SPAN_MS_MAX - 1;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 1);
+	good()->probes[0]->start_unix_ms = now - REPORT_SPAN_MS_MAX;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 0);
+	/* unbounded where the caller does not know */
+	b = (struct report_span_bounds){ INT64_MIN, INT64_MIN, INT64_MIN };
+	good()->probes[0]->end_unix_ms = now + 86400000;
+	f.probe.start_unix_ms = now + 86400000 - 1000;
+	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 0);
 }
 
 int main(void)
@@ -284,7 +371,7 @@ int main(void)
 		cmocka_unit_test(test_good),	   cmocka_unit_test(test_strings),
 		cmocka_unit_test(test_names),	   cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_waiting),	   cmocka_unit_test(test_numbers),
-		cmocka_unit_test(test_histograms),
+		cmocka_unit_test(test_histograms), cmocka_unit_test(test_spans),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

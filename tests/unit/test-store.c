@@ -2052,6 +2052,68 @@ static void test_pg_reconnect(void **state)
 	s->ops->close(s);
 }
 
+/* host's samples_end() of store s */
+static int64_t samples_end(struct store *s, const char *host)
+{
+	int64_t end = 0;
+
+	assert_int_equal(s->ops->samples_end(s, host, &end), 0);
+	return end;
+}
+
+/* Where a host's last sample ended: read once, kept as reports are stored, undone with them. */
+static void test_samples_end(void **state)
+{
+	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
+	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
+	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
+	Kmemctl__V1__ProbeSample p[2] = { KMEMCTL__V1__PROBE_SAMPLE__INIT,
+					  KMEMCTL__V1__PROBE_SAMPLE__INIT },
+				 *pp[] = { &p[0], &p[1] };
+	uint64_t counts[] = { 1 };
+	struct store *s = fresh_store(), *other;
+
+	(void)state;
+	f.host_id = "end-1";
+	rep.facts = &f;
+	h.first_bucket = 10;
+	h.n_counts = 1;
+	h.counts = counts;
+	h.count = 1;
+	p[0].probe = "vmap-purge";
+	p[1].probe = "rstat-flush";
+	p[0].hist = p[1].hist = &h;
+	rep.probes = pp;
+	assert_true(samples_end(s, "end-1") == INT64_MIN);
+	rep.seq = 1;
+	rep.unix_ms = p[0].end_unix_ms = 1000;
+	rep.n_probes = 1;
+	assert_int_equal(s->ops->ingest(s, &rep, 5000), 0);
+	assert_true(samples_end(s, "end-1") == 1000);
+	/* the latest of a report's ends */
+	rep.seq = 2;
+	rep.unix_ms = p[0].end_unix_ms = 3000;
+	p[1].end_unix_ms = 2000;
+	rep.n_probes = 2;
+	assert_int_equal(s->ops->ingest(s, &rep, 6000), 0);
+	assert_true(samples_end(s, "end-1") == 3000);
+	/* another host's are its own */
+	assert_true(samples_end(s, "end-2") == INT64_MIN);
+	/* a batch rolled back takes its samples with it */
+	assert_int_equal(s->ops->begin(s), 0);
+	rep.seq = 3;
+	rep.unix_ms = p[0].end_unix_ms = p[1].end_unix_ms = 9000;
+	assert_int_equal(s->ops->ingest(s, &rep, 7000), 0);
+	assert_true(samples_end(s, "end-1") == 9000);
+	s->ops->rollback(s);
+	assert_true(samples_end(s, "end-1") == 3000);
+	/* a store opened anew (another kmemd, a restart) reads what is stored */
+	other = open_store();
+	assert_true(samples_end(other, "end-1") == 3000);
+	other->ops->close(other);
+	s->ops->close(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest both[] = {
@@ -2079,6 +2141,7 @@ int main(void)
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_rollout_waves),
+		cmocka_unit_test(test_samples_end),
 	};
 	const struct CMUnitTest sqlite[] = {
 		cmocka_unit_test(test_newer_schema),

@@ -1,0 +1,109 @@
+#!/bin/bash
+# Telemetry one host cannot inflate (issue 46): 1,100 maximal reports of
+# one host (the most values report_check() lets its CPUs record) that
+# replay an interval, come from the future or the distant past, or walk
+# forward. kmemd stores them all (each is acknowledged, nothing to resend)
+# but keeps only samples whose intervals follow the host's last one and
+# lie in its recent past, so the host's count adds up to its CPUs times
+# the time it covered, no more; and in the fleet's histogram it weighs
+# no more than ten median hosts.
+set -euo pipefail
+
+BUILD=${1:?usage: telemetry-bounds.sh BUILD_DIR SOURCE_DIR}
+SRC=${2:?usage: telemetry-bounds.sh BUILD_DIR SOURCE_DIR}
+KMEMCTL=$BUILD/cli/kmemctl
+KMEMD=$BUILD/daemon/kmemd
+AGENT=$BUILD/agent/kmem-agent
+EDIT=$BUILD/tests/integration/report-edit
+
+work=$(mktemp -d "$BUILD/bounds.XXXXXX")
+chmod 755 "$work"
+# shellcheck source=tests/integration/lib.sh
+. "$SRC/tests/integration/lib.sh"
+in_work
+
+honest=$(seq -f 'h%g' 21)
+pki_fleet
+# shellcheck disable=SC2086
+pki_hosts evil $honest
+kmemd_conf >kmemd.conf
+kmemd_start
+
+# a real report to take apart, from an agent whose kmemd is away
+agent_conf evil 1 web >spool.conf
+$AGENT -r "$SRC/tests/fixtures/host-6.1" -c spool.conf >spool.log 2>&1 &
+spooler=$!
+wait_for 10 sh -c 'ls state-evil/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
+kill $spooler
+wait $spooler || true
+report=$(ls state-evil/spool/*.report | sed -n 1p)
+
+now=$(date +%s%3N)
+t0=$((now - 120000))
+mkdir bodies
+# each honest host: one second of 100 values of about 1 us
+for h in $honest; do
+	$EDIT "$report" "bodies/$h" host=$h seq=1 probe=vmap-purge values=100 time=$((t0 + 1000))
+done
+# evil (64 CPUs): 400 reports of one minute's interval (the first is new),
+# 300 from an hour ahead, 300 from three days back, 100 of 100 ms walking on
+i=0
+body() { # edits...
+	i=$((i + 1))
+	$EDIT "$report" "bodies/evil-$(printf %04d $i)" host=evil seq=$((1000 + i)) probe=vmap-purge "$@"
+}
+for k in $(seq 400); do body span=60000 max=1 time=$((t0 + 60000)); done
+for k in $(seq 300); do body span=1000 max=1 time=$((now + 3600000 + k * 1000)); done
+for k in $(seq 300); do body span=1000 max=1 time=$((now - 3 * 86400000 + k * 1000)); done
+for k in $(seq 100); do body span=100 max=1 time=$((t0 + 60000 + k * 100)); done
+
+# every body over keep-alive connections with its host's certificate: status and reason
+cat >send.py <<'PY'
+import http.client, os, ssl, sys
+port, codes, left = int(sys.argv[1]), {}, 0
+conns = {}
+for name in sorted(os.listdir("bodies")):
+    host = name.split("-")[0]
+    if host not in conns:
+        ctx = ssl.create_default_context(cafile="pki/ca.crt")
+        ctx.load_cert_chain("pki/%s.crt" % host, "pki/%s.key" % host)
+        conns[host] = http.client.HTTPSConnection("127.0.0.1", port, context=ctx, timeout=30)
+    c = conns[host]
+    c.request("POST", "/v1/agent/report", open("bodies/" + name, "rb").read(),
+              {"Content-Type": "application/x-protobuf"})
+    r = c.getresponse()
+    body = r.read()
+    codes[r.status] = codes.get(r.status, 0) + 1
+    left += b"left out" in body
+print(" ".join("%s=%d" % kv for kv in sorted(codes.items())), "left_out=%d" % left)
+PY
+python3 send.py "$port" >send.out
+[ "$(cat send.out)" = "200=1121 left_out=999" ] ||
+	fail "want all 1,121 stored, 999 with samples left out: $(cat send.out)"
+[ "$(metric kmemd_probe_samples_left_out_total)" = 999 ] ||
+	fail "left-out samples counted $(metric kmemd_probe_samples_left_out_total), want 999"
+[ "$(db "SELECT count(*) FROM counters WHERE host_id = 'evil'")" = 1100 ] ||
+	fail "evil's reports are not all stored"
+[ "$(db "SELECT count(*) FROM report_samples WHERE host_id = 'evil'")" = 101 ] ||
+	fail "evil's samples stored: $(db "SELECT count(*) FROM report_samples WHERE host_id = 'evil'"), want 101"
+echo "ok: 1,100 maximal reports stored and acknowledged; the 999 samples that replay, come from the future or the distant past left out and counted"
+
+telemetry() { # query: the JSON of /v1/telemetry
+	as_curl ops "$URL/v1/telemetry?probe=vmap-purge&from=$((t0 - 1))&to=$((now + 1))$1"
+}
+field() { # name json
+	python3 -c 'import json, sys; print(json.loads(sys.argv[2])[sys.argv[1]])' "$@"
+}
+# one minute and 100 x 100 ms at 64 CPUs, one value a nanosecond
+evil=$(telemetry "&host=evil")
+[ "$(field count "$evil")" = $((64 * 1000000 * (60000 + 100 * 100))) ] ||
+	fail "evil's count is not its CPUs times the 70 s it covered: $evil"
+fleet=$(telemetry "")
+[ "$(field hosts "$fleet")" = 22 ] && [ "$(field hosts_scaled "$fleet")" = 1 ] ||
+	fail "the fleet's histogram did not scale evil alone: $fleet"
+[ "$(field count "$fleet")" = $((21 * 100 + 10 * 100)) ] ||
+	fail "evil weighs more than ten median hosts: $fleet"
+[ "$(field p50_ns "$fleet")" -le 1024 ] || fail "evil moved the fleet's median: $fleet"
+as_curl ops "$URL/metrics" | awk '$1 !~ /^#/ && $2 < 0 { print; bad = 1 } END { exit bad }' ||
+	fail "a negative number in /metrics"
+echo "ok: evil's count is its 64 CPUs times the 70 s it covered; in the fleet's histogram it weighs ten median hosts; the fleet's median is the honest hosts'"
