@@ -67,6 +67,10 @@ static int telemetry_query(int argc, char **argv)
 	printf("probe     %s over %lld host%s, %lld samples\n",
 	       json_string_value(json_object_get(reply, "probe")), num(reply, "hosts"),
 	       num(reply, "hosts") == 1 ? "" : "s", num(reply, "count"));
+	if (num(reply, "hosts_scaled") > 0)
+		printf("weighed   %lld host%s claiming more than 10 median hosts' values, as 10 "
+		       "median hosts\n",
+		       num(reply, "hosts_scaled"), num(reply, "hosts_scaled") == 1 ? "" : "s");
 	printf("latency   p50 %s, p90 %s, p99 %s, max %s\n\n",
 	       out_ns((unsigned long long)num(reply, "p50_ns"), b[0], sizeof(b[0])),
 	       out_ns((unsigned long long)num(reply, "p90_ns"), b[1], sizeof(b[1])),

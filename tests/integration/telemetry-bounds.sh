@@ -107,3 +107,8 @@ fleet=$(telemetry "")
 as_curl ops "$URL/metrics" | awk '$1 !~ /^#/ && $2 < 0 { print; bad = 1 } END { exit bad }' ||
 	fail "a negative number in /metrics"
 echo "ok: evil's count is its 64 CPUs times the 70 s it covered; in the fleet's histogram it weighs ten median hosts; the fleet's median is the honest hosts'"
+timeout 60 "$KMEMCTL" --server 127.0.0.1:$port --ca pki/ca.crt --cert pki/ops.crt --key pki/ops.key \
+	telemetry query vmap-purge from=$((t0 - 1)) to=$((now + 1)) >query.out
+grep -q "^weighed   1 host claiming more than 10 median hosts' values" query.out ||
+	fail "kmemctl telemetry query does not say a host was weighed down: $(cat query.out)"
+echo "ok: kmemctl telemetry query says so"
