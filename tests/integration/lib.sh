@@ -272,6 +272,19 @@ agents_stop_none_lost() {
 	echo "ok: every report the agents saw acknowledged is stored"
 }
 
+# spooled_report HOST: the path of a real report of HOST's, from an agent
+# on the fixture whose kmemd is away, for a test to take apart
+spooled_report() {
+	local spooler
+	agent_conf "$1" 1 web >spool.conf
+	$AGENT -r "$SRC/tests/fixtures/host-6.1" -c spool.conf >spool.log 2>&1 &
+	spooler=$!
+	wait_for 10 sh -c "ls state-$1/spool/*.report >/dev/null 2>&1" || fail "nothing spooled"
+	kill $spooler
+	wait $spooler || true
+	ls state-"$1"/spool/*.report | sed -n 1p
+}
+
 # no_report_lost HOST...: every report each agent (agent-HOST.log, run with
 # -d) logged as acknowledged is in kmemd's store
 no_report_lost() {

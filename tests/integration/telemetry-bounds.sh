@@ -29,14 +29,7 @@ pki_hosts evil $honest
 kmemd_conf >kmemd.conf
 kmemd_start
 
-# a real report to take apart, from an agent whose kmemd is away
-agent_conf evil 1 web >spool.conf
-$AGENT -r "$SRC/tests/fixtures/host-6.1" -c spool.conf >spool.log 2>&1 &
-spooler=$!
-wait_for 10 sh -c 'ls state-evil/spool/*.report >/dev/null 2>&1' || fail "nothing spooled"
-kill $spooler
-wait $spooler || true
-report=$(ls state-evil/spool/*.report | sed -n 1p)
+report=$(spooled_report evil)
 
 now=$(date +%s%3N)
 t0=$((now - 120000))
