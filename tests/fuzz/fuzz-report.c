@@ -45,6 +45,27 @@ static void check_passed(const Kmemctl__V1__Report *rep)
 	free(buf);
 }
 
+/* Trimmed by kmemd's bounds, a report keeps only samples inside them, in order, and says why. */
+static void trim(Kmemctl__V1__Report *rep)
+{
+	const struct report_span_bounds b = { .now_ms = 1700000000000,
+					      .oldest_ms = 1700000000000 - 86400000,
+					      .after_ms = 1699999000000 };
+	size_t before = rep->n_probes, out;
+	char why[256] = "";
+
+	out = report_trim_samples(rep, &b, why, sizeof(why));
+	FUZZ_CHECK(rep->n_probes + out == before);
+	FUZZ_CHECK(!out == !why[0]);
+	for (size_t i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		FUZZ_CHECK(!p->hist ||
+			   (p->start_unix_ms >= b.after_ms && p->end_unix_ms > p->start_unix_ms &&
+			    p->end_unix_ms <= b.now_ms + REPORT_SKEW_MS));
+	}
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pb_arena *a = pb_arena_for(size);
@@ -53,9 +74,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	FUZZ_CHECK(a);
 	rep = kmemctl__v1__report__unpack(pb_arena_allocator(a), size, data);
-	if (rep && report_check(rep, why, sizeof(why)) == 0)
+	if (rep && report_check(rep, why, sizeof(why)) == 0) {
 		check_passed(rep);
-	else if (rep)
+		trim(rep);
+	} else if (rep)
 		FUZZ_CHECK(why[0] && text_utf8_valid(why, strlen(why)));
 	pb_arena_free(a);
 	return 0;
