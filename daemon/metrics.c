@@ -653,7 +653,8 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			  const struct tls_identity *peer)
 {
 	_cleanup_query_ struct evkeyvalq q = { 0 };
-	struct merged m = { .index = json_object() };
+	_cleanup_json_ json_t *index = json_object();
+	struct merged m = { .index = index };
 	struct store_filter f = { 0 };
 	struct hist fleet;
 	size_t scaled;
@@ -692,8 +693,7 @@ void handle_telemetry_get(struct http_request *req, struct kmemd *k,
 			"; from and to are unix milliseconds");
 		return;
 	}
-	r = m.index ? k->store->ops->samples(k->store, &f, merge, &m) : -ENOMEM;
-	json_decref(m.index);
+	r = index ? k->store->ops->samples(k->store, &f, merge, &m) : -ENOMEM;
 	if (r < 0) {
 		free(m.h);
 		reply_store_failed(req, k);
