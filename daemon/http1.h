@@ -10,7 +10,9 @@
  * max_header_bytes (431). A body's buffer grows as its bytes arrive, not
  * to its Content-Length at the headers, each growth granted by the
  * connection first (503 when it is not). Bytes that are not HTTP/1 are refused (400, or
- * 505 for another version). Each
+ * 505 for another version), and so is HTTP/1.1 that RFC 9112 says to reject,
+ * not repair: whatever a stricter reader in front of kmemd could frame
+ * otherwise (400), a transfer coding kmemd does not decode (501). Each
  * refusal ends the connection: what follows cannot be trusted to start a
  * request.
  */
@@ -23,6 +25,8 @@
 #include <stdint.h>
 
 #define HTTP1_CONTENT_TYPE_MAX 128
+/* the longest Host kmemd reads: a DNS name (253 bytes) and a port */
+#define HTTP1_HOST_MAX 260
 #define HTTP1_EXTRA_HEADERS_MAX 512
 /* A reply's status line and headers fit this. */
 #define HTTP1_HEAD_MAX (HTTP1_EXTRA_HEADERS_MAX + HTTP1_CONTENT_TYPE_MAX + 256)
@@ -73,12 +77,18 @@ struct http1 {
 	const struct http1_limits *lim;
 	struct http_request *req;
 	enum http1_state state;
-	int status; /* HTTP1_REFUSED: 400, 401, 413, 431, 503, 505, 500, or refusal */
+	int status; /* HTTP1_REFUSED: 400, 401, 413, 431, 501, 503, 505, 500, or refusal */
 	bool continue_due; /* the client waits for "100 Continue" before its body */
 	/* the header being read: as much of its name and value as kmemd compares */
-	char name[16], value[HTTP1_CONTENT_TYPE_MAX];
+	char name[sizeof("transfer-encoding")], value[HTTP1_HOST_MAX];
 	size_t name_len, value_len, header_bytes;
 	bool in_value, ct_seen, expect;
+	/* the request's framing and host as its headers said them */
+	bool length_seen, te_seen, te_last_chunked;
+	unsigned te_chunked, te_other, hosts;
+	/* how far its bytes are framed as RFC 9112 has it (http1.c) */
+	uint8_t frame, version_at;
+	uint64_t chunk_left;
 	bool anonymous; /* the client has no certificate (http1_limits) */
 	int refusal; /* non-zero: every request is refused with it at its headers */
 	size_t body_expect; /* the body's Content-Length; 0: chunked, or none */

@@ -67,8 +67,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		off += used;
 		if (h.state == HTTP1_REFUSED) {
 			FUZZ_CHECK(h.status == 400 || h.status == 401 || h.status == 413 ||
-				   h.status == 431 || h.status == 503 || h.status == 505 ||
-				   h.status == 500);
+				   h.status == 431 || h.status == 501 || h.status == 503 ||
+				   h.status == 505 || h.status == 500);
 			FUZZ_CHECK(http1_feed(&h, (const char *)data + off, size - off) == 0);
 			break;
 		}

@@ -140,8 +140,8 @@ elif case == "http10":
 elif case == "close":
     s = connect()
     f = s.makefile("rb")
-    s.sendall(b"GET /v1/health HTTP/1.1\r\nConnection: close\r\n\r\n"
-              b"GET /v1/health HTTP/1.1\r\n\r\n")
+    s.sendall(b"GET /v1/health HTTP/1.1\r\nHost: k\r\nConnection: close\r\n\r\n"
+              b"GET /v1/health HTTP/1.1\r\nHost: k\r\n\r\n")
     r = read_reply(f)
     expect(r, 200, "Connection: close")
     if r[1].get("connection") != "close" or not closed(s, f):
@@ -156,7 +156,7 @@ elif case == "version":
     refused(b"GET /v1/health HTTP/2.0\r\n\r\n", 505, "HTTP/2.0 in an HTTP/1 request line")
 elif case == "too-large":
     # refused on its Content-Length, before any of the body is sent
-    refused(b"POST /v1/policies HTTP/1.1\r\nContent-Type: application/json\r\n"
+    refused(b"POST /v1/policies HTTP/1.1\r\nHost: k\r\nContent-Type: application/json\r\n"
             b"Content-Length: 999999999\r\n\r\n", 413, "a body of 999,999,999 bytes announced")
 elif case == "no-reader":
     # requests sent, replies never read: kmemd stops reading this client
