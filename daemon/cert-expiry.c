@@ -97,6 +97,11 @@ int64_t cert_expiry_earliest(struct cert_expiry *t, int64_t now_ms, int64_t wind
 	return earliest;
 }
 
+bool cert_expiry_seen(const struct cert_expiry *t, const char *host)
+{
+	return t->cap && slot_of(t->slots, t->cap, key_of(host))->key;
+}
+
 void cert_expiry_free(struct cert_expiry *t)
 {
 	free(t->slots);

@@ -191,6 +191,9 @@ static int enroll_allowed(struct http_request *req, struct kmemd *k,
 	}
 	if (r == 0)
 		r = k->store->ops->enrolled(k->store, er->host_id, &taken, &again);
+	/* a certificate for it was used here, its first report still to come */
+	if (r == 0 && !taken)
+		taken = cert_expiry_seen(&k->host_certs, er->host_id);
 	if (r == 0 && taken && !again) {
 		why = "this host id is enrolled already; an operator must mark it for "
 		      "re-enrollment first (kmemctl host reenroll)";

@@ -33,27 +33,71 @@ _printf_(4, 5) static void say(struct gate_result *out, enum gate_verdict v, con
 struct side {
 	uint64_t events;
 	double hours;
-	size_t n, with_data;
+	size_t n, with_data, capped;
 	json_t *hosts; /* the first GATES_HOSTS_NAMED of them */
 };
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+static uint64_t lockups_of(const struct gate_host *h, bool hard)
+{
+	return hard ? h->hard_lockups : h->soft_lockups + h->hard_lockups + h->rcu_stalls;
+}
+
+/*
+ * The most lockups (hard: hard lockups) one host counts for in a
+ * comparison: GATES_HOST_WEIGHT_MAX times the lower median of the hosts
+ * with any, the one with most left out (1 when no other has any).
+ * Counted as reported, one host would outweigh the fleet: its reports
+ * may be forged (a baseline hiding the canaries' lockups, a canary
+ * failing every wave alone), and a CPU that stays stuck is reported again
+ * every 2 * watchdog_thresh, repeats the tests would take for independent
+ * lockups. Out of memory: no bound.
+ */
+static uint64_t host_cap(const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
+			 bool hard)
+{
+	uint64_t *v = malloc((nc + nb ?: 1) * sizeof(*v)), m = 1, x;
+	size_t k = 0;
+
+	if (!v)
+		return UINT64_MAX;
+	for (size_t i = 0; i < nc + nb; i++) {
+		x = lockups_of(i < nc ? &c[i] : &b[i - nc], hard);
+		if (x)
+			v[k++] = x;
+	}
+	if (k > 1) {
+		qsort(v, k, sizeof(*v), cmp_u64);
+		m = v[(k - 2) / 2];
+	}
+	free(v);
+	return m > UINT64_MAX / GATES_HOST_WEIGHT_MAX ? UINT64_MAX : m * GATES_HOST_WEIGHT_MAX;
+}
 
 /*
  * The hosts compared: matched ones only, unless all. Those with lockups
  * or an unhealthy mitigation are named first: a wave of a large fleet is
  * too many hosts to name in every verdict.
  */
-static struct side sum(const struct gate_host *h, size_t n, bool all)
+static struct side sum(const struct gate_host *h, size_t n, bool all, uint64_t cap)
 {
 	struct side s = { .hosts = json_array() };
 
 	for (int pass = 0; pass < 2; pass++)
 		for (size_t i = 0; i < n; i++) {
-			uint64_t lockups = h[i].soft_lockups + h[i].hard_lockups + h[i].rcu_stalls;
+			uint64_t lockups = lockups_of(&h[i], false);
 
 			if (h[i].unmatched && !all)
 				continue;
 			if (pass == 0) {
-				s.events += lockups;
+				s.capped += lockups > cap;
+				s.events += lockups < cap ? lockups : cap;
 				s.hours += h[i].hours;
 				s.with_data += h[i].hours > 0;
 				s.n++;
@@ -174,7 +218,7 @@ static json_t *json_finite(double x)
 
 /* The matched canaries and their baselines per stratum, of lockups or hard lockups only. */
 static int strata(const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
-		  bool hard, struct evidence_sums **out, size_t *n)
+		  bool hard, uint64_t cap, struct evidence_sums **out, size_t *n)
 {
 	struct evidence_sums *s = calloc(nc + nb ?: 1, sizeof(*s));
 
@@ -186,12 +230,12 @@ static int strata(const struct gate_host *c, size_t nc, const struct gate_host *
 		bool canary = i < nc;
 		const struct gate_host *h = canary ? &c[i] : &b[i - nc];
 		const char *name = h->stratum ?: "";
-		uint64_t x = hard ? h->hard_lockups :
-				    h->soft_lockups + h->hard_lockups + h->rcu_stalls;
+		uint64_t x = lockups_of(h, hard);
 		size_t k;
 
 		if (h->unmatched)
 			continue;
+		x = x < cap ? x : cap;
 		for (k = 0; k < *n && strcmp(s[k].stratum, name); k++)
 			;
 		if (k == *n) {
@@ -337,7 +381,7 @@ static int sequential(const struct rollout_gates *g, struct evidence *ev, const 
 	for (int hard = 0; hard < 2; hard++) {
 		struct evidence_test *t = hard ? &ev->hard : &ev->lockups;
 
-		r = strata(c, nc, b, nb, hard, &s, &n);
+		r = strata(c, nc, b, nb, hard, host_cap(c, nc, b, nb, hard), &s, &n);
 		if (r == 0)
 			r = evidence_update(ev, t, s, n, !hard, changed);
 		free(s);
@@ -445,7 +489,8 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 		enum gate_scope scope, struct gate_result *out, bool *changed)
 {
 	/* the canaries compared; all of them when none are */
-	struct side c = sum(canary, nc, scope != GATES_ALL), b = sum(base, nb, true);
+	uint64_t cap = host_cap(canary, nc, base, nb, false);
+	struct side c = sum(canary, nc, scope != GATES_ALL, cap), b = sum(base, nb, true, cap);
 	struct info lk = { 0 }, hd = { 0 };
 	bool compared = scope != GATES_LAST_WAVE, underpowered = false;
 	uint64_t hard = 0;
@@ -453,11 +498,13 @@ int gates_judge(const struct rollout_gates *g, struct evidence *ev, const struct
 
 	for (size_t i = 0; i < nc; i++)
 		hard += canary[i].hard_lockups;
-	out->detail = json_pack("{s:o, s:o, s:{s:I, s:I, s:I, s:f}, s:{s:I, s:I, s:f}}", "canaries",
-				c.hosts, "baselines", b.hosts, "canary", "hosts", (json_int_t)c.n,
-				"events", json_count(c.events), "hard_lockups", json_count(hard),
-				"hours", c.hours, "baseline", "hosts", (json_int_t)b.n, "events",
-				json_count(b.events), "hours", b.hours);
+	out->detail = json_pack(
+		"{s:o, s:o, s:{s:I, s:I, s:I, s:f, s:I}, s:{s:I, s:I, s:f, s:I}, s:I}", "canaries",
+		c.hosts, "baselines", b.hosts, "canary", "hosts", (json_int_t)c.n, "events",
+		json_count(c.events), "hard_lockups", json_count(hard), "hours", c.hours,
+		"hosts_capped", (json_int_t)c.capped, "baseline", "hosts", (json_int_t)b.n,
+		"events", json_count(b.events), "hours", b.hours, "hosts_capped",
+		(json_int_t)b.capped, "host_lockups_max", json_count(cap));
 	if (!out->detail)
 		return -ENOMEM;
 	say(out, GATE_PASS, "", scope == GATES_HEALTH ? "healthy so far" : "every gate passed");

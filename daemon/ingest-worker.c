@@ -79,18 +79,29 @@ static void batch_commit(struct ingest_worker *w)
 
 /*
  * The report's samples that start before the host's last stored one
- * ended are left out (report_trim_samples()): asked here, in the batch's
- * transaction, where the host's earlier reports of the batch are seen.
+ * ended, and its lockups past what the host's CPUs could report since its
+ * last report, are left out (report_trim_samples(), report_trim_events()):
+ * asked here, in the batch's transaction, where the host's earlier
+ * reports of the batch are seen.
  */
-static int trim_overlapping(struct ingest_worker *w, struct ingest_job *j)
+static int trim_by_host(struct ingest_worker *w, struct ingest_job *j)
 {
-	struct report_span_bounds b = { .now_ms = INT64_MIN, .oldest_ms = INT64_MIN };
+	struct report_span_bounds sb = { .now_ms = INT64_MIN, .oldest_ms = INT64_MIN };
+	struct report_event_bounds eb = { .now_ms = j->now_ms, .oldest_ms = INT64_MIN };
+	struct store_host_ends e;
+	char why[sizeof(j->why)] = "";
 
-	if (!j->rep->n_probes)
+	if (!j->rep->n_probes && !j->rep->n_events)
 		return 0;
-	if (w->st->ops->samples_end(w->st, j->rep->facts->host_id, &b.after_ms) < 0)
+	if (w->st->ops->host_ends(w->st, j->rep->facts->host_id, &e) < 0)
 		return -EIO;
-	j->left_out = report_trim_samples(j->rep, &b, j->why, sizeof(j->why));
+	sb.after_ms = e.samples_ms;
+	eb.after_ms = e.report_ms;
+	j->samples_left_out = report_trim_samples(j->rep, &sb, j->why, sizeof(j->why));
+	j->events_left_out = report_trim_events(j->rep, &eb, why, sizeof(why));
+	if (j->events_left_out)
+		snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why), "%s%s",
+			 j->samples_left_out ? "; " : "", why);
 	return 0;
 }
 
@@ -126,7 +137,7 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 	w->open_tail = &j->next;
 	b->n++;
 	t0 = mono_ns();
-	j->r = trim_overlapping(w, j);
+	j->r = trim_by_host(w, j);
 	if (j->r == 0)
 		j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
 	if (j->r == 0 && j->build)
@@ -143,7 +154,7 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 		return;
 	}
 	if (j->r == 0)
-		w->count(b, j->rep);
+		w->count(w->arg, b, j->rep);
 	if (b->n == INGEST_BATCH_MAX)
 		batch_commit(w);
 }

@@ -46,6 +46,7 @@ struct ingest_batch {
 	 * to add once committed and to free either way.
 	 */
 	struct probe_totals probes;
+	uint64_t weighed; /* samples scaled down there (probe_rates_weigh()) */
 	uint64_t events[KMEMD_EVENT_KINDS];
 	struct ingest_batch *next; /* the writer's */
 };
@@ -56,15 +57,16 @@ struct ingest_batch {
  * nothing.
  */
 struct ingest_job {
-	/* the writer leaves out its samples that overlap the host's stored ones */
+	/* the writer leaves out what the host's stored reports rule out (trim_by_host()) */
 	Kmemctl__V1__Report *rep;
 	/* the build its build file describes, kept with the report (store.h's build_seen); NULL */
 	const struct store_build *build;
 	int64_t now_ms;
 	/* the writer's answer */
 	int r; /* the store's ingest() (and build_seen()): 0 stored, 1 a resend, < 0 failed */
-	size_t left_out; /* r == 0: samples left out as overlapping, the first in why */
-	char why[256];
+	/* r == 0: samples and events left out, why the first of each */
+	size_t samples_left_out, events_left_out;
+	char why[512];
 	uint64_t ingest_ns; /* what ingest() took */
 	struct ingest_job *next;
 	struct ingest_batch batch; /* the writer's */
@@ -77,7 +79,7 @@ struct ingest_job {
 typedef void (*ingest_done_fn)(void *arg, struct ingest_batch *b);
 
 /* Called on the writer for each report it stored (not a resend), to count it into b. */
-typedef void (*ingest_count_fn)(struct ingest_batch *b, const Kmemctl__V1__Report *rep);
+typedef void (*ingest_count_fn)(void *arg, struct ingest_batch *b, const Kmemctl__V1__Report *rep);
 
 /*
  * A writer on a connection opened beside st, answering on base's loop.

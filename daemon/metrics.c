@@ -485,7 +485,7 @@ static void event_counters(struct evbuffer *b, const struct kmemd_stats *st)
 	for (i = 0; i < d->n_values; i++) {
 		if (d->values[i].value <= 0 || d->values[i].value >= KMEMD_EVENT_KINDS)
 			continue;
-		store_enum_name(d, d->values[i].value, "EVENT_KIND_", kind, sizeof(kind));
+		report_enum_name(d, d->values[i].value, "EVENT_KIND_", kind, sizeof(kind));
 		evbuffer_add_printf(b, "kmemd_kernel_events_total{kind=\"%s\"} %llu\n", kind,
 				    (unsigned long long)st->events[d->values[i].value]);
 	}
@@ -577,6 +577,16 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "was in the future or too old, empty or too long.\n"
 			    "# TYPE kmemd_probe_samples_left_out_total counter\n"
 			    "kmemd_probe_samples_left_out_total %llu\n"
+			    "# HELP kmemd_events_left_out_total Kernel events left out of stored "
+			    "reports: in the future or too old, or lockups past what the host's "
+			    "CPUs could report since its last report.\n"
+			    "# TYPE kmemd_events_left_out_total counter\n"
+			    "kmemd_events_left_out_total %llu\n"
+			    "# HELP kmemd_probe_samples_weighed_total Probe samples scaled down in "
+			    "kmemd_probe_seconds and kmemd_probe_events: more values a millisecond "
+			    "than ten times the fleet's median.\n"
+			    "# TYPE kmemd_probe_samples_weighed_total counter\n"
+			    "kmemd_probe_samples_weighed_total %llu\n"
 			    "# HELP kmemd_build_files_malformed_total Reports stored without their "
 			    "build file, which did not parse.\n"
 			    "# TYPE kmemd_build_files_malformed_total counter\n"
@@ -587,6 +597,8 @@ void handle_metrics(struct http_request *req, struct kmemd *k, const struct tls_
 			    "kmemd_metrics_series_dropped %llu\n",
 			    (unsigned long long)st->reports_trimmed,
 			    (unsigned long long)st->samples_left_out,
+			    (unsigned long long)st->events_left_out,
+			    (unsigned long long)st->samples_weighed,
 			    (unsigned long long)st->build_files_malformed, METRICS_FAMILY_MAX,
 			    (unsigned long long)dropped);
 	connections(b);

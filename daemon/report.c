@@ -101,37 +101,51 @@ static void pending_free(struct pending *p)
 	pb_arena_free(p->arena);
 }
 
-/* On the writer: the report's probe histograms and events, for /metrics once committed. */
-static void count(struct ingest_batch *b, const Kmemctl__V1__Report *rep)
+/*
+ * On the writer: the report's probe histograms, each host weighed
+ * (probe_rates_weigh()), and its events, for /metrics once committed.
+ */
+static void count(void *arg, struct ingest_batch *b, const Kmemctl__V1__Report *rep)
 {
+	struct kmemd *k = arg;
 	char policy[96] = "none";
 	struct hist h;
 	size_t i;
+	int r;
 
 	if (rep->policy_name && rep->policy_name[0])
 		snprintf(policy, sizeof(policy), "%s@%llu", rep->policy_name,
 			 (unsigned long long)rep->policy_version);
-	for (i = 0; i < rep->n_probes; i++)
-		if (rep->probes[i]->hist && hist_from_pb(&h, rep->probes[i]->hist) == 0 &&
-		    probe_totals_add(&b->probes, rep->probes[i]->probe, policy, &h) < 0)
+	for (i = 0; i < rep->n_probes; i++) {
+		const Kmemctl__V1__ProbeSample *p = rep->probes[i];
+
+		if (!p->hist || hist_from_pb(&h, p->hist) < 0)
+			continue;
+		r = probe_rates_weigh(&k->probe_rates, rep->facts->host_id, p->probe,
+				      p->end_unix_ms - p->start_unix_ms, &h);
+		b->weighed += r == 1;
+		if (r < 0 || probe_totals_add(&b->probes, p->probe, policy, &h) < 0)
 			log_warning("out of memory: a probe histogram is missing from /metrics");
+	}
 	for (i = 0; i < rep->n_events; i++)
 		if (rep->events[i]->kind > 0 && rep->events[i]->kind < KMEMD_EVENT_KINDS)
 			b->events[rep->events[i]->kind]++;
 }
 
 /*
- * The writer left samples out of p: counted, logged, and said in its
- * reply's reason (after any the loop gave), for the agent's log.
+ * The writer left samples or events out of p: counted, logged, and said
+ * in its reply's reason (after any the loop gave), for the agent's log.
  */
-static void left_out(struct kmemd *k, struct pending *p, size_t n, const char *why)
+static void left_out(struct kmemd *k, struct pending *p, const struct ingest_job *j)
 {
+	const char *why = j->why;
 	Kmemctl__V1__ReportReply *rr;
-	char reason[600];
+	char reason[1200];
 	uint8_t *buf;
 	size_t len;
 
-	k->stats.samples_left_out += n;
+	k->stats.samples_left_out += j->samples_left_out;
+	k->stats.events_left_out += j->events_left_out;
 	log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
 			(unsigned long long)p->rep->seq, p->rep->facts->host_id, why);
 	rr = kmemctl__v1__report_reply__unpack(pb_arena_allocator(p->arena), p->len, p->reply);
@@ -169,6 +183,8 @@ static void batch_done(void *arg, struct ingest_batch *b)
 		log_warning("out of memory: some probe histograms are missing from /metrics");
 	for (i = 0; r == 0 && i < KMEMD_EVENT_KINDS; i++)
 		k->stats.events[i] += b->events[i];
+	if (r == 0)
+		k->stats.samples_weighed += b->weighed;
 	probe_totals_free(&b->probes);
 	for (; j; j = next) {
 		struct pending *p = (struct pending *)j;
@@ -182,8 +198,8 @@ static void batch_done(void *arg, struct ingest_batch *b)
 			       KMEMCTL__V1__STATUS__STATUS_UNAVAILABLE,
 			       "the store failed; keep the report and send it again");
 		} else {
-			if (j->r == 0 && j->left_out)
-				left_out(k, p, j->left_out, j->why);
+			if (j->r == 0 && (j->samples_left_out || j->events_left_out))
+				left_out(k, p, j);
 			if (j->r == 1) {
 				k->stats.reports_resent++;
 				log_debug(
@@ -208,6 +224,7 @@ void reports_stop(struct kmemd *k)
 {
 	ingest_worker_free(k->ingest);
 	k->ingest = NULL;
+	probe_rates_free(&k->probe_rates);
 }
 
 /* The report's mitigation trips, each to the webhook. */
@@ -228,27 +245,36 @@ static void notify_trips(struct kmemd *k, const Kmemctl__V1__Report *rep)
 }
 
 /*
- * The report's samples whose interval kmemd's clock rules out, left out
- * (report_trim_samples(); the writer checks overlap with the host's
- * stored ones). reason: what the reply says, after earlier (NULL: none).
+ * The report's samples and events whose times kmemd's clock rules out,
+ * left out (report_trim_samples(), report_trim_events(); the writer
+ * checks them against the host's stored reports). reason: what the reply
+ * says, after earlier (NULL: none).
  */
-static size_t trim_samples(struct kmemd *k, Kmemctl__V1__Report *rep, const char *earlier,
-			   char *reason, size_t len)
+static size_t trim_by_clock(struct kmemd *k, Kmemctl__V1__Report *rep, const char *earlier,
+			    char *reason, size_t len)
 {
 	int64_t now = kmemd_now_ms();
-	struct report_span_bounds b = { .now_ms = now,
-					.oldest_ms = now - (int64_t)k->cfg->raw_retention_ms,
-					.after_ms = INT64_MIN };
-	char why[256];
-	size_t n = report_trim_samples(rep, &b, why, sizeof(why));
+	struct report_span_bounds sb = { .now_ms = now,
+					 .oldest_ms = now - (int64_t)k->cfg->raw_retention_ms,
+					 .after_ms = INT64_MIN };
+	struct report_event_bounds eb = { .now_ms = now,
+					  .oldest_ms = now - (int64_t)k->cfg->retention_ms,
+					  .after_ms = INT64_MIN };
+	char samples[256], events[256];
+	size_t ns = report_trim_samples(rep, &sb, samples, sizeof(samples));
+	size_t ne = report_trim_events(rep, &eb, events, sizeof(events));
 
-	if (n) {
-		k->stats.samples_left_out += n;
+	k->stats.samples_left_out += ns;
+	k->stats.events_left_out += ne;
+	if (ns)
 		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
-				(unsigned long long)rep->seq, rep->facts->host_id, why);
-	}
-	snprintf(reason, len, "%s%s%s", earlier ?: "", earlier && n ? "; " : "", n ? why : "");
-	return n;
+				(unsigned long long)rep->seq, rep->facts->host_id, samples);
+	if (ne)
+		log_ratelimited(&k->stats.report_log, LOG_WARNING, "report %llu from '%s': %s",
+				(unsigned long long)rep->seq, rep->facts->host_id, events);
+	snprintf(reason, len, "%s%s%s%s%s", earlier ?: "", earlier && ns + ne ? "; " : "",
+		 ns ? samples : "", ns && ne ? "; " : "", ne ? events : "");
+	return ns + ne;
 }
 
 void handle_report(struct http_request *req, struct kmemd *k, const struct tls_identity *peer)
@@ -260,7 +286,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 	struct pending *p;
 	size_t len;
 	int r, left_out = 0;
-	char why[320], why2[600];
+	char why[320], why2[900];
 
 	if (!content_type_is(req, PROTOBUF_TYPE)) {
 		reply_text(req, 415, "Unsupported Media Type",
@@ -328,7 +354,7 @@ void handle_report(struct http_request *req, struct kmemd *k, const struct tls_i
 				(unsigned long long)rep->seq, peer->cn, why);
 		r = 0;
 	}
-	if (r == 0 && trim_samples(k, rep, left_out ? why : NULL, why2, sizeof(why2)) > 0)
+	if (r == 0 && trim_by_clock(k, rep, left_out ? why : NULL, why2, sizeof(why2)) > 0)
 		left_out = 1;
 	if (r < 0) {
 		k->stats.reports_failed++;

@@ -66,7 +66,14 @@ static enum conn_class classify(SSL *ssl, const struct tls_identity *id, void *a
 			return CONN_REVOKED_OPERATOR;
 		return role == ROLE_OPERATOR ? CONN_OPERATOR : CONN_OBSERVER;
 	case ROLE_HOST:
-		return revocations_host(s->k->revoked, id->cn) ? CONN_REVOKED_HOST : CONN_HOST;
+		if (revocations_host(s->k->revoked, id->cn))
+			return CONN_REVOKED_HOST;
+		/*
+		 * its first use is an enrollment (enroll_allowed()): an id issued
+		 * offline is taken before its first report; a full table misses it
+		 */
+		cert_expiry_note(&s->k->host_certs, id->cn, (int64_t)id->not_after, kmemd_now_ms());
+		return CONN_HOST;
 	default:
 		return CONN_HOST;
 	}

@@ -13,11 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "report-check.h"
 #include "store-pg.h"
 
 enum stmt {
 	ST_INGEST,
-	ST_SAMPLES_END,
+	ST_HOST_ENDS,
 	ST_SAMPLES,
 	ST_SAMPLES_ROLLUPS,
 	ST_WINDOW,
@@ -125,7 +126,8 @@ static const char *const sql[ST_N] = {
 		" WHERE EXISTS (SELECT FROM c) ORDER BY x.ordinality)"
 		" SELECT count(*) FROM c",
 	/* asked at each report: another kmemd may have stored the host's last one */
-	[ST_SAMPLES_END] = "SELECT max(end_ms) FROM report_samples WHERE host_id = $1",
+	[ST_HOST_ENDS] = "SELECT (SELECT max(end_ms) FROM report_samples WHERE host_id = $1),"
+			 " (SELECT max(unix_ms) FROM counters WHERE host_id = $1)",
 	/*
 	 * Raw samples, then hourly rollups: they never overlap, a sample rolled
 	 * up is gone. A raw row's probes are picked in C (store-rows.h). The
@@ -289,12 +291,12 @@ static char *states_json(const Kmemctl__V1__Report *rep)
 	for (i = 0; a && i < rep->n_mitigations; i++) {
 		const Kmemctl__V1__MitigationState *m = rep->mitigations[i];
 
-		store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-				"MITIGATION_STATE_", state, sizeof(state));
-		store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
-				"MITIGATION_MODE_", mode, sizeof(mode));
-		store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
-				source, sizeof(source));
+		report_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+				 "MITIGATION_STATE_", state, sizeof(state));
+		report_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode,
+				 "MITIGATION_MODE_", mode, sizeof(mode));
+		report_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
+				 source, sizeof(source));
 		if (json_array_append_new(a, json_pack("{s:s?, s:s, s:s, s:s, s:s?}", "id", m->id,
 						       "state", state, "mode", mode, "source",
 						       source, "reason", m->reason)) < 0) {
@@ -319,8 +321,8 @@ static char *events_json(const Kmemctl__V1__Report *rep)
 		for (j = 0; frames && j < e->n_stack_top; j++)
 			json_array_append_new(frames, json_string(e->stack_top[j]));
 		stack = dump(frames);
-		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
-				sizeof(kind));
+		report_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
+				 sizeof(kind));
 		o = stack ? json_pack("{s:I, s:s, s:i, s:I, s:s?, s:i, s:s, s:s?, s:s?, s:s?}",
 				      "unix_ms", (json_int_t)e->unix_ms, "kind", kind, "cpu",
 				      e->cpu, "duration_ns", (json_int_t)e->duration_ns, "comm",
@@ -461,16 +463,17 @@ out:
 	return r;
 }
 
-int pg_samples_end(struct store *s, const char *host, int64_t *end_ms)
+int pg_host_ends(struct store *s, const char *host, struct store_host_ends *e)
 {
 	struct pg_args a = { 0 };
 	PGresult *res;
 
 	pg_text(&a, host);
-	res = run(s, ST_SAMPLES_END, &a);
+	res = run(s, ST_HOST_ENDS, &a);
 	if (!res)
 		return -EIO;
-	*end_ms = PQgetisnull(res, 0, 0) ? INT64_MIN : pg_col_int(res, 0, 0);
+	e->samples_ms = PQgetisnull(res, 0, 0) ? INT64_MIN : pg_col_int(res, 0, 0);
+	e->report_ms = PQgetisnull(res, 0, 1) ? INT64_MIN : pg_col_int(res, 0, 1);
 	PQclear(res);
 	return 0;
 }

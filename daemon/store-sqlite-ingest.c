@@ -9,12 +9,13 @@
 #include <string.h>
 
 #include "macro.h"
+#include "report-check.h"
 #include "store-sqlite.h"
 
 enum stmt {
 	ST_SEEN,
 	ST_LAST_TIME,
-	ST_SAMPLES_END,
+	ST_HOST_ENDS,
 	ST_HOST_UPSERT,
 	ST_STATES_READ,
 	ST_STATES_CLEAR,
@@ -54,7 +55,8 @@ enum stmt {
 static const char *const sql[ST_N] = {
 	[ST_SEEN] = "SELECT 1 FROM counters WHERE host_id = ?1 AND unix_ms = ?2 AND seq = ?3",
 	[ST_LAST_TIME] = "SELECT max(unix_ms) FROM counters WHERE host_id = ?1",
-	[ST_SAMPLES_END] = "SELECT max(end_ms) FROM report_samples WHERE host_id = ?1",
+	[ST_HOST_ENDS] = "SELECT (SELECT max(end_ms) FROM report_samples WHERE host_id = ?1),"
+			 " (SELECT max(unix_ms) FROM counters WHERE host_id = ?1)",
 	[ST_HOST_UPSERT] =
 		"INSERT INTO hosts (host_id, hostname, kernel_release, build_id, possible_cpus,"
 		" online_cpus, mem_total, kasan, module_version, labels, first_seen_ms,"
@@ -167,7 +169,7 @@ static const char *const sql[ST_N] = {
 
 /* stepped for one row and left there: sq_stmt() resets them */
 static const bool one_row[ST_N] = {
-	[ST_SEEN] = true,	    [ST_LAST_TIME] = true,	[ST_SAMPLES_END] = true,
+	[ST_SEEN] = true,	    [ST_LAST_TIME] = true,	[ST_HOST_ENDS] = true,
 	[ST_WINDOW_REPORTS] = true, [ST_WINDOW_TRIPPED] = true,
 };
 
@@ -274,12 +276,12 @@ struct state_text {
 
 static void state_text(const Kmemctl__V1__MitigationState *m, struct state_text *t)
 {
-	store_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
-			"MITIGATION_STATE_", t->state, sizeof(t->state));
-	store_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
-			t->mode, sizeof(t->mode));
-	store_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_", t->source,
-			sizeof(t->source));
+	report_enum_name(&kmemctl__v1__mitigation_state_kind__descriptor, m->state,
+			 "MITIGATION_STATE_", t->state, sizeof(t->state));
+	report_enum_name(&kmemctl__v1__mitigation_mode__descriptor, m->mode, "MITIGATION_MODE_",
+			 t->mode, sizeof(t->mode));
+	report_enum_name(&kmemctl__v1__mode_source__descriptor, m->source, "MODE_SOURCE_",
+			 t->source, sizeof(t->source));
 }
 
 static bool text_is(sqlite3_stmt *st, int col, const char *s)
@@ -424,8 +426,8 @@ static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
 	for (i = 0; r == 0 && i < rep->n_events; i++) {
 		const Kmemctl__V1__KernelEvent *e = rep->events[i];
 
-		store_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
-				sizeof(kind));
+		report_enum_name(&kmemctl__v1__event_kind__descriptor, e->kind, "EVENT_KIND_", kind,
+				 sizeof(kind));
 		st = stmt(s, ST_EVENT_ADD);
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, e->unix_ms);
@@ -443,15 +445,13 @@ static int ingest_events(struct store *s, const Kmemctl__V1__Report *rep,
 	return r;
 }
 
-/*
- * No savepoint: everything that can fail short of the database is made
- * before the first write, and a database error (a full disk, I/O, no
- * memory) may roll SQLite's transaction back whole anyway. So inside a
- * batch a failed report fails the batch (store.h: the caller rolls it
- * back); outside one, the report is its own transaction. A savepoint per
- * report cost a statement journal (spilled to temporary files) and two
- * statements compiled per report.
- */
+/* A column's integer; INT64_MIN for NULL (max() over no rows) */
+static int64_t int64_or_min(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? INT64_MIN :
+							     sqlite3_column_int64(st, col);
+}
+
 /*
  * Whether rep was stored before. A report sent again after its
  * acknowledgement was lost has the same seq and time. Not "seq at most the
@@ -468,9 +468,7 @@ static int seen(struct store *s, struct host_memo_entry *e, const Kmemctl__V1__R
 		sqlite3_bind_text(st, 1, rep->facts->host_id, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_ROW)
 			return -EIO;
-		e->max_unix_ms = sqlite3_column_type(st, 0) == SQLITE_NULL ?
-					 INT64_MIN :
-					 sqlite3_column_int64(st, 0);
+		e->max_unix_ms = int64_or_min(st, 0);
 		e->time_known = true;
 	}
 	if (e && rep->unix_ms > e->max_unix_ms)
@@ -550,27 +548,30 @@ out:
 }
 
 /*
- * The memo's, once read: only this writer adds samples, and a rollup
- * leaves it right (the samples it took ended earlier).
+ * The memo's, once read: only this writer adds reports, and a rollup
+ * leaves it right (the samples and counters it took ended earlier).
  */
-int sq_samples_end(struct store *s, const char *host, int64_t *end_ms)
+int sq_host_ends(struct store *s, const char *host, struct store_host_ends *out)
 {
 	struct host_memo_entry *e = host_memo_get(&((struct sqlite_store *)s)->memo, host);
 	sqlite3_stmt *st;
 
-	if (e && e->end_known) {
-		*end_ms = e->samples_end_ms;
+	if (e && e->end_known && e->time_known) {
+		out->samples_ms = e->samples_end_ms;
+		out->report_ms = e->max_unix_ms;
 		return 0;
 	}
-	st = stmt(s, ST_SAMPLES_END);
+	st = stmt(s, ST_HOST_ENDS);
 	sqlite3_bind_text(st, 1, host, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_ROW)
 		return -EIO;
-	*end_ms = sqlite3_column_type(st, 0) == SQLITE_NULL ? INT64_MIN :
-							      sqlite3_column_int64(st, 0);
+	out->samples_ms = int64_or_min(st, 0);
+	out->report_ms = int64_or_min(st, 1);
 	if (e) {
-		e->samples_end_ms = *end_ms;
+		e->samples_end_ms = out->samples_ms;
 		e->end_known = true;
+		e->max_unix_ms = out->report_ms;
+		e->time_known = true;
 	}
 	return 0;
 }

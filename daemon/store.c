@@ -28,21 +28,6 @@ int store_open_reader(const char *where, struct store **out, char *err, size_t e
 	return store_backend(where)->open_reader(where, out, err, errlen);
 }
 
-/* "MITIGATION_STATE_ON" -> "on", as the module's sysfs says it */
-void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
-		     size_t len)
-{
-	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
-	size_t n = strlen(prefix), i;
-	const char *name = v ? v->name : "UNSPECIFIED";
-
-	if (!strncmp(name, prefix, n))
-		name += n;
-	snprintf(out, len, "%s", name);
-	for (i = 0; out[i]; i++)
-		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
-}
-
 void store_rollout_clear(struct store_rollout *r)
 {
 	free(r->spec_json);

@@ -300,6 +300,11 @@ struct store_host_rows {
 typedef int (*store_sample_cb)(void *arg, const struct store_sample *s);
 typedef int (*store_tally_cb)(void *arg, const char *a, const char *b, uint64_t n);
 
+struct store_host_ends {
+	int64_t samples_ms; /* where its last probe sample kept raw ended; INT64_MIN: none */
+	int64_t report_ms; /* its latest report's time; INT64_MIN: none kept raw */
+};
+
 /*
  * A backend: one set of files per database, one file per area (the
  * comments below), the SQL of each op next to it.
@@ -348,11 +353,10 @@ struct store_ops {
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 	/*
-	 * Where the host's last stored probe sample ended, into *end_ms;
-	 * INT64_MIN when it has none kept raw. A report's samples start there
-	 * or later (report_trim_samples()).
+	 * Where the host's stored reports end (report_trim_samples() and
+	 * report_trim_events() bound a new report's by them).
 	 */
-	int (*samples_end)(struct store *s, const char *host, int64_t *end_ms);
+	int (*host_ends)(struct store *s, const char *host, struct store_host_ends *e);
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
@@ -606,9 +610,5 @@ char *store_labels_json(const Kmemctl__V1__HostFacts *f);
  * when it waits for nothing. -ENOMEM.
  */
 int store_waiting_json(const Kmemctl__V1__Report *rep, char **out);
-
-/* An enum value as the store keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
-void store_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
-		     size_t len);
 
 #endif

@@ -108,6 +108,147 @@ int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src)
 	return r;
 }
 
+struct rate_slot {
+	uint64_t key; /* 0: empty */
+	uint64_t rate;
+};
+
+struct probe_rate_set {
+	char probe[64];
+	struct rate_slot *slots; /* open addressing, at most half full */
+	size_t cap, n;
+	uint64_t median; /* known: the lower median of the rates, as of `since` updates ago */
+	size_t since;
+	bool known;
+};
+
+/* FNV-1a; 0 stands for an empty slot */
+static uint64_t host_key(const char *host)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *host; host++)
+		h = (h ^ (unsigned char)*host) * 1099511628211ULL;
+	return h ?: 1;
+}
+
+static struct rate_slot *rate_slot(struct rate_slot *slots, size_t cap, uint64_t key)
+{
+	size_t i = (size_t)(key ^ key >> 32) & (cap - 1);
+
+	while (slots[i].key && slots[i].key != key)
+		i = (i + 1) & (cap - 1);
+	return &slots[i];
+}
+
+static struct probe_rate_set *rate_set(struct probe_rates *r, const char *probe)
+{
+	struct probe_rate_set *s, **grown;
+	size_t i;
+
+	/* probes are few (names.h bounds them) */
+	for (i = 0; i < r->n; i++)
+		if (!strcmp(r->set[i]->probe, probe))
+			return r->set[i];
+	grown = realloc(r->set, (r->n + 1) * sizeof(*grown));
+	if (!grown)
+		return NULL;
+	r->set = grown;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	snprintf(s->probe, sizeof(s->probe), "%s", probe);
+	r->set[r->n++] = s;
+	return s;
+}
+
+static int rate_put(struct probe_rate_set *s, uint64_t key, uint64_t rate)
+{
+	struct rate_slot *slots, *x;
+	size_t cap, i;
+
+	if (2 * (s->n + 1) > s->cap) {
+		cap = s->cap ? 2 * s->cap : 16;
+		slots = calloc(cap, sizeof(*slots));
+		if (!slots)
+			return -ENOMEM;
+		for (i = 0; i < s->cap; i++)
+			if (s->slots[i].key)
+				*rate_slot(slots, cap, s->slots[i].key) = s->slots[i];
+		free(s->slots);
+		s->slots = slots;
+		s->cap = cap;
+	}
+	x = rate_slot(s->slots, s->cap, key);
+	s->n += !x->key;
+	*x = (struct rate_slot){ key, rate };
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Sorting every host's rate: again once an eighth of the hosts have reported since. */
+static int rate_median(struct probe_rate_set *s)
+{
+	uint64_t *v;
+	size_t i, k = 0;
+
+	if (s->known && s->since <= s->n / 8)
+		return 0;
+	v = malloc(s->n * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	for (i = 0; i < s->cap; i++)
+		if (s->slots[i].key)
+			v[k++] = s->slots[i].rate;
+	qsort(v, k, sizeof(*v), cmp_u64);
+	s->median = v[(k - 1) / 2];
+	s->since = 0;
+	s->known = true;
+	free(v);
+	return 0;
+}
+
+int probe_rates_weigh(struct probe_rates *r, const char *host, const char *probe, int64_t span_ms,
+		      struct hist *h)
+{
+	struct probe_rate_set *s = rate_set(r, probe);
+	/* values a second: a count is at most REPORT_NUMBER_MAX, 2^53 */
+	uint64_t span = span_ms > 1 ? (uint64_t)span_ms : 1, rate = h->count * 1000 / span, cap;
+	int scaled = 0;
+
+	if (!s || rate_put(s, host_key(host), rate) < 0)
+		return -ENOMEM;
+	s->since++;
+	if (s->n < 2)
+		return 0;
+	if (rate_median(s) < 0)
+		return -ENOMEM;
+	if (__builtin_mul_overflow(s->median ?: 1, HIST_HOST_WEIGHT_MAX * span, &cap))
+		cap = UINT64_MAX;
+	cap /= 1000;
+	if (h->count > cap) {
+		hist_scale_to(h, cap);
+		scaled = 1;
+	}
+	return scaled;
+}
+
+void probe_rates_free(struct probe_rates *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->set[i]->slots);
+		free(r->set[i]);
+	}
+	free(r->set);
+	*r = (struct probe_rates){ 0 };
+}
+
 void probe_totals_free(struct probe_totals *t)
 {
 	probe_totals_clear(t);

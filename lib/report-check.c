@@ -394,3 +394,88 @@ size_t report_trim_samples(Kmemctl__V1__Report *rep, const struct report_span_bo
 			 (long long)first->end_unix_ms, rule);
 	return out;
 }
+
+void report_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		      size_t len)
+{
+	const ProtobufCEnumValue *v = protobuf_c_enum_descriptor_get_value(d, value);
+	size_t n = strlen(prefix), i;
+	const char *name = v ? v->name : "UNSPECIFIED";
+
+	if (!strncmp(name, prefix, n))
+		name += n;
+	snprintf(out, len, "%s", name);
+	for (i = 0; out[i]; i++)
+		out[i] = out[i] == '_' ? '-' : (char)(out[i] | 0x20);
+}
+
+static bool lockup(const Kmemctl__V1__KernelEvent *e)
+{
+	return e->kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP ||
+	       e->kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_HARD_LOCKUP ||
+	       e->kind == KMEMCTL__V1__EVENT_KIND__EVENT_KIND_RCU_STALL;
+}
+
+/* The lockups rep may add: REPORT_LOCKUPS_PER_CPU_S a CPU-second since b->after_ms. */
+static uint64_t lockup_budget(const Kmemctl__V1__Report *rep, const struct report_event_bounds *b,
+			      int64_t *since_ms)
+{
+	int64_t t = rep->unix_ms;
+	uint64_t n;
+
+	if (b->now_ms != INT64_MIN && t > b->now_ms + REPORT_SKEW_MS)
+		t = b->now_ms + REPORT_SKEW_MS;
+	*since_ms = t > b->after_ms ? t - b->after_ms : 0;
+	if (__builtin_mul_overflow(
+		    (uint64_t)*since_ms,
+		    (uint64_t)(rep->facts->online_cpus ?: 1) * REPORT_LOCKUPS_PER_CPU_S, &n))
+		return UINT64_MAX;
+	return n / 1000;
+}
+
+size_t report_trim_events(Kmemctl__V1__Report *rep, const struct report_event_bounds *b, char *why,
+			  size_t len)
+{
+	const Kmemctl__V1__KernelEvent *first = NULL;
+	uint64_t budget = UINT64_MAX, lockups = 0;
+	const char *rule = NULL, *r;
+	int64_t since = 0, bound = 0;
+	size_t i, kept = 0, out = 0;
+	char kind[48];
+
+	if (b->after_ms != INT64_MIN)
+		budget = lockup_budget(rep, b, &since);
+	for (i = 0; i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+		int64_t at = 0;
+
+		r = NULL;
+		if (b->now_ms != INT64_MIN && e->unix_ms > b->now_ms + REPORT_SKEW_MS) {
+			r = "is in the future of kmemd's clock, unix ms";
+			at = b->now_ms;
+		} else if (b->oldest_ms != INT64_MIN && e->unix_ms < b->oldest_ms) {
+			r = "is older than what kmemd keeps ([store] retention), from unix ms";
+			at = b->oldest_ms;
+		} else if (lockup(e) && ++lockups > budget) {
+			r = "is past the lockups a host's CPUs can report since its last report, ms:";
+			at = since;
+		}
+		if (!r) {
+			rep->events[kept++] = rep->events[i];
+			continue;
+		}
+		if (!out++) {
+			first = e;
+			rule = r;
+			bound = at;
+		}
+	}
+	rep->n_events = kept;
+	if (!out)
+		return 0;
+	report_enum_name(&kmemctl__v1__event_kind__descriptor, first->kind, "EVENT_KIND_", kind,
+			 sizeof(kind));
+	snprintf(why, len, "%zu event%s left out: %s at unix ms %lld %s %lld", out,
+		 out == 1 ? "" : "s", kind, (long long)first->unix_ms, rule, (long long)bound);
+	return out;
+}

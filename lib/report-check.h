@@ -85,4 +85,37 @@ struct report_span_bounds {
 size_t report_trim_samples(Kmemctl__V1__Report *rep, const struct report_span_bounds *b, char *why,
 			   size_t len);
 
+/*
+ * A kernel event's time is checked against kmemd's clock, and the
+ * lockups a host reports (soft, hard, RCU stalls: what the gates count)
+ * against the time since its last stored report: a CPU reports a soft
+ * lockup at most every 2 * watchdog_thresh, a hard one every
+ * watchdog_thresh and an RCU stall every rcu_cpu_stall_timeout, each at
+ * least 1 s (3 s for RCU), so no CPU can report more than
+ * REPORT_LOCKUPS_PER_CPU_S a second. An event is left out when it
+ * - is later than kmemd's now plus REPORT_SKEW_MS;
+ * - is older than oldest_ms (what kmemd keeps of events);
+ * - is a lockup past online_cpus * REPORT_LOCKUPS_PER_CPU_S a second
+ *   from after_ms (the host's latest stored report) to the report's time
+ *   (no later than kmemd's now plus REPORT_SKEW_MS); a report no later
+ *   than the last one adds none. Resends are told apart first, by seq
+ *   and time.
+ * So the lockups a host adds over any window are bounded by the window's
+ * length, whatever it sends.
+ */
+#define REPORT_LOCKUPS_PER_CPU_S 2
+
+struct report_event_bounds {
+	int64_t now_ms, oldest_ms; /* INT64_MIN: no bound */
+	int64_t after_ms; /* INT64_MIN: lockups not bounded (none stored, or not asked) */
+};
+
+/* As report_trim_samples(), for rep's events. */
+size_t report_trim_events(Kmemctl__V1__Report *rep, const struct report_event_bounds *b, char *why,
+			  size_t len);
+
+/* An enum value as kmemd keeps it: "EVENT_KIND_SOFT_LOCKUP" -> "soft-lockup". */
+void report_enum_name(const ProtobufCEnumDescriptor *d, int value, const char *prefix, char *out,
+		      size_t len);
+
 #endif

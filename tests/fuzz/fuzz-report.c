@@ -45,9 +45,17 @@ static void check_passed(const Kmemctl__V1__Report *rep)
 	free(buf);
 }
 
-/* Trimmed by kmemd's bounds, a report keeps only samples inside them, in order, and says why. */
+/*
+ * Trimmed by kmemd's bounds, a report keeps only samples and events
+ * inside them, in order, and says why.
+ */
 static void trim(Kmemctl__V1__Report *rep)
 {
+	const struct report_event_bounds eb = { .now_ms = 1700000000000,
+						.oldest_ms = 1700000000000 - 86400000,
+						.after_ms = 1699999990000 };
+	uint64_t lockups = 0, cpus = rep->facts->online_cpus ?: 1;
+	int64_t t = rep->unix_ms;
 	const struct report_span_bounds b = { .now_ms = 1700000000000,
 					      .oldest_ms = 1700000000000 - 86400000,
 					      .after_ms = 1699999000000 };
@@ -64,6 +72,22 @@ static void trim(Kmemctl__V1__Report *rep)
 			   (p->start_unix_ms >= b.after_ms && p->end_unix_ms > p->start_unix_ms &&
 			    p->end_unix_ms <= b.now_ms + REPORT_SKEW_MS));
 	}
+	before = rep->n_events;
+	why[0] = '\0';
+	out = report_trim_events(rep, &eb, why, sizeof(why));
+	FUZZ_CHECK(rep->n_events + out == before);
+	FUZZ_CHECK(!out == !why[0]);
+	for (size_t i = 0; i < rep->n_events; i++) {
+		const Kmemctl__V1__KernelEvent *e = rep->events[i];
+
+		FUZZ_CHECK(e->unix_ms >= eb.oldest_ms && e->unix_ms <= eb.now_ms + REPORT_SKEW_MS);
+		lockups += e->kind >= KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP &&
+			   e->kind <= KMEMCTL__V1__EVENT_KIND__EVENT_KIND_RCU_STALL;
+	}
+	if (t > eb.now_ms + REPORT_SKEW_MS)
+		t = eb.now_ms + REPORT_SKEW_MS;
+	FUZZ_CHECK(lockups <= (t > eb.after_ms ? (uint64_t)(t - eb.after_ms) : 0) * cpus *
+				      REPORT_LOCKUPS_PER_CPU_S / 1000);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

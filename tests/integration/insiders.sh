@@ -12,8 +12,9 @@
 #   body: kmemd's memory stays within max_bodies and its connections'
 #   cost, and the other hosts still report;
 # - 60 addresses guessing enrollment secrets as fast as they can: every
-#   enrollment with a good secret succeeds, and a host id renewed before
-#   its first report cannot be enrolled by another secret holder.
+#   enrollment with a good secret succeeds, and a host id renewed, or whose
+#   certificate was used, before its first report cannot be enrolled by
+#   another secret holder.
 # Latencies are bench/attack's; this asserts outcomes and counts.
 set -euo pipefail
 
@@ -238,3 +239,14 @@ $KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n offline-1 -o enrol
 [ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
 	fail "offline-1, renewed, was enrolled again: exit $rc, $(cat enroll.out)"
 echo "ok: an id renewed before its first report cannot be enrolled by another secret holder"
+
+# an id issued offline whose certificate was used, before any report or renewal
+$KMEMCTL pki issue pki host offline-2 >/dev/null
+code=$(as_curl offline-2 -o /dev/null -w '%{http_code}' "$URL/v1/health")
+[ "$code" = 200 ] || fail "offline-2's first connection: $code"
+rc=0
+$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n offline-2 -o enrolled \
+	>enroll.out 2>&1 || rc=$?
+[ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
+	fail "offline-2, its certificate used, was enrolled again: exit $rc, $(cat enroll.out)"
+echo "ok: an id whose certificate was used before its first report cannot be enrolled by another secret holder"

@@ -253,8 +253,10 @@ static void test_promotes(void **state)
 		strstr(json, "\"strata\":{\"b1/cpus<=4/web\":{\"canaries\":3,\"baselines\":9}}"));
 	assert_non_null(strstr(json, "\"scope\":\"all\""));
 	assert_non_null(strstr(
-		json, "\"canary\":{\"hosts\":3,\"events\":0,\"hard_lockups\":0,\"hours\":3.0}"));
-	assert_non_null(strstr(json, "\"baseline\":{\"hosts\":9,\"events\":0,\"hours\":9.0}"));
+		json, "\"canary\":{\"hosts\":3,\"events\":0,\"hard_lockups\":0,\"hours\":3.0,"
+		      "\"hosts_capped\":0}"));
+	assert_non_null(strstr(
+		json, "\"baseline\":{\"hosts\":9,\"events\":0,\"hours\":9.0,\"hosts_capped\":0}"));
 	/* each host the verdict names, with its numbers and role */
 	assert_int_equal(count(json, "\"role\":\"canary\""), 3);
 	assert_int_equal(count(json, "\"role\":\"baseline\""), 9);

@@ -24,7 +24,8 @@
 #define INFO_NEED "36"
 /* 10x at 5 canary lockups a tick */
 #define SEQ_TICKS 4
-#define SEQ12 "lockups: likelihood ratio 683 of canaries at a higher rate, at least 200"
+/* c0's 12 count 10: no host counts for more than 10 typical ones (the others have 1) */
+#define SEQ12 "lockups: likelihood ratio 212 of canaries at a higher rate, at least 200"
 
 static struct rollout_gates gates(void)
 {
@@ -645,6 +646,72 @@ static void test_named(void **state)
 	free(b);
 }
 
+/* The detail's number at side.key, -1 when absent. */
+static json_int_t detail_number(const json_t *detail, const char *side, const char *key)
+{
+	const json_t *v = side ? json_object_get(json_object_get(detail, side), key) :
+				 json_object_get(detail, key);
+
+	return v ? json_integer_value(v) : -1;
+}
+
+/*
+ * No host counts for more lockups than GATES_HOST_WEIGHT_MAX typical
+ * hosts with lockups: what a host claims past that changes no verdict.
+ */
+static void test_host_weight(void **state)
+{
+	struct rollout_gates g = gates();
+	struct gate_host c[N], b[N];
+	struct gate_result r, capped;
+
+	(void)state;
+	g.nprobes = 1;
+	g.has_max_hard_lockups = false;
+	/* a baseline hiding the canaries' lockups: 1,000 counts as 10 */
+	fleet(c, b);
+	c[0].soft_lockups = c[2].soft_lockups = c[4].soft_lockups = 10;
+	b[0].soft_lockups = 10;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &capped), 0);
+	assert_int_equal(capped.verdict, GATE_FAIL);
+	b[0].soft_lockups = 1000;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(r.verdict, GATE_FAIL);
+	assert_string_equal(r.reason, capped.reason);
+	assert_int_equal(detail_number(r.detail, NULL, "host_lockups_max"), 10);
+	assert_int_equal(detail_number(r.detail, "baseline", "events"), 12);
+	assert_int_equal(detail_number(r.detail, "baseline", "hosts_capped"), 1);
+	assert_int_equal(detail_number(r.detail, "canary", "hosts_capped"), 0);
+	json_decref(r.detail);
+	json_decref(capped.detail);
+	/* a lone canary with lockups counts for 10 at most, hard ones too */
+	fleet(c, b);
+	for (size_t i = 0; i < N; i++)
+		c[i].soft_lockups = b[i].soft_lockups = 0;
+	c[3].hard_lockups = 1000000;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(detail_number(r.detail, NULL, "host_lockups_max"), 10);
+	assert_int_equal(detail_number(r.detail, "canary", "events"), 10);
+	c[3].hard_lockups = 10;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &capped), 0);
+	assert_int_equal(r.verdict, capped.verdict);
+	assert_string_equal(r.reason, capped.reason);
+	json_decref(r.detail);
+	json_decref(capped.detail);
+	/* with more hosts with lockups, 10 times the lower median of all but the most */
+	fleet(c, b);
+	c[0].soft_lockups = b[0].soft_lockups = b[2].soft_lockups = 3;
+	c[2].soft_lockups = 500;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(detail_number(r.detail, NULL, "host_lockups_max"), 10);
+	json_decref(r.detail);
+	c[1].soft_lockups = c[3].soft_lockups = b[1].soft_lockups = b[3].soft_lockups = 4;
+	assert_int_equal(judge_fresh(&g, c, N, b, N, GATES_ALL, &r), 0);
+	assert_int_equal(detail_number(r.detail, NULL, "host_lockups_max"), 40);
+	assert_int_equal(detail_number(r.detail, "canary", "events"), 3 + 4 + 40 + 4);
+	json_decref(r.detail);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,7 +720,7 @@ int main(void)
 		cmocka_unit_test(test_scopes),		cmocka_unit_test(test_unmatched),
 		cmocka_unit_test(test_information),	cmocka_unit_test(test_look_once),
 		cmocka_unit_test(test_sequential),	cmocka_unit_test(test_evidence_json),
-		cmocka_unit_test(test_named),
+		cmocka_unit_test(test_named),		cmocka_unit_test(test_host_weight),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -187,13 +187,78 @@ static void test_totals(void **state)
 	probe_totals_free(&t);
 }
 
+/* n values of about 1 us */
+static struct hist values(uint64_t n)
+{
+	struct hist h = { .count = n, .sum_ns = n * 1000, .max_ns = 1000 };
+
+	h.buckets[10] = n;
+	return h;
+}
+
+/*
+ * /metrics weighs each host by its latest rate against the other hosts':
+ * past ten times their lower median, a sample is scaled down.
+ */
+static void test_weigh(void **state)
+{
+	struct probe_rates rates = { 0 };
+	char host[16];
+	struct hist h;
+	size_t i;
+
+	(void)state;
+	/* one host alone: no fleet to weigh it against */
+	h = values(1000000000000);
+	assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1000, &h), 0);
+	assert_true(h.count == 1000000000000);
+	/* 20 hosts of 5,000 values a second (5 a ms): a second's 1e12 counts 50,000 */
+	for (i = 0; i < 20; i++) {
+		snprintf(host, sizeof(host), "h%zu", i);
+		h = values(5000);
+		assert_int_equal(probe_rates_weigh(&rates, host, "vmap-purge", 1000, &h), 0);
+		assert_true(h.count == 5000);
+	}
+	h = values(1000000000000);
+	assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1000, &h), 1);
+	assert_true(h.count == 50000);
+	assert_true(h.sum_ns == h.count * 1000 && h.buckets[10] == h.count);
+	/* however many reports it sends, or how short: it is one host */
+	for (i = 0; i < 1000; i++) {
+		h = values(1000000000);
+		assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1, &h), 1);
+		assert_true(h.count == 50);
+	}
+	/* within ten times the median: as it came */
+	h = values(49000);
+	assert_int_equal(probe_rates_weigh(&rates, "h3", "vmap-purge", 1000, &h), 0);
+	assert_true(h.count == 49000);
+	/* another probe has its own hosts */
+	h = values(100);
+	assert_int_equal(probe_rates_weigh(&rates, "h1", "rstat-flush", 1000, &h), 0);
+	h = values(1000000000000);
+	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 1000, &h), 1);
+	assert_true(h.count == 1000);
+	/* a sample with no span: one ms; below a value a second, the median counts as 1 */
+	h = values(1000000);
+	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 0, &h), 1);
+	assert_true(h.count == 1);
+	h = values(0);
+	assert_int_equal(probe_rates_weigh(&rates, "h1", "rstat-flush", 1000, &h), 0);
+	h = values(0);
+	assert_int_equal(probe_rates_weigh(&rates, "h2", "rstat-flush", 1000, &h), 0);
+	h = values(11);
+	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 1000, &h), 1);
+	assert_true(h.count == 10);
+	probe_rates_free(&rates);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_module_names),
-		cmocka_unit_test(test_bounds),
-		cmocka_unit_test(test_event_names),
-		cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_module_names), cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_event_names),  cmocka_unit_test(test_totals),
+		cmocka_unit_test(test_weigh),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

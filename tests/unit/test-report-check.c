@@ -365,6 +365,87 @@ static void test_spans(void **state)
 	assert_int_equal(report_trim_samples(&f.rep, &b, why, sizeof(why)), 0);
 }
 
+/* A report of n events of kind k, at times from t, a millisecond apart, in static storage. */
+static Kmemctl__V1__Report *events(size_t n, Kmemctl__V1__EventKind k, int64_t t)
+{
+	static Kmemctl__V1__KernelEvent ev[REPORT_EVENTS_MAX], *evs[REPORT_EVENTS_MAX];
+
+	good();
+	for (size_t i = 0; i < n; i++) {
+		kmemctl__v1__kernel_event__init(&ev[i]);
+		ev[i].kind = k;
+		ev[i].unix_ms = t + (int64_t)i;
+		evs[i] = &ev[i];
+	}
+	f.rep.events = evs;
+	f.rep.n_events = n;
+	f.rep.unix_ms = t + (int64_t)n;
+	return &f.rep;
+}
+
+static void test_events(void **state)
+{
+	const int64_t now = 1700000060000;
+	struct report_event_bounds b = { .now_ms = now,
+					 .oldest_ms = now - 86400000,
+					 .after_ms = INT64_MIN };
+	char why[256] = "";
+	Kmemctl__V1__Report *rep;
+
+	(void)state;
+	/* times: the future past the skew, older than kept; the others kept in order */
+	rep = events(4, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP, now - 2);
+	rep->events[0]->unix_ms = now + REPORT_SKEW_MS + 1;
+	rep->events[2]->unix_ms = now - 86400001;
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 2);
+	assert_int_equal(rep->n_events, 2);
+	assert_true(rep->events[0]->unix_ms == now - 1 && rep->events[1]->unix_ms == now + 1);
+	assert_non_null(strstr(why, "2 events left out: trip at unix ms"));
+	assert_non_null(strstr(why, "in the future of kmemd's clock"));
+	rep = events(1, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP, now + REPORT_SKEW_MS);
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 0);
+	/* a host's first report: its lockups are not bounded by a last one */
+	rep = events(REPORT_EVENTS_MAX, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP, now - 200);
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 0);
+	/* 2 CPUs, 10 s since the last report: 40 lockups of any of the three kinds, not 41 */
+	b.after_ms = now - 10000;
+	rep = events(45, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_HARD_LOCKUP, now - 100);
+	rep->unix_ms = now;
+	rep->events[0]->kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_RCU_STALL;
+	rep->events[1]->kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP;
+	/* other kinds are not lockups */
+	rep->events[2]->kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_HUNG_TASK;
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 4);
+	assert_int_equal(rep->n_events, 41);
+	assert_true(rep->events[40]->unix_ms == now - 100 + 40);
+	assert_non_null(strstr(why, "4 events left out: hard-lockup at unix ms 1700000059941 is "
+				    "past the lockups a host's CPUs can report since its last "
+				    "report, ms: 10000"));
+	/* a report time past kmemd's clock buys no more */
+	rep = events(45, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_HARD_LOCKUP, now - 100);
+	rep->unix_ms = now + 86400000;
+	b.after_ms = now + REPORT_SKEW_MS - 10000;
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 5);
+	/* a report no later than the host's last one adds no lockup, a trip still */
+	rep = events(2, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP, now - 100);
+	rep->events[1]->kind = KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP;
+	b.after_ms = rep->unix_ms;
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 1);
+	assert_int_equal(rep->events[0]->kind, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_TRIP);
+	/* the most CPUs for the longest time: the bound saturates, nothing wraps */
+	rep = events(3, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP, 0);
+	rep->facts->online_cpus = REPORT_CPUS_MAX;
+	rep->unix_ms = REPORT_TIME_MS_MAX;
+	b = (struct report_event_bounds){ INT64_MIN, INT64_MIN, -REPORT_TIME_MS_MAX };
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 0);
+	/* no CPUs said: one */
+	rep = events(3, KMEMCTL__V1__EVENT_KIND__EVENT_KIND_SOFT_LOCKUP, 0);
+	rep->facts->online_cpus = 0;
+	rep->unix_ms = 1000;
+	b.after_ms = 0;
+	assert_int_equal(report_trim_events(rep, &b, why, sizeof(why)), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -372,6 +453,7 @@ int main(void)
 		cmocka_unit_test(test_names),	   cmocka_unit_test(test_counts),
 		cmocka_unit_test(test_waiting),	   cmocka_unit_test(test_numbers),
 		cmocka_unit_test(test_histograms), cmocka_unit_test(test_spans),
+		cmocka_unit_test(test_events),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -2052,17 +2052,24 @@ static void test_pg_reconnect(void **state)
 	s->ops->close(s);
 }
 
-/* host's samples_end() of store s */
-static int64_t samples_end(struct store *s, const char *host)
+/* host's host_ends() of store s, as "samples_ms report_ms" */
+static const char *host_ends(struct store *s, const char *host)
 {
-	int64_t end = 0;
+	static char out[64];
+	struct store_host_ends e = { 0, 0 };
 
-	assert_int_equal(s->ops->samples_end(s, host, &end), 0);
-	return end;
+	assert_int_equal(s->ops->host_ends(s, host, &e), 0);
+	snprintf(out, sizeof(out), "%lld %lld",
+		 e.samples_ms == INT64_MIN ? -1 : (long long)e.samples_ms,
+		 e.report_ms == INT64_MIN ? -1 : (long long)e.report_ms);
+	return out;
 }
 
-/* Where a host's last sample ended: read once, kept as reports are stored, undone with them. */
-static void test_samples_end(void **state)
+/*
+ * Where a host's last sample ended and its latest report's time: read
+ * once, kept as reports are stored, undone with them.
+ */
+static void test_host_ends(void **state)
 {
 	Kmemctl__V1__Report rep = KMEMCTL__V1__REPORT__INIT;
 	Kmemctl__V1__HostFacts f = KMEMCTL__V1__HOST_FACTS__INIT;
@@ -2084,32 +2091,41 @@ static void test_samples_end(void **state)
 	p[1].probe = "rstat-flush";
 	p[0].hist = p[1].hist = &h;
 	rep.probes = pp;
-	assert_true(samples_end(s, "end-1") == INT64_MIN);
+	assert_string_equal(host_ends(s, "end-1"), "-1 -1");
 	rep.seq = 1;
-	rep.unix_ms = p[0].end_unix_ms = 1000;
+	p[0].end_unix_ms = 1000;
+	rep.unix_ms = 1100;
 	rep.n_probes = 1;
 	assert_int_equal(s->ops->ingest(s, &rep, 5000), 0);
-	assert_true(samples_end(s, "end-1") == 1000);
-	/* the latest of a report's ends */
+	assert_string_equal(host_ends(s, "end-1"), "1000 1100");
+	/* the latest of a report's ends; a report without samples moves the report's time only */
 	rep.seq = 2;
-	rep.unix_ms = p[0].end_unix_ms = 3000;
+	p[0].end_unix_ms = 3000;
+	rep.unix_ms = 3100;
 	p[1].end_unix_ms = 2000;
 	rep.n_probes = 2;
 	assert_int_equal(s->ops->ingest(s, &rep, 6000), 0);
-	assert_true(samples_end(s, "end-1") == 3000);
-	/* another host's are its own */
-	assert_true(samples_end(s, "end-2") == INT64_MIN);
-	/* a batch rolled back takes its samples with it */
-	assert_int_equal(s->ops->begin(s), 0);
+	assert_string_equal(host_ends(s, "end-1"), "3000 3100");
 	rep.seq = 3;
-	rep.unix_ms = p[0].end_unix_ms = p[1].end_unix_ms = 9000;
+	rep.unix_ms = 4100;
+	rep.n_probes = 0;
+	assert_int_equal(s->ops->ingest(s, &rep, 6000), 0);
+	assert_string_equal(host_ends(s, "end-1"), "3000 4100");
+	/* another host's are its own */
+	assert_string_equal(host_ends(s, "end-2"), "-1 -1");
+	/* a batch rolled back takes its reports with it */
+	assert_int_equal(s->ops->begin(s), 0);
+	rep.seq = 4;
+	p[0].end_unix_ms = p[1].end_unix_ms = 9000;
+	rep.unix_ms = 9100;
+	rep.n_probes = 2;
 	assert_int_equal(s->ops->ingest(s, &rep, 7000), 0);
-	assert_true(samples_end(s, "end-1") == 9000);
+	assert_string_equal(host_ends(s, "end-1"), "9000 9100");
 	s->ops->rollback(s);
-	assert_true(samples_end(s, "end-1") == 3000);
+	assert_string_equal(host_ends(s, "end-1"), "3000 4100");
 	/* a store opened anew (another kmemd, a restart) reads what is stored */
 	other = open_store();
-	assert_true(samples_end(other, "end-1") == 3000);
+	assert_string_equal(host_ends(other, "end-1"), "3000 4100");
 	other->ops->close(other);
 	s->ops->close(s);
 }
@@ -2141,7 +2157,7 @@ int main(void)
 		cmocka_unit_test(test_lease),
 		cmocka_unit_test(test_rate),
 		cmocka_unit_test(test_rollout_waves),
-		cmocka_unit_test(test_samples_end),
+		cmocka_unit_test(test_host_ends),
 	};
 	const struct CMUnitTest sqlite[] = {
 		cmocka_unit_test(test_newer_schema),
