@@ -15,12 +15,24 @@
 /* probes a host reports; a rollout charts at most its gates' ROLLOUT_MAX_PROBES */
 #define SERIES_MAX_PROBES 16
 
+/*
+ * A side's step of one probe, its hosts merged so that none weighs more
+ * than HIST_HOST_WEIGHT_MAX of the others' median (as /v1/telemetry's
+ * hist_merge_hosts()): the host with the largest count is kept apart, to
+ * be scaled down at the end (weigh()); the others' counts give the median.
+ */
+struct cell {
+	struct hist rest, top;
+	struct hist counts; /* of the hosts in rest: their counts as values */
+};
+
 struct side {
 	const char *name;
 	uint64_t hosts;
 	uint64_t lockups[SERIES_MAX_STEPS];
 	double hours[SERIES_MAX_STEPS];
-	struct hist *h[SERIES_MAX_PROBES]; /* per probe, nsteps each */
+	struct cell *c[SERIES_MAX_PROBES]; /* per probe, nsteps each */
+	struct hist *h[SERIES_MAX_PROBES]; /* the cells weighed: what is charted */
 };
 
 struct series {
@@ -31,6 +43,8 @@ struct series {
 	struct side side[2];
 	size_t nsides;
 	struct side *cur; /* the side of the host being read */
+	struct hist *host[SERIES_MAX_PROBES]; /* the host being read's, per probe and step */
+	size_t *touched, ntouched; /* its cells with samples, p * nsteps + k */
 	int64_t last_report;
 	json_t *events; /* a host's events, newest last; NULL: not kept */
 	size_t max_events;
@@ -65,10 +79,35 @@ static int series_init(struct series *s, int64_t from, int64_t to, int64_t step)
 
 static void series_free(struct series *s)
 {
-	for (size_t i = 0; i < s->nsides; i++)
-		for (size_t p = 0; p < s->nprobes; p++)
+	for (size_t p = 0; p < s->nprobes; p++) {
+		for (size_t i = 0; i < s->nsides; i++) {
+			free(s->side[i].c[p]);
 			free(s->side[i].h[p]);
+		}
+		free(s->host[p]);
+	}
+	free(s->touched);
 	json_decref(s->events);
+}
+
+/* Probe p's steps on side d. */
+static int side_probe(struct series *s, struct side *d, size_t p)
+{
+	d->c[p] = calloc(s->nsteps, sizeof(struct cell));
+	d->h[p] = calloc(s->nsteps, sizeof(struct hist));
+	return d->c[p] && d->h[p] ? 0 : -ENOMEM;
+}
+
+/* Probe p's steps of the host being read. */
+static int host_probe(struct series *s, size_t p)
+{
+	size_t *t;
+
+	s->host[p] = calloc(s->nsteps, sizeof(struct hist));
+	t = reallocarray(s->touched, (p + 1) * s->nsteps, sizeof(*t));
+	if (t)
+		s->touched = t;
+	return s->host[p] && t ? 0 : -ENOMEM;
 }
 
 static struct side *side_add(struct series *s, const char *name)
@@ -76,11 +115,9 @@ static struct side *side_add(struct series *s, const char *name)
 	struct side *d = &s->side[s->nsides++];
 
 	d->name = name;
-	for (size_t p = 0; p < s->nprobes; p++) {
-		d->h[p] = calloc(s->nsteps, sizeof(struct hist));
-		if (!d->h[p])
+	for (size_t p = 0; p < s->nprobes; p++)
+		if (side_probe(s, d, p) < 0 || (s->nsides == 1 && host_probe(s, p) < 0))
 			return NULL;
-	}
 	return d;
 }
 
@@ -94,14 +131,13 @@ static int probe_index(struct series *s, const char *probe)
 			return (int)p;
 	if (s->fixed || p == SERIES_MAX_PROBES || strlen(probe) >= sizeof(s->probe[p]))
 		return -ENOENT;
-	for (size_t i = 0; i < s->nsides; i++) {
-		s->side[i].h[p] = calloc(s->nsteps, sizeof(struct hist));
-		if (!s->side[i].h[p])
-			return -ENOMEM;
-	}
+	/* counted first: series_free() frees what was allocated */
 	strcpy(s->probe[p], probe);
 	s->nprobes++;
-	return (int)p;
+	for (size_t i = 0; i < s->nsides; i++)
+		if (side_probe(s, &s->side[i], p) < 0)
+			return -ENOMEM;
+	return host_probe(s, p) < 0 ? -ENOMEM : (int)p;
 }
 
 static bool step_of(const struct series *s, int64_t t, size_t *k)
@@ -168,8 +204,47 @@ static int on_sample(void *arg, const struct store_sample *x)
 		return 0;
 	if (p < 0)
 		return p;
-	hist_merge(&s->cur->h[p][k], &x->h);
+	if (!s->host[p][k].count && x->h.count)
+		s->touched[s->ntouched++] = (size_t)p * s->nsteps + k;
+	hist_merge(&s->host[p][k], &x->h);
 	return 0;
+}
+
+/* The host read, its step h of a probe, into cell c. */
+static void fold(struct cell *c, struct hist *h)
+{
+	struct hist *rest = h;
+
+	if (h->count > c->top.count) {
+		rest = &c->top;
+		if (!c->top.count) {
+			c->top = *h;
+			return;
+		}
+	}
+	hist_merge(&c->rest, rest);
+	hist_record(&c->counts, rest->count);
+	if (rest == &c->top)
+		c->top = *h;
+}
+
+/* What each cell charts: its top host no heavier than HIST_HOST_WEIGHT_MAX median others. */
+static void weigh(struct series *s, struct side *d)
+{
+	for (size_t p = 0; p < s->nprobes; p++)
+		for (size_t k = 0; k < s->nsteps; k++) {
+			struct cell *c = &d->c[p][k];
+			uint64_t m = hist_quantile(&c->counts, 0.5) ?: 1, cap;
+
+			if (c->counts.count && c->top.count) {
+				cap = m > UINT64_MAX / HIST_HOST_WEIGHT_MAX ?
+					      UINT64_MAX :
+					      m * HIST_HOST_WEIGHT_MAX;
+				hist_scale_to(&c->top, cap);
+			}
+			d->h[p][k] = c->rest;
+			hist_merge(&d->h[p][k], &c->top);
+		}
 }
 
 static const struct store_host_rows series_rows = {
@@ -180,10 +255,20 @@ static const struct store_host_rows series_rows = {
 
 static int read_host(struct store *st, struct series *s, struct side *d, const char *host)
 {
+	int r;
+
 	s->cur = d;
 	s->last_report = 0;
+	s->ntouched = 0;
 	d->hosts++;
-	return st->ops->host_rows(st, host, s->from, s->to, &series_rows, s);
+	r = st->ops->host_rows(st, host, s->from, s->to, &series_rows, s);
+	for (size_t i = 0; i < s->ntouched; i++) {
+		size_t p = s->touched[i] / s->nsteps, k = s->touched[i] % s->nsteps;
+
+		fold(&d->c[p][k], &s->host[p][k]);
+		s->host[p][k] = (struct hist){ 0 };
+	}
+	return r;
 }
 
 /* null where the step has no samples */
@@ -223,7 +308,7 @@ static json_t *side_json(const struct series *s, const struct side *d)
 			 probes);
 }
 
-static json_t *series_json(const struct series *s)
+static json_t *series_json(struct series *s)
 {
 	json_t *t = json_array(), *sides = json_array(), *probes = json_array();
 
@@ -232,8 +317,10 @@ static json_t *series_json(const struct series *s)
 				      json_integer((json_int_t)(s->from + (int64_t)k * s->step)));
 	for (size_t p = 0; p < s->nprobes; p++)
 		json_array_append_new(probes, json_text(s->probe[p]));
-	for (size_t i = 0; i < s->nsides; i++)
+	for (size_t i = 0; i < s->nsides; i++) {
+		weigh(s, &s->side[i]);
 		json_array_append_new(sides, side_json(s, &s->side[i]));
+	}
 	return json_pack("{s:I, s:I, s:I, s:o, s:o, s:o}", "from_ms", (json_int_t)s->from, "to_ms",
 			 (json_int_t)s->to, "step_ms", (json_int_t)s->step, "t", t, "probes",
 			 probes, "sides", sides);

@@ -53,6 +53,7 @@ struct fleet {
 	struct rollout_member m[N]; /* in plan order */
 	uint64_t seq[N];
 	uint64_t vmap_purge_ns[N]; /* each report's one sample of it; 0: none */
+	uint64_t vmap_purge_count[N]; /* values in that sample; 0: one */
 	char changes[1024]; /* "was>state:verdict/gate " per change heard */
 };
 
@@ -89,7 +90,7 @@ static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uin
 	Kmemctl__V1__MitigationState m = KMEMCTL__V1__MITIGATION_STATE__INIT, *mp[] = { &m };
 	Kmemctl__V1__Histogram h = KMEMCTL__V1__HISTOGRAM__INIT;
 	Kmemctl__V1__ProbeSample p = KMEMCTL__V1__PROBE_SAMPLE__INIT, *pp[] = { &p };
-	uint64_t one = 1;
+	uint64_t n = f->vmap_purge_count[i] ?: 1;
 
 	facts.host_id = f->m[i].host;
 	facts.kernel_build_id = "b1";
@@ -123,9 +124,10 @@ static void report(struct fleet *f, size_t i, int64_t t, const char *policy, uin
 	if (f->vmap_purge_ns[i]) {
 		h.first_bucket = hist_bucket(f->vmap_purge_ns[i]);
 		h.n_counts = 1;
-		h.counts = &one;
-		h.count = 1;
-		h.sum_ns = h.max_ns = f->vmap_purge_ns[i];
+		h.counts = &n;
+		h.count = n;
+		h.sum_ns = n * f->vmap_purge_ns[i];
+		h.max_ns = f->vmap_purge_ns[i];
 		p.probe = "vmap-purge";
 		p.end_unix_ms = t;
 		p.hist = &h;
@@ -646,6 +648,19 @@ static void test_series(void **state)
 			1)),
 		9);
 	json_decref(o);
+	/* a baseline claiming a million purges a step counts as ten baselines, no more */
+	f.vmap_purge_count[5] = 1000000;
+	all_report(&f, T0 + 70 * MIN, 0, 3);
+	assert_int_equal(series_rollout(f.st, "r", -1, 0, T0 + 80 * MIN, 10 * MIN, 0, &o), 0);
+	assert_int_equal(
+		json_integer_value(json_array_get(
+			json_object_get(json_object_get(json_object_get(side(o, 1), "probes"),
+							"vmap-purge"),
+					"count"),
+			7)),
+		8 + 10);
+	json_decref(o);
+	f.vmap_purge_count[5] = 0;
 	/* the default window is the wave's, up to now */
 	assert_int_equal(series_rollout(f.st, "r", 0, 0, 0, 0, T0 + 60 * MIN + 1, &o), 0);
 	assert_float_equal(total(json_object_get(side(o, 0), "hours")), 3.0, 1e-9);
