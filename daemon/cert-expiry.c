@@ -5,21 +5,12 @@
 #include <string.h>
 
 #include "cert-expiry.h"
+#include "text.h"
 
 struct cert_slot {
 	uint64_t key; /* 0: empty */
 	int64_t not_after_s, seen_ms;
 };
-
-/* FNV-1a; 0 stands for an empty slot, so no key is 0 */
-static uint64_t key_of(const char *host)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (; *host; host++)
-		h = (h ^ (unsigned char)*host) * 1099511628211ULL;
-	return h ?: 1;
-}
 
 static struct cert_slot *slot_of(struct cert_slot *slots, size_t cap, uint64_t key)
 {
@@ -54,7 +45,7 @@ static int rebuild(struct cert_expiry *t, size_t cap, int64_t since_ms)
 
 int cert_expiry_note(struct cert_expiry *t, const char *host, int64_t not_after_s, int64_t now_ms)
 {
-	uint64_t key = key_of(host);
+	uint64_t key = text_hash(host);
 	struct cert_slot *s;
 	int r;
 
@@ -99,7 +90,7 @@ int64_t cert_expiry_earliest(struct cert_expiry *t, int64_t now_ms, int64_t wind
 
 bool cert_expiry_seen(const struct cert_expiry *t, const char *host)
 {
-	return t->cap && slot_of(t->slots, t->cap, key_of(host))->key;
+	return t->cap && slot_of(t->slots, t->cap, text_hash(host))->key;
 }
 
 void cert_expiry_free(struct cert_expiry *t)

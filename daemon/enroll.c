@@ -50,12 +50,8 @@ static struct {
 
 static bool prelimit_take(const char *key, uint64_t per_min, int64_t now)
 {
-	uint64_t h = 1469598103934665603ULL;
-	typeof(&prelimit[0]) b;
+	typeof(&prelimit[0]) b = &prelimit[text_hash(key) % PRELIMIT_SLOTS];
 
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-	b = &prelimit[h % PRELIMIT_SLOTS];
 	if (!b->used || now < b->at_ms)
 		*b = (typeof(*b)){ .tokens = (double)per_min, .at_ms = now, .used = true };
 	b->tokens += (double)(now - b->at_ms) * (double)per_min / 60000.0;

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "kmemd.h"
+#include "text.h"
 
 static unsigned long series_hash(const void *p)
 {
@@ -122,16 +123,6 @@ struct probe_rate_set {
 	bool known;
 };
 
-/* FNV-1a; 0 stands for an empty slot */
-static uint64_t host_key(const char *host)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (; *host; host++)
-		h = (h ^ (unsigned char)*host) * 1099511628211ULL;
-	return h ?: 1;
-}
-
 static struct rate_slot *rate_slot(struct rate_slot *slots, size_t cap, uint64_t key)
 {
 	size_t i = (size_t)(key ^ key >> 32) & (cap - 1);
@@ -222,7 +213,7 @@ int probe_rates_weigh(struct probe_rates *r, const char *host, const char *probe
 	uint64_t span = span_ms > 1 ? (uint64_t)span_ms : 1, rate = h->count * 1000 / span, cap;
 	int scaled = 0;
 
-	if (!s || rate_put(s, host_key(host), rate) < 0)
+	if (!s || rate_put(s, text_hash(host), rate) < 0)
 		return -ENOMEM;
 	s->since++;
 	if (s->n < 2)

@@ -193,3 +193,12 @@ const char *text_duration(double s, char *buf, size_t len)
 		snprintf(buf, len, "%.0fd", s / 86400);
 	return buf;
 }
+
+uint64_t text_hash(const char *s)
+{
+	uint64_t h = 14695981039346656037ULL;
+
+	for (; *s; s++)
+		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+	return h ?: 1;
+}

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The charset of names: probes, mitigations, counters, host ids, labels. */
 #define TEXT_NAME_CHARSET "[A-Za-z0-9._-]"
@@ -59,5 +60,8 @@ int text_refuse(char *why, size_t len, const char *fmt, ...) __attribute__((form
 
 /* A duration of s seconds for people: "45s", "30m", "1.5h", "21h", "3d". */
 const char *text_duration(double s, char *buf, size_t len);
+
+/* FNV-1a of s, never 0 (which hash tables keep for an empty slot). */
+uint64_t text_hash(const char *s);
 
 #endif

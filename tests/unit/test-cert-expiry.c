@@ -19,7 +19,10 @@ static void test_earliest(void **state)
 	(void)state;
 	assert_int_equal(cert_expiry_earliest(&t, 1000, DAY_MS, &n), 0);
 	assert_int_equal(n, 0);
+	assert_false(cert_expiry_seen(&t, "web-1"));
 	assert_int_equal(cert_expiry_note(&t, "web-1", 5000, 1000), 0);
+	assert_true(cert_expiry_seen(&t, "web-1"));
+	assert_false(cert_expiry_seen(&t, "web-10"));
 	assert_int_equal(cert_expiry_note(&t, "web-2", 3000, 1000), 0);
 	assert_int_equal(cert_expiry_note(&t, "web-3", 9000, 1000), 0);
 	assert_int_equal(cert_expiry_earliest(&t, 2000, DAY_MS, &n), 3000);
@@ -34,6 +37,8 @@ static void test_earliest(void **state)
 	assert_int_equal(cert_expiry_earliest(&t, DAY_MS + 2500, DAY_MS, &n), 8000);
 	assert_int_equal(n, 2);
 	assert_int_equal(t.n, 2);
+	assert_false(cert_expiry_seen(&t, "web-1"));
+	assert_true(cert_expiry_seen(&t, "web-3"));
 	cert_expiry_free(&t);
 }
 

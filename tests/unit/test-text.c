@@ -128,12 +128,23 @@ static void test_duration(void **state)
 	assert_string_equal(text_duration(172800 * 50, b, 3), "10");
 }
 
+/* FNV-1a, its published values; never 0 */
+static void test_hash(void **state)
+{
+	(void)state;
+	assert_true(text_hash("") == 14695981039346656037ULL);
+	assert_true(text_hash("a") == 0xaf63dc4c8601ec8cULL);
+	assert_true(text_hash("foobar") == 0x85944171f73967e8ULL);
+	assert_true(text_hash("web-1") != text_hash("web-2"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_utf8),   cmocka_unit_test(test_valid),
 		cmocka_unit_test(test_names),  cmocka_unit_test(test_sanitize),
 		cmocka_unit_test(test_escape), cmocka_unit_test(test_duration),
+		cmocka_unit_test(test_hash),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
