@@ -225,6 +225,13 @@ grep -q "429=" guess.out || fail "the guesses never spent the buckets: $(cat gue
 [ "$ok" = 12 ] || fail "$ok of 12 enrollments with a good secret succeeded among the guesses ($(cat guess.out))"
 echo "ok: 12 of 12 enrollments with a good secret among 60 addresses guessing ($(cat guess.out))"
 
+enrolled_already() { # id what: another secret holder's enrollment of id is refused
+	local rc=0
+	$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n "$1" -o enrolled \
+		>enroll.out 2>&1 || rc=$?
+	[ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
+		fail "$1, $2, was enrolled again: exit $rc, $(cat enroll.out)"
+}
 # an id issued offline and renewed before it reported is enrolled already
 $KMEMCTL pki issue pki host offline-1 >/dev/null
 openssl genpkey -algorithm ed25519 -out offline.key 2>/dev/null
@@ -233,20 +240,12 @@ enroll_request offline-1 offline.csr >renew.bin
 code=$(as_curl offline-1 -o /dev/null -w '%{http_code}' -H 'Content-Type: application/x-protobuf' \
 	--data-binary @renew.bin "$URL/v1/agent/renew")
 [ "$code" = 200 ] || fail "offline-1's renewal: $code"
-rc=0
-$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n offline-1 -o enrolled \
-	>enroll.out 2>&1 || rc=$?
-[ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
-	fail "offline-1, renewed, was enrolled again: exit $rc, $(cat enroll.out)"
+enrolled_already offline-1 renewed
 echo "ok: an id renewed before its first report cannot be enrolled by another secret holder"
 
 # an id issued offline whose certificate was used, before any report or renewal
 $KMEMCTL pki issue pki host offline-2 >/dev/null
 code=$(as_curl offline-2 -o /dev/null -w '%{http_code}' "$URL/v1/health")
 [ "$code" = 200 ] || fail "offline-2's first connection: $code"
-rc=0
-$KMEMCTL enroll -s 127.0.0.1:$port -C pki/ca.crt -S secret -n offline-2 -o enrolled \
-	>enroll.out 2>&1 || rc=$?
-[ "$rc" != 0 ] && grep -q "enrolled already" enroll.out ||
-	fail "offline-2, its certificate used, was enrolled again: exit $rc, $(cat enroll.out)"
+enrolled_already offline-2 "its certificate used"
 echo "ok: an id whose certificate was used before its first report cannot be enrolled by another secret holder"
