@@ -29,6 +29,7 @@ struct ingest_worker {
 	/* the writer's */
 	struct store *st;
 	struct ingest_batch *open; /* the batch begun and not committed */
+	bool failed; /* a batch failed since the jobs' ends were asked */
 	struct ingest_job **open_tail;
 	struct timespec deadline; /* when the open batch commits */
 };
@@ -51,6 +52,7 @@ static bool past(const struct timespec *t)
 
 static void store_error(struct ingest_worker *w, struct ingest_batch *b)
 {
+	w->failed = true;
 	snprintf(b->store_error, sizeof(b->store_error), "%s", w->st->ops->error(w->st));
 }
 
@@ -81,28 +83,77 @@ static void batch_commit(struct ingest_worker *w)
  * The report's samples that start before the host's last stored one
  * ended, and its lockups past what the host's CPUs could report since its
  * last report, are left out (report_trim_samples(), report_trim_events()):
- * asked here, in the batch's transaction, where the host's earlier
- * reports of the batch are seen.
+ * by where the host's stored reports end (ends()).
  */
-static int trim_by_host(struct ingest_worker *w, struct ingest_job *j)
+static int trim_by_host(struct ingest_job *j)
 {
 	struct report_span_bounds sb = { .now_ms = INT64_MIN, .oldest_ms = INT64_MIN };
 	struct report_event_bounds eb = { .now_ms = j->now_ms, .oldest_ms = INT64_MIN };
-	struct store_host_ends e;
 	char why[sizeof(j->why)] = "";
 
 	if (!j->rep->n_probes && !j->rep->n_events)
 		return 0;
-	if (w->st->ops->host_ends(w->st, j->rep->facts->host_id, &e) < 0)
+	if (!j->ends_known)
 		return -EIO;
-	sb.after_ms = e.samples_ms;
-	eb.after_ms = e.report_ms;
+	sb.after_ms = j->ends.samples_ms;
+	eb.after_ms = j->ends.report_ms;
 	j->samples_left_out = report_trim_samples(j->rep, &sb, j->why, sizeof(j->why));
 	j->events_left_out = report_trim_events(j->rep, &eb, why, sizeof(why));
 	if (j->events_left_out)
 		snprintf(j->why + strlen(j->why), sizeof(j->why) - strlen(j->why), "%s%s",
 			 j->samples_left_out ? "; " : "", why);
 	return 0;
+}
+
+/*
+ * Where the hosts of list's reports have their stored reports end, in one
+ * question for them all (a round trip each cost PostgreSQL a quarter of
+ * its reports a second); what another kmemd stores meanwhile is seen at
+ * the next list. Not known: their reports fail, and are sent again.
+ */
+static void ends(struct ingest_worker *w, struct ingest_job *list)
+{
+	const char **hosts;
+	struct store_host_ends *e;
+	struct ingest_job *j;
+	size_t n = 0, i;
+	bool ok;
+
+	for (j = list; j; j = j->next)
+		n++;
+	hosts = calloc(n, sizeof(*hosts));
+	e = calloc(n, sizeof(*e));
+	for (j = list, i = 0; hosts && j; j = j->next)
+		hosts[i++] = j->rep->facts->host_id;
+	ok = hosts && e && w->st->ops->host_ends(w->st, hosts, n, e) == 0;
+	for (j = list, i = 0; j; j = j->next, i++) {
+		j->ends_known = ok;
+		if (ok)
+			j->ends = e[i];
+	}
+	w->failed = false;
+	free(hosts);
+	free(e);
+}
+
+/* done stored: the later reports of its host in rest start from where it ends. */
+static void carry_ends(const struct ingest_job *done, struct ingest_job *rest)
+{
+	struct store_host_ends e = done->ends;
+	const Kmemctl__V1__Report *rep = done->rep;
+
+	for (size_t i = 0; i < rep->n_probes; i++)
+		if (rep->probes[i]->hist && rep->probes[i]->end_unix_ms > e.samples_ms)
+			e.samples_ms = rep->probes[i]->end_unix_ms;
+	if (rep->unix_ms > e.report_ms)
+		e.report_ms = rep->unix_ms;
+	for (; rest; rest = rest->next)
+		if (!strcmp(rest->rep->facts->host_id, rep->facts->host_id)) {
+			if (e.samples_ms > rest->ends.samples_ms)
+				rest->ends.samples_ms = e.samples_ms;
+			if (e.report_ms > rest->ends.report_ms)
+				rest->ends.report_ms = e.report_ms;
+		}
 }
 
 /* Stores j in the open batch, opening one first if none is. */
@@ -137,7 +188,7 @@ static void store_one(struct ingest_worker *w, struct ingest_job *j, uint64_t wa
 	w->open_tail = &j->next;
 	b->n++;
 	t0 = mono_ns();
-	j->r = trim_by_host(w, j);
+	j->r = trim_by_host(j);
 	if (j->r == 0)
 		j->r = w->st->ops->ingest(w->st, j->rep, j->now_ms);
 	if (j->r == 0 && j->build)
@@ -182,9 +233,15 @@ static void *run(void *arg)
 			w->ntodo = 0;
 			wait_ms = w->wait_ms;
 			pthread_mutex_unlock(&w->t.lock);
+			ends(w, list);
 			for (; list; list = j) {
 				j = list->next;
 				store_one(w, list, wait_ms);
+				/* a batch rolled back took what was carried with it */
+				if (w->failed && j)
+					ends(w, j);
+				else if (list->r == 0)
+					carry_ends(list, j);
 			}
 			pthread_mutex_lock(&w->t.lock);
 			continue;

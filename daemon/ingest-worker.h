@@ -25,6 +25,7 @@
 
 #include "kmemctl/v1/report.pb-c.h"
 #include "kmemd.h"
+#include "store.h"
 
 /* Reports per commit at most. */
 #define INGEST_BATCH_MAX 256
@@ -62,6 +63,9 @@ struct ingest_job {
 	/* the build its build file describes, kept with the report (store.h's build_seen); NULL */
 	const struct store_build *build;
 	int64_t now_ms;
+	/* the writer's: where the host's stored reports end, asked for its list at once */
+	struct store_host_ends ends;
+	bool ends_known;
 	/* the writer's answer */
 	int r; /* the store's ingest() (and build_seen()): 0 stored, 1 a resend, < 0 failed */
 	/* r == 0: samples and events left out, why the first of each */

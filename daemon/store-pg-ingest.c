@@ -125,9 +125,10 @@ static const char *const sql[ST_N] = {
 		" mitigation text, probe text, message text)) WITH ORDINALITY AS x"
 		" WHERE EXISTS (SELECT FROM c) ORDER BY x.ordinality)"
 		" SELECT count(*) FROM c",
-	/* asked at each report: another kmemd may have stored the host's last one */
-	[ST_HOST_ENDS] = "SELECT (SELECT max(end_ms) FROM report_samples WHERE host_id = $1),"
-			 " (SELECT max(unix_ms) FROM counters WHERE host_id = $1)",
+	/* asked for each batch: another kmemd may have stored its hosts' last reports */
+	[ST_HOST_ENDS] = "SELECT (SELECT max(end_ms) FROM report_samples WHERE host_id = u.h),"
+			 " (SELECT max(unix_ms) FROM counters WHERE host_id = u.h)"
+			 " FROM unnest($1::text[]) WITH ORDINALITY u(h, i) ORDER BY u.i",
 	/*
 	 * Raw samples, then hourly rollups: they never overlap, a sample rolled
 	 * up is gone. A raw row's probes are picked in C (store-rows.h). The
@@ -463,19 +464,31 @@ out:
 	return r;
 }
 
-int pg_host_ends(struct store *s, const char *host, struct store_host_ends *e)
+int pg_host_ends(struct store *s, const char *const *hosts, size_t n, struct store_host_ends *out)
 {
 	struct pg_args a = { 0 };
-	PGresult *res;
+	struct buf arr = { 0 };
+	PGresult *res = NULL;
+	int r = 0;
 
-	pg_text(&a, host);
-	res = run(s, ST_HOST_ENDS, &a);
-	if (!res)
-		return -EIO;
-	e->samples_ms = PQgetisnull(res, 0, 0) ? INT64_MIN : pg_col_int(res, 0, 0);
-	e->report_ms = PQgetisnull(res, 0, 1) ? INT64_MIN : pg_col_int(res, 0, 1);
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = pg_arr_text(&arr, hosts[i]);
+	if (r == 0)
+		r = pg_arr_end(&arr);
+	if (r == 0) {
+		pg_text(&a, (const char *)arr.p);
+		res = run(s, ST_HOST_ENDS, &a);
+		r = res && (size_t)PQntuples(res) == n ? 0 : -EIO;
+	}
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		out[i].samples_ms = PQgetisnull(res, (int)i, 0) ? INT64_MIN :
+								  pg_col_int(res, (int)i, 0);
+		out[i].report_ms = PQgetisnull(res, (int)i, 1) ? INT64_MIN :
+								 pg_col_int(res, (int)i, 1);
+	}
 	PQclear(res);
-	return 0;
+	free(arr.p);
+	return r;
 }
 
 /* $1 to $5 of ST_SAMPLES and ST_SAMPLES_ROLLUPS. */

@@ -129,7 +129,7 @@ bool pg_row_open(struct pg_store *q, const PGresult *r, int row, int col, const 
 /* The ops, by area (store.h). */
 
 int pg_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
-int pg_host_ends(struct store *s, const char *host, struct store_host_ends *e);
+int pg_host_ends(struct store *s, const char *const *hosts, size_t n, struct store_host_ends *out);
 int pg_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg);
 int pg_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
 int pg_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,

@@ -551,7 +551,7 @@ out:
  * The memo's, once read: only this writer adds reports, and a rollup
  * leaves it right (the samples and counters it took ended earlier).
  */
-int sq_host_ends(struct store *s, const char *host, struct store_host_ends *out)
+static int host_end(struct store *s, const char *host, struct store_host_ends *out)
 {
 	struct host_memo_entry *e = host_memo_get(&((struct sqlite_store *)s)->memo, host);
 	sqlite3_stmt *st;
@@ -574,6 +574,15 @@ int sq_host_ends(struct store *s, const char *host, struct store_host_ends *out)
 		e->time_known = true;
 	}
 	return 0;
+}
+
+int sq_host_ends(struct store *s, const char *const *hosts, size_t n, struct store_host_ends *out)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = host_end(s, hosts[i], &out[i]);
+	return r;
 }
 
 static sqlite3_stmt *samples_stmt(struct store *s, enum stmt which, const struct store_filter *f)

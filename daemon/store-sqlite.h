@@ -134,7 +134,7 @@ int rs_migrate_json(sqlite3 *db);
 /* The ops, by area (store.h). */
 
 int sq_ingest(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
-int sq_host_ends(struct store *s, const char *host, struct store_host_ends *e);
+int sq_host_ends(struct store *s, const char *const *hosts, size_t n, struct store_host_ends *out);
 int sq_samples(struct store *s, const struct store_filter *f, store_sample_cb cb, void *arg);
 int sq_tally(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);
 int sq_window(struct store *s, const char *const *hosts, size_t nhosts, int64_t from_ms,

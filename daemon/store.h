@@ -353,10 +353,13 @@ struct store_ops {
 	 */
 	int (*ingest)(struct store *s, const Kmemctl__V1__Report *rep, int64_t now_ms);
 	/*
-	 * Where the host's stored reports end (report_trim_samples() and
-	 * report_trim_events() bound a new report's by them).
+	 * Where each of n hosts' stored reports end, out[i] hosts[i]'s
+	 * (report_trim_samples() and report_trim_events() bound a new
+	 * report's by them). All at once: the ingest writer asks for a
+	 * batch's hosts before storing it.
 	 */
-	int (*host_ends)(struct store *s, const char *host, struct store_host_ends *e);
+	int (*host_ends)(struct store *s, const char *const *hosts, size_t n,
+			 struct store_host_ends *out);
 	int (*samples)(struct store *s, const struct store_filter *f, store_sample_cb cb,
 		       void *arg);
 	int (*tally)(struct store *s, enum store_tally which, store_tally_cb cb, void *arg);

@@ -2058,7 +2058,7 @@ static const char *host_ends(struct store *s, const char *host)
 	static char out[64];
 	struct store_host_ends e = { 0, 0 };
 
-	assert_int_equal(s->ops->host_ends(s, host, &e), 0);
+	assert_int_equal(s->ops->host_ends(s, &host, 1, &e), 0);
 	snprintf(out, sizeof(out), "%lld %lld",
 		 e.samples_ms == INT64_MIN ? -1 : (long long)e.samples_ms,
 		 e.report_ms == INT64_MIN ? -1 : (long long)e.report_ms);
@@ -2126,6 +2126,16 @@ static void test_host_ends(void **state)
 	/* a store opened anew (another kmemd, a restart) reads what is stored */
 	other = open_store();
 	assert_string_equal(host_ends(other, "end-1"), "3000 4100");
+	/* several at once, each its own, in order */
+	{
+		const char *hosts[] = { "end-2", "end-1", "end-2", "end-1" };
+		struct store_host_ends e[4];
+
+		assert_int_equal(other->ops->host_ends(other, hosts, 4, e), 0);
+		assert_true(e[0].samples_ms == INT64_MIN && e[0].report_ms == INT64_MIN);
+		assert_true(e[1].samples_ms == 3000 && e[1].report_ms == 4100);
+		assert_true(e[2].samples_ms == INT64_MIN && e[3].report_ms == 4100);
+	}
 	other->ops->close(other);
 	s->ops->close(s);
 }
