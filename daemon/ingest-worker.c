@@ -13,6 +13,7 @@
 #include "loop-thread.h"
 #include "report-check.h"
 #include "store.h"
+#include "text.h"
 
 struct ingest_worker {
 	struct event_base *base;
@@ -111,6 +112,36 @@ static int trim_by_host(struct ingest_job *j)
  * its reports a second); what another kmemd stores meanwhile is seen at
  * the next list. Not known: their reports fail, and are sent again.
  */
+/* Each job of list linked to the next of its host (same_host), by a table of n of them. */
+static void link_hosts(struct ingest_job *list, size_t n)
+{
+	struct link {
+		uint64_t key;
+		struct ingest_job *last;
+	} * t;
+	size_t cap = 16, i;
+	uint64_t key;
+
+	while (cap < 2 * n)
+		cap *= 2;
+	t = calloc(cap, sizeof(*t));
+	for (struct ingest_job *j = list; j; j = j->next) {
+		j->same_host = NULL;
+		if (!t)
+			continue;
+		key = text_hash(j->rep->facts->host_id);
+		for (i = key & (cap - 1); t[i].key; i = (i + 1) & (cap - 1))
+			if (t[i].key == key &&
+			    !strcmp(t[i].last->rep->facts->host_id, j->rep->facts->host_id))
+				break;
+		if (t[i].key)
+			t[i].last->same_host = j;
+		t[i] = (struct link){ key, j };
+	}
+	/* out of memory: nothing carried, so a later report of a host may be bounded less */
+	free(t);
+}
+
 static void ends(struct ingest_worker *w, struct ingest_job *list)
 {
 	const char **hosts;
@@ -121,6 +152,7 @@ static void ends(struct ingest_worker *w, struct ingest_job *list)
 
 	for (j = list; j; j = j->next)
 		n++;
+	link_hosts(list, n);
 	hosts = calloc(n, sizeof(*hosts));
 	e = calloc(n, sizeof(*e));
 	for (j = list, i = 0; hosts && j; j = j->next)
@@ -136,8 +168,8 @@ static void ends(struct ingest_worker *w, struct ingest_job *list)
 	free(e);
 }
 
-/* done stored: the later reports of its host in rest start from where it ends. */
-static void carry_ends(const struct ingest_job *done, struct ingest_job *rest)
+/* done stored: the later reports of its host in its list start from where it ends. */
+static void carry_ends(const struct ingest_job *done)
 {
 	struct store_host_ends e = done->ends;
 	const Kmemctl__V1__Report *rep = done->rep;
@@ -147,13 +179,12 @@ static void carry_ends(const struct ingest_job *done, struct ingest_job *rest)
 			e.samples_ms = rep->probes[i]->end_unix_ms;
 	if (rep->unix_ms > e.report_ms)
 		e.report_ms = rep->unix_ms;
-	for (; rest; rest = rest->next)
-		if (!strcmp(rest->rep->facts->host_id, rep->facts->host_id)) {
-			if (e.samples_ms > rest->ends.samples_ms)
-				rest->ends.samples_ms = e.samples_ms;
-			if (e.report_ms > rest->ends.report_ms)
-				rest->ends.report_ms = e.report_ms;
-		}
+	for (struct ingest_job *k = done->same_host; k; k = k->same_host) {
+		if (e.samples_ms > k->ends.samples_ms)
+			k->ends.samples_ms = e.samples_ms;
+		if (e.report_ms > k->ends.report_ms)
+			k->ends.report_ms = e.report_ms;
+	}
 }
 
 /* Stores j in the open batch, opening one first if none is. */
@@ -241,7 +272,7 @@ static void *run(void *arg)
 				if (w->failed && j)
 					ends(w, j);
 				else if (list->r == 0)
-					carry_ends(list, j);
+					carry_ends(list);
 			}
 			pthread_mutex_lock(&w->t.lock);
 			continue;

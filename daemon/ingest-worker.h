@@ -66,6 +66,7 @@ struct ingest_job {
 	/* the writer's: where the host's stored reports end, asked for its list at once */
 	struct store_host_ends ends;
 	bool ends_known;
+	struct ingest_job *same_host; /* the next report of its host in its list */
 	/* the writer's answer */
 	int r; /* the store's ingest() (and build_seen()): 0 stored, 1 a resend, < 0 failed */
 	/* r == 0: samples and events left out, why the first of each */
