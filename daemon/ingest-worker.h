@@ -47,7 +47,7 @@ struct ingest_batch {
 	 * to add once committed and to free either way.
 	 */
 	struct probe_totals probes;
-	uint64_t weighed; /* samples scaled down there (probe_rates_weigh()) */
+	uint64_t weighed; /* samples scaled down there (probe_shares_weigh()) */
 	uint64_t events[KMEMD_EVENT_KINDS];
 	struct ingest_batch *next; /* the writer's */
 };

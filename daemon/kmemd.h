@@ -74,23 +74,23 @@ int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src);
 void probe_totals_free(struct probe_totals *t);
 
 /*
- * A report's sample of probe as /metrics adds it: no host weighs more
- * than HIST_HOST_WEIGHT_MAX median hosts there either. Per probe, each
- * host's rate (values a second) in its latest sample is kept; a
- * sample past ten times the lower median of those rates over its span_ms
- * is scaled down to that (hist_scale_to()). A host counts once however
- * many reports it sends or however far back its samples go; with one
- * host there is no fleet to weigh it against. 1 when h was scaled, 0 when
- * not, -ENOMEM. 16 bytes a host and probe.
+ * A report's sample of probe as /metrics adds it: no host's share of a
+ * probe's totals is more than HIST_HOST_WEIGHT_MAX times the median
+ * host's. Per probe, what each host sent since kmemd started and what was
+ * taken of it are kept (16 bytes a host and probe); once two hosts have
+ * values, a sample that would take a host past ten times the lower median
+ * of the hosts' totals is scaled down to what is left (hist_scale_to()).
+ * Totals, not rates: an agent's first sample after a start carries what
+ * the module counted before, and a host counts once however many reports
+ * it sends. 1 when h was scaled, 0 when not, -ENOMEM.
  */
-struct probe_rates {
-	struct probe_rate_set **set;
+struct probe_shares {
+	struct probe_share_set **set;
 	size_t n;
 };
 
-int probe_rates_weigh(struct probe_rates *r, const char *host, const char *probe, int64_t span_ms,
-		      struct hist *h);
-void probe_rates_free(struct probe_rates *r);
+int probe_shares_weigh(struct probe_shares *r, const char *host, const char *probe, struct hist *h);
+void probe_shares_free(struct probe_shares *r);
 
 /* kmemd's own counts since start, for /metrics. */
 /* EventKind values counted for /metrics; the proto's are below it. */
@@ -101,7 +101,7 @@ struct kmemd_stats {
 	uint64_t reports_trimmed; /* stored without what names past the limits named */
 	uint64_t samples_left_out; /* probe samples whose interval kmemd did not take */
 	uint64_t events_left_out; /* kernel events whose time or number kmemd did not take */
-	uint64_t samples_weighed; /* probe samples scaled down in probes (probe_rates_weigh()) */
+	uint64_t samples_weighed; /* probe samples scaled down in probes (probe_shares_weigh()) */
 	uint64_t build_files_malformed; /* stored without their build file (builds.h) */
 	struct log_ratelimit report_log; /* warnings a host can cause */
 	uint64_t events[KMEMD_EVENT_KINDS]; /* committed since start, by EventKind */
@@ -120,7 +120,7 @@ struct kmemd {
 	const struct kmemd_config *cfg;
 	struct event_base *base;
 	struct ingest_worker *ingest; /* stores reports, off the loop */
-	struct probe_rates probe_rates; /* the ingest writer's only */
+	struct probe_shares probe_shares; /* the ingest writer's only */
 	struct store *store; /* the loop's connection: everything but storing reports */
 	struct keyring *keys;
 	struct kmemd_stats stats;

@@ -103,7 +103,7 @@ static void pending_free(struct pending *p)
 
 /*
  * On the writer: the report's probe histograms, each host weighed
- * (probe_rates_weigh()), and its events, for /metrics once committed.
+ * (probe_shares_weigh()), and its events, for /metrics once committed.
  */
 static void count(void *arg, struct ingest_batch *b, const Kmemctl__V1__Report *rep)
 {
@@ -121,8 +121,7 @@ static void count(void *arg, struct ingest_batch *b, const Kmemctl__V1__Report *
 
 		if (!p->hist || hist_from_pb(&h, p->hist) < 0)
 			continue;
-		r = probe_rates_weigh(&k->probe_rates, rep->facts->host_id, p->probe,
-				      p->end_unix_ms - p->start_unix_ms, &h);
+		r = probe_shares_weigh(&k->probe_shares, rep->facts->host_id, p->probe, &h);
 		b->weighed += r == 1;
 		if (r < 0 || probe_totals_add(&b->probes, p->probe, policy, &h) < 0)
 			log_warning("out of memory: a probe histogram is missing from /metrics");
@@ -224,7 +223,7 @@ void reports_stop(struct kmemd *k)
 {
 	ingest_worker_free(k->ingest);
 	k->ingest = NULL;
-	probe_rates_free(&k->probe_rates);
+	probe_shares_free(&k->probe_shares);
 }
 
 /* The report's mitigation trips, each to the webhook. */

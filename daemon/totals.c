@@ -109,21 +109,21 @@ int probe_totals_merge(struct probe_totals *dst, struct probe_totals *src)
 	return r;
 }
 
-struct rate_slot {
+struct share_slot {
 	uint64_t key; /* 0: empty */
-	uint64_t rate;
+	uint64_t total, counted; /* the values the host sent, and those /metrics took */
 };
 
-struct probe_rate_set {
+struct probe_share_set {
 	char probe[64];
-	struct rate_slot *slots; /* open addressing, at most half full */
-	size_t cap, n;
-	uint64_t median; /* known: the lower median of the rates, as of `since` updates ago */
+	struct share_slot *slots; /* open addressing, at most half full */
+	size_t cap, n, with_values;
+	uint64_t median; /* known: the lower median of the totals, as of `since` updates ago */
 	size_t since;
 	bool known;
 };
 
-static struct rate_slot *rate_slot(struct rate_slot *slots, size_t cap, uint64_t key)
+static struct share_slot *share_slot(struct share_slot *slots, size_t cap, uint64_t key)
 {
 	size_t i = (size_t)(key ^ key >> 32) & (cap - 1);
 
@@ -132,9 +132,9 @@ static struct rate_slot *rate_slot(struct rate_slot *slots, size_t cap, uint64_t
 	return &slots[i];
 }
 
-static struct probe_rate_set *rate_set(struct probe_rates *r, const char *probe)
+static struct probe_share_set *share_set(struct probe_shares *r, const char *probe)
 {
-	struct probe_rate_set *s, **grown;
+	struct probe_share_set *s, **grown;
 	size_t i;
 
 	/* probes are few (names.h bounds them) */
@@ -153,27 +153,30 @@ static struct probe_rate_set *rate_set(struct probe_rates *r, const char *probe)
 	return s;
 }
 
-static int rate_put(struct probe_rate_set *s, uint64_t key, uint64_t rate)
+/* host's slot, added empty the first time; NULL when out of memory. */
+static struct share_slot *share_get(struct probe_share_set *s, uint64_t key)
 {
-	struct rate_slot *slots, *x;
+	struct share_slot *slots, *x;
 	size_t cap, i;
 
 	if (2 * (s->n + 1) > s->cap) {
 		cap = s->cap ? 2 * s->cap : 16;
 		slots = calloc(cap, sizeof(*slots));
 		if (!slots)
-			return -ENOMEM;
+			return NULL;
 		for (i = 0; i < s->cap; i++)
 			if (s->slots[i].key)
-				*rate_slot(slots, cap, s->slots[i].key) = s->slots[i];
+				*share_slot(slots, cap, s->slots[i].key) = s->slots[i];
 		free(s->slots);
 		s->slots = slots;
 		s->cap = cap;
 	}
-	x = rate_slot(s->slots, s->cap, key);
-	s->n += !x->key;
-	*x = (struct rate_slot){ key, rate };
-	return 0;
+	x = share_slot(s->slots, s->cap, key);
+	if (!x->key) {
+		x->key = key;
+		s->n++;
+	}
+	return x;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -183,20 +186,20 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Sorting every host's rate: again once an eighth of the hosts have reported since. */
-static int rate_median(struct probe_rate_set *s)
+/* Sorting the totals of the hosts with values: again once an eighth of them have reported. */
+static int share_median(struct probe_share_set *s)
 {
 	uint64_t *v;
 	size_t i, k = 0;
 
-	if (s->known && s->since <= s->n / 8)
+	if (s->known && s->since <= s->with_values / 8)
 		return 0;
-	v = malloc(s->n * sizeof(*v));
+	v = malloc(s->with_values * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
 	for (i = 0; i < s->cap; i++)
-		if (s->slots[i].key)
-			v[k++] = s->slots[i].rate;
+		if (s->slots[i].key && s->slots[i].total)
+			v[k++] = s->slots[i].total;
 	qsort(v, k, sizeof(*v), cmp_u64);
 	s->median = v[(k - 1) / 2];
 	s->since = 0;
@@ -205,39 +208,44 @@ static int rate_median(struct probe_rate_set *s)
 	return 0;
 }
 
-int probe_rates_weigh(struct probe_rates *r, const char *host, const char *probe, int64_t span_ms,
-		      struct hist *h)
+int probe_shares_weigh(struct probe_shares *r, const char *host, const char *probe, struct hist *h)
 {
-	struct probe_rate_set *s = rate_set(r, probe);
-	/* values a second: a count is at most REPORT_NUMBER_MAX, 2^53 */
-	uint64_t span = span_ms > 1 ? (uint64_t)span_ms : 1, rate = h->count * 1000 / span, cap;
+	struct probe_share_set *s = share_set(r, probe);
+	struct share_slot *x = s ? share_get(s, text_hash(host)) : NULL;
+	uint64_t cap, allowed;
 	int scaled = 0;
 
-	if (!s || rate_put(s, text_hash(host), rate) < 0)
+	if (!x)
 		return -ENOMEM;
-	s->since++;
-	if (s->n < 2)
+	if (!h->count)
 		return 0;
-	if (rate_median(s) < 0)
-		return -ENOMEM;
-	if (__builtin_mul_overflow(s->median ?: 1, HIST_HOST_WEIGHT_MAX * span, &cap))
-		cap = UINT64_MAX;
-	cap /= 1000;
-	if (h->count > cap) {
-		hist_scale_to(h, cap);
-		scaled = 1;
+	s->with_values += !x->total;
+	x->total = x->total > UINT64_MAX - h->count ? UINT64_MAX : x->total + h->count;
+	s->since++;
+	if (s->with_values >= 2) {
+		if (share_median(s) < 0)
+			return -ENOMEM;
+		cap = s->median > UINT64_MAX / HIST_HOST_WEIGHT_MAX ?
+			      UINT64_MAX :
+			      s->median * HIST_HOST_WEIGHT_MAX;
+		allowed = cap > x->counted ? cap - x->counted : 0;
+		if (h->count > allowed) {
+			hist_scale_to(h, allowed);
+			scaled = 1;
+		}
 	}
+	x->counted += h->count;
 	return scaled;
 }
 
-void probe_rates_free(struct probe_rates *r)
+void probe_shares_free(struct probe_shares *r)
 {
 	for (size_t i = 0; i < r->n; i++) {
 		free(r->set[i]->slots);
 		free(r->set[i]);
 	}
 	free(r->set);
-	*r = (struct probe_rates){ 0 };
+	*r = (struct probe_shares){ 0 };
 }
 
 void probe_totals_free(struct probe_totals *t)

@@ -197,60 +197,62 @@ static struct hist values(uint64_t n)
 }
 
 /*
- * /metrics weighs each host by its latest rate against the other hosts':
- * past ten times their lower median, a sample is scaled down.
+ * /metrics weighs each host by its total since kmemd started against the
+ * other hosts': past ten times their lower median, a sample is scaled
+ * down to what is left.
  */
-static void test_weigh(void **state)
+static void test_shares(void **state)
 {
-	struct probe_rates rates = { 0 };
+	struct probe_shares shares = { 0 };
 	char host[16];
 	struct hist h;
 	size_t i;
 
 	(void)state;
-	/* one host alone: no fleet to weigh it against */
-	h = values(1000000000000);
-	assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1000, &h), 0);
-	assert_true(h.count == 1000000000000);
-	/* 20 hosts of 5,000 values a second (5 a ms): a second's 1e12 counts 50,000 */
-	for (i = 0; i < 20; i++) {
+	/* one host with values: no fleet to weigh it against */
+	h = values(5000);
+	assert_int_equal(probe_shares_weigh(&shares, "h0", "vmap-purge", &h), 0);
+	/* 20 hosts of 5,000: a host claiming 1e12 gets to ten times 5,000, then nothing */
+	for (i = 1; i < 20; i++) {
 		snprintf(host, sizeof(host), "h%zu", i);
 		h = values(5000);
-		assert_int_equal(probe_rates_weigh(&rates, host, "vmap-purge", 1000, &h), 0);
+		assert_int_equal(probe_shares_weigh(&shares, host, "vmap-purge", &h), 0);
 		assert_true(h.count == 5000);
 	}
 	h = values(1000000000000);
-	assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1000, &h), 1);
+	assert_int_equal(probe_shares_weigh(&shares, "evil", "vmap-purge", &h), 1);
 	assert_true(h.count == 50000);
 	assert_true(h.sum_ns == h.count * 1000 && h.buckets[10] == h.count);
-	/* however many reports it sends, or how short: it is one host */
+	/* however many reports it sends */
 	for (i = 0; i < 1000; i++) {
-		h = values(1000000000);
-		assert_int_equal(probe_rates_weigh(&rates, "evil", "vmap-purge", 1, &h), 1);
-		assert_true(h.count == 50);
+		h = values(1000000);
+		assert_int_equal(probe_shares_weigh(&shares, "evil", "vmap-purge", &h), 1);
+		assert_true(h.count == 0);
 	}
-	/* within ten times the median: as it came */
-	h = values(49000);
-	assert_int_equal(probe_rates_weigh(&rates, "h3", "vmap-purge", 1000, &h), 0);
-	assert_true(h.count == 49000);
-	/* another probe has its own hosts */
-	h = values(100);
-	assert_int_equal(probe_rates_weigh(&rates, "h1", "rstat-flush", 1000, &h), 0);
+	/* as the fleet's totals grow, so does its share */
+	for (i = 0; i < 20; i++) {
+		snprintf(host, sizeof(host), "h%zu", i);
+		h = values(5000);
+		assert_int_equal(probe_shares_weigh(&shares, host, "vmap-purge", &h), 0);
+	}
 	h = values(1000000000000);
-	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 1000, &h), 1);
-	assert_true(h.count == 1000);
-	/* a sample with no span: one ms; below a value a second, the median counts as 1 */
-	h = values(1000000);
-	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 0, &h), 1);
-	assert_true(h.count == 1);
+	assert_int_equal(probe_shares_weigh(&shares, "evil", "vmap-purge", &h), 1);
+	assert_true(h.count == 50000);
+	/* a first sample carrying what the module counted before: within ten hosts' */
+	h = values(90000);
+	assert_int_equal(probe_shares_weigh(&shares, "new", "vmap-purge", &h), 0);
+	assert_true(h.count == 90000);
+	/* no values: nothing weighed, and not a host with values; another probe its own */
 	h = values(0);
-	assert_int_equal(probe_rates_weigh(&rates, "h1", "rstat-flush", 1000, &h), 0);
-	h = values(0);
-	assert_int_equal(probe_rates_weigh(&rates, "h2", "rstat-flush", 1000, &h), 0);
-	h = values(11);
-	assert_int_equal(probe_rates_weigh(&rates, "evil", "rstat-flush", 1000, &h), 1);
-	assert_true(h.count == 10);
-	probe_rates_free(&rates);
+	assert_int_equal(probe_shares_weigh(&shares, "idle", "rstat-flush", &h), 0);
+	h = values(1000000000000);
+	assert_int_equal(probe_shares_weigh(&shares, "evil", "rstat-flush", &h), 0);
+	h = values(100);
+	assert_int_equal(probe_shares_weigh(&shares, "h1", "rstat-flush", &h), 0);
+	h = values(1000000000000);
+	assert_int_equal(probe_shares_weigh(&shares, "evil", "rstat-flush", &h), 1);
+	assert_true(h.count == 0);
+	probe_shares_free(&shares);
 }
 
 int main(void)
@@ -258,7 +260,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_module_names), cmocka_unit_test(test_bounds),
 		cmocka_unit_test(test_event_names),  cmocka_unit_test(test_totals),
-		cmocka_unit_test(test_weigh),
+		cmocka_unit_test(test_shares),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
