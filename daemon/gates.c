@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gates.h"
+#include "hist.h"
 #include "json-text.h"
 #include "macro.h"
 #include "stats.h"
@@ -37,13 +38,6 @@ struct side {
 	json_t *hosts; /* the first GATES_HOSTS_NAMED of them */
 };
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 static uint64_t lockups_of(const struct gate_host *h, bool hard)
 {
 	return hard ? h->hard_lockups : h->soft_lockups + h->hard_lockups + h->rcu_stalls;
@@ -51,7 +45,7 @@ static uint64_t lockups_of(const struct gate_host *h, bool hard)
 
 /*
  * The most lockups (hard: hard lockups) one host counts for in a
- * comparison: GATES_HOST_WEIGHT_MAX times the lower median of the hosts
+ * comparison: HIST_HOST_WEIGHT_MAX times the lower median of the hosts
  * with any, the one with most left out (1 when no other has any).
  * Counted as reported, one host would outweigh the fleet: its reports
  * may be forged (a baseline hiding the canaries' lockups, a canary
@@ -62,8 +56,8 @@ static uint64_t lockups_of(const struct gate_host *h, bool hard)
 static uint64_t host_cap(const struct gate_host *c, size_t nc, const struct gate_host *b, size_t nb,
 			 bool hard)
 {
-	uint64_t *v = malloc((nc + nb ?: 1) * sizeof(*v)), m = 1, x;
-	size_t k = 0;
+	uint64_t *v = malloc((nc + nb ?: 1) * sizeof(*v)), m, x;
+	size_t k = 0, most = 0;
 
 	if (!v)
 		return UINT64_MAX;
@@ -71,13 +65,15 @@ static uint64_t host_cap(const struct gate_host *c, size_t nc, const struct gate
 		x = lockups_of(i < nc ? &c[i] : &b[i - nc], hard);
 		if (x)
 			v[k++] = x;
+		if (x && x > v[most])
+			most = k - 1;
 	}
-	if (k > 1) {
-		qsort(v, k, sizeof(*v), cmp_u64);
-		m = v[(k - 2) / 2];
-	}
+	/* the one with most left out */
+	if (k)
+		v[most] = v[--k];
+	m = hist_lower_median(v, k);
 	free(v);
-	return m > UINT64_MAX / GATES_HOST_WEIGHT_MAX ? UINT64_MAX : m * GATES_HOST_WEIGHT_MAX;
+	return hist_weight_cap(m ?: 1);
 }
 
 /*

@@ -19,8 +19,6 @@
 /* One host over the bake window. */
 /* Hosts a verdict names per list (canaries, baselines, unmatched); it counts them all. */
 #define GATES_HOSTS_NAMED 100
-/* No host counts for more lockups than this many typical hosts with lockups (gates.c). */
-#define GATES_HOST_WEIGHT_MAX 10
 
 struct gate_host {
 	const char *host;

@@ -77,9 +77,10 @@ void probe_totals_free(struct probe_totals *t);
  * A report's sample of probe as /metrics adds it: no host's share of a
  * probe's totals is more than HIST_HOST_WEIGHT_MAX times the median
  * host's. Per probe, what each host sent since kmemd started and what was
- * taken of it are kept (16 bytes a host and probe); once two hosts have
- * values, a sample that would take a host past ten times the lower median
- * of the hosts' totals is scaled down to what is left (hist_scale_to()).
+ * taken of it are kept (a 24-byte slot a host and probe, in a table at
+ * most half full); once two hosts have values, a sample that would take a
+ * host past ten times the lower median of the hosts' totals is scaled
+ * down to what is left (hist_scale_to()).
  * Totals, not rates: an agent's first sample after a start carries what
  * the module counted before, and a host counts once however many reports
  * it sends. 1 when h was scaled, 0 when not, -ENOMEM.

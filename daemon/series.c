@@ -234,14 +234,10 @@ static void weigh(struct series *s, struct side *d)
 	for (size_t p = 0; p < s->nprobes; p++)
 		for (size_t k = 0; k < s->nsteps; k++) {
 			struct cell *c = &d->c[p][k];
-			uint64_t m = hist_quantile(&c->counts, 0.5) ?: 1, cap;
+			uint64_t m = hist_quantile(&c->counts, 0.5) ?: 1;
 
-			if (c->counts.count && c->top.count) {
-				cap = m > UINT64_MAX / HIST_HOST_WEIGHT_MAX ?
-					      UINT64_MAX :
-					      m * HIST_HOST_WEIGHT_MAX;
-				hist_scale_to(&c->top, cap);
-			}
+			if (c->counts.count && c->top.count)
+				hist_scale_to(&c->top, hist_weight_cap(m));
 			d->h[p][k] = c->rest;
 			hist_merge(&d->h[p][k], &c->top);
 		}

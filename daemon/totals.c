@@ -114,6 +114,9 @@ struct share_slot {
 	uint64_t total, counted; /* the values the host sent, and those /metrics took */
 };
 
+/* what kmemd.h says a host costs */
+_Static_assert(sizeof(struct share_slot) == 24, "a share slot is 24 bytes");
+
 struct probe_share_set {
 	char probe[64];
 	struct share_slot *slots; /* open addressing, at most half full */
@@ -179,13 +182,6 @@ static struct share_slot *share_get(struct probe_share_set *s, uint64_t key)
 	return x;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 /* Sorting the totals of the hosts with values: again once an eighth of them have reported. */
 static int share_median(struct probe_share_set *s)
 {
@@ -200,8 +196,7 @@ static int share_median(struct probe_share_set *s)
 	for (i = 0; i < s->cap; i++)
 		if (s->slots[i].key && s->slots[i].total)
 			v[k++] = s->slots[i].total;
-	qsort(v, k, sizeof(*v), cmp_u64);
-	s->median = v[(k - 1) / 2];
+	s->median = hist_lower_median(v, k);
 	s->since = 0;
 	s->known = true;
 	free(v);
@@ -225,9 +220,7 @@ int probe_shares_weigh(struct probe_shares *r, const char *host, const char *pro
 	if (s->with_values >= 2) {
 		if (share_median(s) < 0)
 			return -ENOMEM;
-		cap = s->median > UINT64_MAX / HIST_HOST_WEIGHT_MAX ?
-			      UINT64_MAX :
-			      s->median * HIST_HOST_WEIGHT_MAX;
+		cap = hist_weight_cap(s->median);
 		allowed = cap > x->counted ? cap - x->counted : 0;
 		if (h->count > allowed) {
 			hist_scale_to(h, allowed);

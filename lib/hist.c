@@ -83,6 +83,19 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+uint64_t hist_lower_median(uint64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), cmp_u64);
+	return v[(n - 1) / 2];
+}
+
+uint64_t hist_weight_cap(uint64_t m)
+{
+	return m > UINT64_MAX / HIST_HOST_WEIGHT_MAX ? UINT64_MAX : m * HIST_HOST_WEIGHT_MAX;
+}
+
 size_t hist_merge_hosts(struct hist *out, const struct hist *h, size_t n)
 {
 	uint64_t *counts = n ? malloc(n * sizeof(*counts)) : NULL, cap = UINT64_MAX;
@@ -93,13 +106,9 @@ size_t hist_merge_hosts(struct hist *out, const struct hist *h, size_t n)
 	for (i = 0; counts && i < n; i++)
 		if (h[i].count)
 			counts[k++] = h[i].count;
-	if (k) {
-		qsort(counts, k, sizeof(*counts), cmp_u64);
-		/* of the hosts with values, the lower median: with two, the smaller */
-		cap = counts[(k - 1) / 2];
-		cap = cap > UINT64_MAX / HIST_HOST_WEIGHT_MAX ? UINT64_MAX :
-								cap * HIST_HOST_WEIGHT_MAX;
-	}
+	/* of the hosts with values, the lower median */
+	if (k)
+		cap = hist_weight_cap(hist_lower_median(counts, k));
 	free(counts);
 	/* out of memory: merged as they are, and not a host said to be scaled */
 	for (i = 0; i < n; i++) {

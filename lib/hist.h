@@ -47,6 +47,11 @@ void hist_scale_to(struct hist *h, uint64_t cap);
 #define HIST_HOST_WEIGHT_MAX 10
 size_t hist_merge_hosts(struct hist *out, const struct hist *h, size_t n);
 
+/* v[0..n) sorted, and its lower median (with two, the smaller); 0 when n is 0. */
+uint64_t hist_lower_median(uint64_t *v, size_t n);
+/* The most one host may weigh against a median of m: HIST_HOST_WEIGHT_MAX * m, saturated. */
+uint64_t hist_weight_cap(uint64_t m);
+
 /*
  * out = cur - prev. When any counter went down (the producer was reset or
  * restarted) the delta is cur itself and 1 is returned; 0 otherwise. The

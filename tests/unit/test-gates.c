@@ -656,7 +656,7 @@ static json_int_t detail_number(const json_t *detail, const char *side, const ch
 }
 
 /*
- * No host counts for more lockups than GATES_HOST_WEIGHT_MAX typical
+ * No host counts for more lockups than HIST_HOST_WEIGHT_MAX typical
  * hosts with lockups: what a host claims past that changes no verdict.
  */
 static void test_host_weight(void **state)

@@ -290,6 +290,21 @@ static void test_merge_hosts(void **state)
 	assert_int_equal(out.count, 0);
 }
 
+/* The lower median, sorting; ten times it, saturated. */
+static void test_median(void **state)
+{
+	uint64_t v[] = { 9, 1, 5, 7 }, one[] = { 3 };
+
+	(void)state;
+	assert_true(hist_lower_median(v, 0) == 0);
+	assert_true(hist_lower_median(one, 1) == 3);
+	assert_true(hist_lower_median(v, 4) == 5);
+	assert_true(v[0] == 1 && v[3] == 9);
+	assert_true(hist_lower_median(v, 3) == 5);
+	assert_true(hist_weight_cap(7) == 70);
+	assert_true(hist_weight_cap(UINT64_MAX / 10 + 1) == UINT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -298,7 +313,7 @@ int main(void)
 		cmocka_unit_test(test_delta),		cmocka_unit_test(test_pb_roundtrip),
 		cmocka_unit_test(test_pb_bad),		cmocka_unit_test(test_text),
 		cmocka_unit_test(test_text_bad),	cmocka_unit_test(test_scale),
-		cmocka_unit_test(test_merge_hosts),
+		cmocka_unit_test(test_merge_hosts),	cmocka_unit_test(test_median),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
